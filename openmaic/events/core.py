@@ -1,0 +1,80 @@
+"""Event types shared by every session kind: leases, lifecycle, messages, model turns, tools."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from openmaic.events.types import Event, register
+
+
+@register
+class LeaseClaimed(Event, tag="lease.claimed"):
+    attempt: int
+    worker: str
+    reason: Literal["queued", "orphaned"]
+
+
+@register
+class LeaseReleased(Event, tag="lease.released"):
+    """The holder gave the stream back cleanly (a wait, or a graceful shutdown)."""
+
+    attempt: int
+    reason: str
+
+
+@register
+class SessionCreated(Event, tag="session.created"):
+    kind: str
+    owner_id: str
+    input: dict[str, Any] = {}
+
+
+@register
+class SessionInterrupted(Event, tag="session.interrupted"):
+    reason: str
+
+
+@register
+class SessionCancelRequested(Event, tag="session.cancel_requested"):
+    reason: str = ""
+
+
+@register
+class SessionMessagePosted(Event, tag="session.message_posted"):
+    text: str
+    delivery: Literal["steer", "queued"] = "queued"
+
+
+@register
+class SessionEnded(Event, tag="session.ended"):
+    status: str
+    error: str | None = None
+
+
+@register
+class ModelOutputDelta(Event, tag="model.output_delta"):
+    text: str
+
+
+@register
+class ModelTurnCompleted(Event, tag="model.turn_completed"):
+    text: str = ""
+    tool_calls: list[dict[str, Any]] = []
+    delivered: list[int] = []
+
+
+@register
+class ToolCalled(Event, tag="tool.called"):
+    call_id: str
+    name: str
+    arguments: dict[str, Any] = {}
+
+
+@register
+class ToolResult(Event, tag="tool.result"):
+    call_id: str
+    name: str
+    ok: bool = True
+    result: Any = None
+    error: str | None = None
+    interrupted: bool = False

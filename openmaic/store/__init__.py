@@ -1,0 +1,1 @@
+"""PostgreSQL: the connection host, the embedded server, migrations and the named queries."""

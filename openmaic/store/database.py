@@ -1,0 +1,447 @@
+"""asyncpg hosted under trio: the only module in the project that touches asyncio.
+
+asyncpg speaks asyncio; the rest of openmaic speaks trio. trio-asyncio runs an asyncio loop on top of trio, and
+each public method here runs *one* asyncio coroutine for its whole unit of work (acquire, transaction, every
+statement, release). That matters twice:
+
+* cost: a trio→asyncio crossing is ~70 µs, so we cross once per unit of work, not once per query;
+* cancellation: a trio cancel becomes a single ``asyncio.CancelledError`` inside that coroutine, whose own
+  ``async with`` exits (ROLLBACK, release to the pool) then run to completion — trio-asyncio keeps the trio
+  side waiting until the asyncio task has finished. A naive ``aio_as_trio(conn.transaction())`` would cancel the
+  exit itself and leak the transaction and the pooled connection.
+
+Where a caller needs a connection across several crossings (a session advisory lock, a cursor), the context
+managers below run their exits inside ``trio.CancelScope(shield=True)`` for the same reason.
+
+Driver errors are translated into :mod:`openmaic.errors` in exactly one place, :func:`translated`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from typing import Any
+
+import asyncpg
+import trio
+import trio_asyncio
+
+from openmaic import errors
+
+log = logging.getLogger(__name__)
+
+Record = asyncpg.Record
+
+#: Session settings on every connection of ours. A transaction left idle (a stuck client) would hold back
+#: the global log's visibility horizon for every projector, so PostgreSQL ends it.
+DEFAULT_SERVER_SETTINGS = {
+    "application_name": "openmaic",
+    "idle_in_transaction_session_timeout": "60000",
+}
+
+#: SQLSTATEs raised on purpose by our own SQL functions (see migrations).
+_OWN_SQLSTATES: dict[str, type[errors.OpenMaicError]] = {
+    "OM001": errors.StaleAttempt,
+    "OM002": errors.WrongExpectedSeq,
+    "OM003": errors.CommandConflict,
+    "OM004": errors.StreamNotFound,
+    "OM005": errors.StreamExists,
+    "OM010": errors.DatabaseError,
+}
+
+_CONNECTION_ERRORS = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.InterfaceError,
+    asyncpg.CannotConnectNowError,
+    asyncpg.AdminShutdownError,
+    asyncpg.CrashShutdownError,
+    asyncio.TimeoutError,
+)
+
+
+def translate(exc: BaseException) -> BaseException:
+    """Map a driver exception to the project's hierarchy (``__cause__`` keeps the original)."""
+    if isinstance(exc, errors.OpenMaicError):
+        return exc
+    if isinstance(exc, asyncpg.PostgresError):
+        state = getattr(exc, "sqlstate", None) or ""
+        own = _OWN_SQLSTATES.get(state)
+        if own is not None:
+            detail = getattr(exc, "detail", None)
+            new: BaseException = own(str(exc), stream_id=detail) if detail else own(str(exc))
+        elif isinstance(exc, _CONNECTION_ERRORS) or state.startswith("08") or state in ("57P01", "57P02", "57P03"):
+            new = errors.DatabaseUnavailable(f"PostgreSQL connection lost: {exc}")
+        else:
+            new = errors.DatabaseError(f"PostgreSQL refused a statement ({state}): {exc}", sqlstate=state)
+    elif isinstance(exc, _CONNECTION_ERRORS) or (isinstance(exc, ConnectionError)):
+        new = errors.DatabaseUnavailable(
+            f"cannot reach PostgreSQL ({type(exc).__name__}: {exc}); check DATABASE_URL and that the server runs"
+        )
+    else:
+        return exc
+    new.__cause__ = exc
+    return new
+
+
+@contextlib.contextmanager
+def translated() -> Iterator[None]:
+    """Re-raise driver errors as project errors. The one place where that happens."""
+    try:
+        yield
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, asyncio.TimeoutError) as exc:
+        raise translate(exc) from exc
+
+
+async def _aio(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run one asyncio coroutine function to completion from trio."""
+    with translated():
+        return await trio_asyncio.aio_as_trio(fn)(*args)
+
+
+Op = tuple[str, Sequence[Any]]
+"""One statement of a transaction: SQL and its arguments."""
+
+
+class Subscription:
+    """Notifications for one consumer, coalesced: a set of payloads plus a 'resync' flag.
+
+    The set is bounded: past ``max_pending`` payloads it collapses into ``resync`` (re-read everything), so a
+    slow consumer costs bounded memory and never misses a wake-up, only its precision.
+    """
+
+    def __init__(self, max_pending: int = 10_000) -> None:
+        self._pending: set[tuple[str, str]] = set()
+        self._resync = False
+        self._max = max_pending
+        self._wakeup = trio.Event()
+
+    def _push(self, channel: str, payload: str) -> None:
+        if not self._resync:
+            self._pending.add((channel, payload))
+            if len(self._pending) > self._max:
+                self._pending.clear()
+                self._resync = True
+        self._wakeup.set()
+
+    def _push_resync(self) -> None:
+        self._pending.clear()
+        self._resync = True
+        self._wakeup.set()
+
+    async def wait(self) -> tuple[set[tuple[str, str]], bool]:
+        """Wait for notifications; returns ``(channel, payload)`` pairs and whether to re-read everything."""
+        await self._wakeup.wait()
+        pending, resync = self._pending, self._resync
+        self._pending, self._resync = set(), False
+        self._wakeup = trio.Event()
+        return pending, resync
+
+
+class Connection:
+    """A pooled connection held across several crossings (each method is one crossing)."""
+
+    def __init__(self, raw: asyncpg.Connection) -> None:
+        self._raw = raw
+
+    async def fetch(self, sql: str, *args: Any) -> list[Record]:
+        return await _aio(self._raw.fetch, sql, *args)
+
+    async def fetchrow(self, sql: str, *args: Any) -> Record | None:
+        return await _aio(self._raw.fetchrow, sql, *args)
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await _aio(self._raw.fetchval, sql, *args)
+
+    async def execute(self, sql: str, *args: Any) -> str:
+        return await _aio(self._raw.execute, sql, *args)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        await _aio(self._raw.executemany, sql, rows)
+
+    async def copy_records(self, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
+        await _aio(self._raw.copy_records_to_table, table, records=records, columns=list(columns))
+
+    @contextlib.asynccontextmanager
+    async def transaction(self) -> AsyncIterator[None]:
+        tx = self._raw.transaction()
+        await _aio(tx.start)
+        try:
+            yield
+        except BaseException:
+            # Shielded: a cancelled ROLLBACK would leave the connection inside a failed transaction.
+            with trio.CancelScope(shield=True), trio.move_on_after(10):
+                await _aio(tx.rollback)
+            raise
+        else:
+            with trio.CancelScope(shield=True):
+                await _aio(tx.commit)
+
+    def terminate(self) -> None:
+        self._raw.terminate()
+
+    @property
+    def backend_pid(self) -> int:
+        return self._raw.get_server_pid()
+
+
+class Database:
+    """A pool, a LISTEN connection and a coalescing NOTIFY sender. Open it with :func:`open_database`."""
+
+    def __init__(self, dsn: str, pool: asyncpg.Pool, server_settings: dict[str, str]) -> None:
+        self.dsn = dsn
+        self._pool = pool
+        self._server_settings = server_settings
+        self._subscriptions: set[Subscription] = set()
+        self._channels: set[str] = set()
+        self._notify_pending: dict[str, set[str]] = {}
+        self._notify_wakeup = trio.Event()
+        self.listener_connected = False
+        self.listener_reconnects = 0
+        self._listener_raw: asyncpg.Connection | None = None
+        self._listener_lost = trio.Event()
+
+    # -- units of work: one asyncio coroutine each -------------------------------------------------------------
+
+    async def fetch(self, sql: str, *args: Any) -> list[Record]:
+        return await _aio(self._pool.fetch, sql, *args)
+
+    async def fetchrow(self, sql: str, *args: Any) -> Record | None:
+        return await _aio(self._pool.fetchrow, sql, *args)
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        return await _aio(self._pool.fetchval, sql, *args)
+
+    async def execute(self, sql: str, *args: Any) -> str:
+        return await _aio(self._pool.execute, sql, *args)
+
+    async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        async def unit() -> None:
+            async with self._pool.acquire() as conn, conn.transaction():
+                await conn.executemany(sql, rows)
+
+        await _aio(unit)
+
+    async def transaction(self, ops: Sequence[Op], *, isolation: str = "read_committed") -> list[list[Record]]:
+        """Run the statements in one transaction; returns each statement's rows."""
+
+        async def unit() -> list[list[Record]]:
+            async with self._pool.acquire() as conn, conn.transaction(isolation=isolation):
+                return [await conn.fetch(sql, *args) for sql, args in ops]
+
+        return await _aio(unit)
+
+    async def copy_records(self, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
+        async def unit() -> None:
+            async with self._pool.acquire() as conn:
+                await conn.copy_records_to_table(table, records=records, columns=list(columns))
+
+        await _aio(unit)
+
+    @contextlib.asynccontextmanager
+    async def connection(self) -> AsyncIterator[Connection]:
+        """Hold one pooled connection across several units (e.g. a session advisory lock)."""
+
+        raw = await _aio(self._pool.acquire)
+        try:
+            yield Connection(raw)
+        finally:
+            # Shielded: a cancelled release leaks the connection, and the pool's next acquire hangs.
+            with trio.CancelScope(shield=True):
+                try:
+                    await _aio(self._pool.release, raw)
+                except errors.OpenMaicError:
+                    log.warning("releasing a broken connection", exc_info=True)
+
+    def statistics(self) -> dict[str, int]:
+        """Pool size and idle connections: a leak shows as ``size - idle`` staying above zero at rest."""
+        return {"size": self._pool.get_size(), "idle": self._pool.get_idle_size(), "max": self._pool.get_max_size()}
+
+    # -- NOTIFY: hints, coalesced ------------------------------------------------------------------------------
+
+    def notify_soon(self, channel: str, payload: str) -> None:
+        """Queue a NOTIFY hint; identical hints queued before the next flush are sent once.
+
+        Sent after the caller's commit from one task, one statement per flush: NOTIFY takes a global lock at
+        commit, so one per event would serialize every committing transaction.
+        """
+        self._notify_pending.setdefault(channel, set()).add(payload)
+        self._notify_wakeup.set()
+
+    async def _notify_forever(self) -> None:
+        while True:
+            await self._notify_wakeup.wait()
+            self._notify_wakeup = trio.Event()
+            pending, self._notify_pending = self._notify_pending, {}
+            for channel, payloads in pending.items():
+                for chunk in _chunk_payloads(sorted(payloads)):
+                    try:
+                        await self.execute("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", channel, chunk)
+                    except errors.DatabaseUnavailable:
+                        # A hint is never the carrier: every waiter also polls.
+                        log.warning("could not send NOTIFY hints; waiters will find the work by polling")
+
+    # -- LISTEN: one dedicated connection, reconnecting ----------------------------------------------------------
+
+    def subscribe(self, max_pending: int = 10_000) -> Subscription:
+        sub = Subscription(max_pending)
+        self._subscriptions.add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        self._subscriptions.discard(sub)
+
+    def _on_notification(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
+        # Runs as an asyncio callback on the trio thread: only non-blocking calls here.
+        for sub in self._subscriptions:
+            sub._push(channel, payload)
+
+    def _on_listener_terminated(self, _conn: Any) -> None:
+        self._listener_lost.set()
+
+    async def _connect_listener(self) -> asyncpg.Connection:
+        async def unit() -> asyncpg.Connection:
+            conn = await asyncpg.connect(self.dsn, server_settings=self._server_settings, timeout=10)
+            try:
+                for channel in sorted(self._channels):
+                    await conn.add_listener(channel, self._on_notification)
+                conn.add_termination_listener(self._on_listener_terminated)
+            except BaseException:
+                conn.terminate()
+                raise
+            return conn
+
+        return await _aio(unit)
+
+    async def _listen_forever(
+        self, channels: Sequence[str], ping_s: float, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        self._channels = set(channels)
+        backoff = 0.1
+        started = False
+        while True:
+            try:
+                self._listener_lost = trio.Event()
+                conn = await self._connect_listener()
+            except errors.DatabaseUnavailable:
+                if not started:
+                    raise
+                log.warning("LISTEN connection failed; retrying in %.1f s", backoff)
+                await trio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            self._listener_raw = conn
+            self.listener_connected = True
+            backoff = 0.1
+            if started:
+                # Notifications sent while we were away are gone: tell every subscriber to re-read.
+                self.listener_reconnects += 1
+                for sub in self._subscriptions:
+                    sub._push_resync()
+                log.info("LISTEN connection re-established")
+            else:
+                started = True
+                task_status.started()
+            try:
+                await self._watch_listener(conn, ping_s)
+            finally:
+                self.listener_connected = False
+                self._listener_raw = None
+                # Shielded: closing must finish even while we are being cancelled.
+                with trio.CancelScope(shield=True):
+                    conn.terminate()
+            log.warning("LISTEN connection lost; reconnecting")
+
+    async def _watch_listener(self, conn: asyncpg.Connection, ping_s: float) -> None:
+        """Return when the listener connection is gone: told by asyncpg, or found by a ping."""
+        while not conn.is_closed():
+            with trio.move_on_after(ping_s):
+                await self._listener_lost.wait()
+                return
+            try:
+                with trio.fail_after(max(ping_s, 1.0)):
+                    await _aio(conn.fetchval, "SELECT 1")
+            except (errors.OpenMaicError, trio.TooSlowError):
+                return
+
+    def listener_backend_pid(self) -> int | None:
+        raw = self._listener_raw
+        return None if raw is None or raw.is_closed() else raw.get_server_pid()
+
+
+def _chunk_payloads(payloads: Sequence[str], limit: int = 7900) -> Iterator[list[str]]:
+    """Group payloads so each NOTIFY stays under PostgreSQL's 8000-byte payload limit."""
+    chunk: list[str] = []
+    size = 0
+    for p in payloads:
+        n = len(p.encode()) + 1
+        if chunk and size + n > limit:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(p)
+        size += n
+    if chunk:
+        yield chunk
+
+
+@contextlib.asynccontextmanager
+async def open_loop() -> AsyncIterator[None]:
+    """Provide the asyncio loop asyncpg runs on (reusing one that is already open)."""
+    if trio_asyncio.current_loop.get() is not None:
+        yield
+        return
+    async with trio_asyncio.open_loop():
+        yield
+
+
+@contextlib.asynccontextmanager
+async def open_database(
+    dsn: str,
+    *,
+    min_size: int = 1,
+    max_size: int = 10,
+    listen: Sequence[str] = (),
+    listener_ping_s: float = 5.0,
+    server_settings: dict[str, str] | None = None,
+    connect_timeout: float = 10.0,
+) -> AsyncIterator[Database]:
+    """Open a pool (and, with ``listen``, the LISTEN connection and the NOTIFY sender) for the block's lifetime.
+
+    Raises :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached.
+    """
+    settings = dict(DEFAULT_SERVER_SETTINGS, **(server_settings or {}))
+    async with open_loop():
+        pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout)
+        db = Database(dsn, pool, settings)
+        try:
+            async with trio.open_nursery() as nursery:
+                if listen:
+                    await nursery.start(db._listen_forever, list(listen), listener_ping_s)
+                nursery.start_soon(db._notify_forever)
+                try:
+                    yield db
+                finally:
+                    nursery.cancel_scope.cancel()
+        finally:
+            # Shielded with a bound: closing waits for borrowed connections; terminate stragglers.
+            with trio.CancelScope(shield=True):
+                with trio.move_on_after(5) as scope:
+                    await _aio(pool.close)
+                if scope.cancelled_caught:
+                    pool.terminate()
+
+
+async def _create_pool(
+    dsn: str, min_size: int, max_size: int, settings: dict[str, str], timeout: float
+) -> asyncpg.Pool:
+    try:
+        return await asyncpg.create_pool(
+            dsn, min_size=min_size, max_size=max_size, server_settings=settings, timeout=timeout
+        )
+    except asyncpg.InvalidCatalogNameError as exc:
+        raise errors.DatabaseUnavailable(f"database does not exist: {exc}") from exc
+    except asyncpg.InvalidPasswordError as exc:
+        raise errors.DatabaseUnavailable(f"PostgreSQL refused the credentials: {exc}") from exc
+
