@@ -113,6 +113,16 @@ class EventLog:
         Raises StaleAttempt, WrongExpectedSeq, CommandConflict, StreamNotFound or StreamExists; then nothing
         was written.
         """
+        args = self.append_args(batches)
+        rows = await self.db.fetch(Q.append, *args)
+        results = [AppendResult(r["stream_id"], r["first_seq"], r["last_seq"], r["replayed"]) for r in rows]
+        if results and not results[0].replayed:
+            self.appended_events += len(args[12])
+            self.hint([r.stream_id for r in results])
+        return results
+
+    def append_args(self, batches: Sequence[StreamAppend]) -> tuple[list[Any], ...]:
+        """The arguments of the ``append`` query (column arrays) for these batches."""
         ids, kinds, owners, attempts, expected, commands, statuses = [], [], [], [], [], [], []
         set_wake, wake_at, release, progress, counts = [], [], [], [], []
         types, versions, datas = [], [], []
@@ -135,15 +145,8 @@ class EventLog:
                 types.append(t)
                 versions.append(v)
                 datas.append(data.decode())
-        rows = await self.db.fetch(
-            Q.append, ids, kinds, owners, attempts, expected, commands, statuses, set_wake, wake_at, release,
-            progress, counts, types, versions, datas,
-        )
-        results = [AppendResult(r["stream_id"], r["first_seq"], r["last_seq"], r["replayed"]) for r in rows]
-        if results and not results[0].replayed:
-            self.appended_events += len(types)
-            self.hint([r.stream_id for r in results])
-        return results
+        return (ids, kinds, owners, attempts, expected, commands, statuses, set_wake, wake_at, release, progress,
+                counts, types, versions, datas)
 
     async def append_one(self, stream_id: str, events: Sequence[Event], **fences: Any) -> AppendResult:
         (result,) = await self.append(StreamAppend(stream_id=stream_id, events=events, **fences))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
@@ -141,45 +142,70 @@ class Subscription:
 
 
 class Connection:
-    """A pooled connection held across several crossings (each method is one crossing)."""
+    """A pooled connection held across several crossings (each method is one crossing).
+
+    Each crossing runs shielded, and a pending cancellation is raised right after it: cancelling asyncpg in the
+    middle of a statement on a connection that outlives the unit of work leaves its protocol state unusable
+    (the pool's reset then hangs; terminating it instead surfaces "unexpected connection_lost" in the loop). So
+    statements on a held connection must be short; never block on a held connection (use
+    ``pg_try_advisory_lock`` and poll, not ``pg_advisory_lock``). A connection whose crossing failed at the
+    driver level is marked broken and terminated on release; the server then rolls back its transaction.
+    """
 
     def __init__(self, raw: asyncpg.Connection) -> None:
         self._raw = raw
+        self.broken = False
+
+    async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            with trio.CancelScope(shield=True):
+                result = await _aio(functools.partial(fn, **kwargs) if kwargs else fn, *args)
+        except errors.DatabaseUnavailable:
+            self.broken = True
+            raise
+        await trio.lowlevel.checkpoint_if_cancelled()
+        return result
 
     async def fetch(self, sql: str, *args: Any) -> list[Record]:
-        return await _aio(self._raw.fetch, sql, *args)
+        return await self._call(self._raw.fetch, sql, *args)
 
     async def fetchrow(self, sql: str, *args: Any) -> Record | None:
-        return await _aio(self._raw.fetchrow, sql, *args)
+        return await self._call(self._raw.fetchrow, sql, *args)
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await _aio(self._raw.fetchval, sql, *args)
+        return await self._call(self._raw.fetchval, sql, *args)
 
     async def execute(self, sql: str, *args: Any) -> str:
-        return await _aio(self._raw.execute, sql, *args)
+        return await self._call(self._raw.execute, sql, *args)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        await _aio(self._raw.executemany, sql, rows)
+        await self._call(self._raw.executemany, sql, rows)
 
     async def copy_records(self, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
-        await _aio(self._raw.copy_records_to_table, table, records=records, columns=list(columns))
+        await self._call(self._raw.copy_records_to_table, table, records=records, columns=list(columns))
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
         tx = self._raw.transaction()
-        await _aio(tx.start)
         try:
+            # Inside the try: a cancellation raised just after BEGIN completed must still roll back.
+            await self._call(tx.start)
             yield
         except BaseException:
-            # Shielded: a cancelled ROLLBACK would leave the connection inside a failed transaction.
-            with trio.CancelScope(shield=True), trio.move_on_after(10):
-                await _aio(tx.rollback)
+            # Shielded: a cancelled ROLLBACK would leave the connection inside a failed transaction. A broken
+            # connection is not rolled back here; terminating it on release ends the transaction server-side.
+            if not self.broken and self._raw.is_in_transaction():
+                with trio.CancelScope(shield=True), trio.move_on_after(10) as scope:
+                    await self._call(tx.rollback)
+                if scope.cancelled_caught:
+                    self.broken = True
             raise
         else:
             with trio.CancelScope(shield=True):
-                await _aio(tx.commit)
+                await self._call(tx.commit)
 
     def terminate(self) -> None:
+        self.broken = True
         self._raw.terminate()
 
     @property
@@ -245,11 +271,19 @@ class Database:
         """Hold one pooled connection across several units (e.g. a session advisory lock)."""
 
         raw = await _aio(self._pool.acquire)
+        conn = Connection(raw)
         try:
-            yield Connection(raw)
+            yield conn
         finally:
             # Shielded: a cancelled release leaks the connection, and the pool's next acquire hangs.
             with trio.CancelScope(shield=True):
+                if not conn.broken and raw.is_in_transaction():
+                    # Never hand asyncpg's pool a connection inside a transaction: its reset path can hang.
+                    with trio.move_on_after(5) as scope:
+                        await _aio(raw.execute, "ROLLBACK")
+                    conn.broken = scope.cancelled_caught
+                if conn.broken and not raw.is_closed():
+                    raw.terminate()
                 try:
                     await _aio(self._pool.release, raw)
                 except errors.OpenMaicError:
@@ -386,14 +420,43 @@ def _chunk_payloads(payloads: Sequence[str], limit: int = 7900) -> Iterator[list
         yield chunk
 
 
+def single_exception(group: BaseExceptionGroup) -> BaseException | None:
+    """The one leaf of a group that holds exactly one exception (nested or not), else None."""
+    leaves: list[BaseException] = []
+
+    def walk(g: BaseExceptionGroup) -> None:
+        for e in g.exceptions:
+            walk(e) if isinstance(e, BaseExceptionGroup) else leaves.append(e)
+
+    walk(group)
+    return leaves[0] if len(leaves) == 1 else None
+
+
+@contextlib.contextmanager
+def collapse_groups() -> Iterator[None]:
+    """Re-raise a one-exception group as that exception.
+
+    Nurseries wrap whatever crosses them in an ExceptionGroup; callers of a context manager that happens to
+    use a nursery inside should see the error they raised (or the one we raised), not a group of one.
+    """
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        leaf = single_exception(group)
+        if leaf is None:
+            raise
+        raise leaf from leaf.__cause__
+
+
 @contextlib.asynccontextmanager
 async def open_loop() -> AsyncIterator[None]:
     """Provide the asyncio loop asyncpg runs on (reusing one that is already open)."""
     if trio_asyncio.current_loop.get() is not None:
         yield
         return
-    async with trio_asyncio.open_loop():
-        yield
+    with collapse_groups():
+        async with trio_asyncio.open_loop():
+            yield
 
 
 @contextlib.asynccontextmanager
@@ -416,14 +479,15 @@ async def open_database(
         pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout)
         db = Database(dsn, pool, settings)
         try:
-            async with trio.open_nursery() as nursery:
-                if listen:
-                    await nursery.start(db._listen_forever, list(listen), listener_ping_s)
-                nursery.start_soon(db._notify_forever)
-                try:
-                    yield db
-                finally:
-                    nursery.cancel_scope.cancel()
+            with collapse_groups():
+                async with trio.open_nursery() as nursery:
+                    if listen:
+                        await nursery.start(db._listen_forever, list(listen), listener_ping_s)
+                    nursery.start_soon(db._notify_forever)
+                    try:
+                        yield db
+                    finally:
+                        nursery.cancel_scope.cancel()
         finally:
             # Shielded with a bound: closing waits for borrowed connections; terminate stragglers.
             with trio.CancelScope(shield=True):

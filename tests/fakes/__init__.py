@@ -1,0 +1,1 @@
+"""Fakes of external services, served over real sockets."""

@@ -1,0 +1,115 @@
+"""The asyncpg-under-trio host: cancellation safety, LISTEN reconnect, NOTIFY coalescing, error translation."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import trio
+
+from openmaic import errors
+from openmaic.events.wakeups import CHANNEL, Wakeups
+from openmaic.store.database import open_database
+
+
+async def idle_in_transaction(db) -> int:
+    return await db.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'"
+    )
+
+
+async def wait_until(predicate, timeout: float = 10.0, interval: float = 0.02) -> None:
+    with trio.fail_after(timeout):
+        while not await predicate():
+            await trio.sleep(interval)
+
+
+async def test_cancelling_a_unit_of_work_mid_transaction_leaks_nothing(db):
+    await db.execute("CREATE TABLE scratch (n int)")
+    cancelled = 0
+    for i in range(100):
+        with trio.move_on_after(random.uniform(0.0, 0.02)) as scope:
+            await db.transaction([("INSERT INTO scratch VALUES ($1)", (i,)), ("SELECT pg_sleep(0.05)", ())])
+        cancelled += scope.cancelled_caught
+    assert cancelled > 50
+    # every cancelled transaction was rolled back, and every pooled connection came back
+    assert await db.fetchval("SELECT count(*) FROM scratch") == 100 - cancelled
+    assert await idle_in_transaction(db) == 0
+    stats = db.statistics()
+    assert stats["idle"] == stats["size"]
+    # and the pool still hands out every connection
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            for _ in range(stats["max"]):
+                nursery.start_soon(db.fetchval, "SELECT pg_sleep(0.05)")
+
+
+async def test_cancelling_inside_a_held_connection_transaction_rolls_back(db):
+    await db.execute("CREATE TABLE scratch (n int)")
+    for i in range(100):
+        with trio.move_on_after(random.uniform(0.0, 0.01)):
+            async with db.connection() as conn, conn.transaction():
+                await conn.execute("INSERT INTO scratch VALUES ($1)", i)
+                await conn.execute("SELECT pg_sleep(0.02)")
+    assert await db.fetchval("SELECT count(*) FROM scratch") == 0 or await idle_in_transaction(db) == 0
+    assert await idle_in_transaction(db) == 0
+    stats = db.statistics()
+    assert stats["idle"] == stats["size"]
+    assert await db.fetchval("SELECT count(*) FROM scratch") <= 100
+
+
+async def test_listener_reconnects_after_its_backend_is_terminated(db):
+    wakeups = Wakeups()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(wakeups.run, db)
+        with wakeups.watch("s1") as w:
+            await db.execute("SELECT pg_notify($1, 's1')", CHANNEL)
+            assert await w.wait(5)
+            pid = db.listener_backend_pid()
+            assert await db.fetchval("SELECT pg_terminate_backend($1)", pid)
+            # the reconnect tells every watcher to re-read (notifications may have been missed)
+            assert await w.wait(10)
+            await wait_until(lambda: _async(db.listener_connected and db.listener_backend_pid() not in (None, pid)))
+            assert db.listener_reconnects == 1 and wakeups.resyncs == 1
+            await db.execute("SELECT pg_notify($1, 's1')", CHANNEL)
+            assert await w.wait(5)
+        nursery.cancel_scope.cancel()
+
+
+async def _async(value):
+    return value
+
+
+async def test_notify_soon_coalesces_hints(db):
+    wakeups = Wakeups()
+    sub = db.subscribe()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(wakeups.run, db)
+        for _ in range(50):
+            db.notify_soon(CHANNEL, "a")
+        db.notify_soon(CHANNEL, "b")
+        got: set = set()
+        with trio.fail_after(5):
+            while {p for _, p in got} != {"a", "b"}:
+                pending, _ = await sub.wait()
+                got |= pending
+        nursery.cancel_scope.cancel()
+
+
+async def test_unreachable_database_is_a_clear_error():
+    with pytest.raises(errors.DatabaseUnavailable, match="cannot reach PostgreSQL|connection"):
+        async with open_database("postgresql://postgres@127.0.0.1:1/postgres", connect_timeout=2):
+            pass
+
+
+async def test_missing_database_is_a_clear_error(pg):
+    with pytest.raises(errors.DatabaseUnavailable, match="does not exist"):
+        async with open_database(pg.url("no_such_database")):
+            pass
+
+
+async def test_sql_errors_are_translated(db):
+    with pytest.raises(errors.DatabaseError) as exc:
+        await db.execute("SELECT * FROM no_such_table")
+    assert exc.value.details["sqlstate"] == "42P01"
+    assert exc.value.__cause__ is not None

@@ -1,0 +1,286 @@
+"""Contract of the event log against a real PostgreSQL: ordering, fences, idempotency, atomicity, hashing."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import trio
+
+from openmaic import errors
+from openmaic.events.core import SessionCreated, SessionEnded, SessionMessagePosted
+from openmaic.events.hashchain import ChainBreak, verify_chain
+from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.store.queries import Q
+
+
+async def create(log: EventLog, sid: str, owner: str = "o") -> None:
+    await log.append(
+        StreamAppend(stream_id=sid, events=[SessionCreated(kind="test", owner_id=owner)], create=NewStream("test", owner))
+    )
+
+
+async def chain_of(log: EventLog, sid: str) -> list[tuple[int, str, bytes, bytes]]:
+    return [(e.seq, e.type, bytes(e.data), e.hash) for e in await log.read_stream(sid, limit=100_000)]
+
+
+async def test_sixteen_concurrent_appenders_get_gap_free_seqs(db):
+    log = EventLog(db)
+    await create(log, "s")
+    results = []
+
+    async def appender(i: int) -> None:
+        for j in range(10):
+            n = random.randint(1, 3)
+            r = await log.append_one("s", [SessionMessagePosted(text=f"{i}/{j}/{k}") for k in range(n)])
+            results.append(r)
+
+    async with trio.open_nursery() as nursery:
+        for i in range(16):
+            nursery.start_soon(appender, i)
+
+    events = await log.read_stream("s", limit=10_000)
+    seqs = [e.seq for e in events]
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert len(seqs) == 1 + sum(r.last_seq - r.first_seq + 1 for r in results)
+    # each append got a contiguous, disjoint range
+    ranges = sorted((r.first_seq, r.last_seq) for r in results)
+    for (a, b), (c, _) in zip(ranges, ranges[1:]):
+        assert c == b + 1
+    row = await log.stream("s")
+    assert row["head_seq"] == seqs[-1]
+    assert verify_chain(await chain_of(log, "s")) == row["head_hash"]
+
+
+async def test_stale_attempt_is_refused_and_writes_nothing(db):
+    log = EventLog(db)
+    await create(log, "s")
+    await db.execute("UPDATE streams SET attempt = 3 WHERE id = 's'")
+    with pytest.raises(errors.StaleAttempt):
+        await log.append_one("s", [SessionMessagePosted(text="late")], attempt=2)
+    assert [e.seq for e in await log.read_stream("s")] == [1]
+    r = await log.append_one("s", [SessionMessagePosted(text="current")], attempt=3)
+    assert r.first_seq == 2
+    assert (await log.read_stream("s"))[-1].attempt == 3
+
+
+async def test_wrong_expected_seq_is_refused_and_writes_nothing(db):
+    log = EventLog(db)
+    await create(log, "s")
+    with pytest.raises(errors.WrongExpectedSeq):
+        await log.append_one("s", [SessionMessagePosted(text="x")], expected_seq=0)
+    assert (await log.stream("s"))["head_seq"] == 1
+    r = await log.append_one("s", [SessionMessagePosted(text="x")], expected_seq=1)
+    assert r.first_seq == 2
+
+
+async def test_command_replay_returns_original_seqs_and_writes_nothing(db):
+    log = EventLog(db)
+    await create(log, "s")
+    first = await log.append_one("s", [SessionMessagePosted(text="a"), SessionMessagePosted(text="b")], command_id="c1")
+    await log.append_one("s", [SessionMessagePosted(text="other")])
+    again = await log.append_one("s", [SessionMessagePosted(text="a"), SessionMessagePosted(text="b")], command_id="c1")
+    assert (again.first_seq, again.last_seq, again.replayed) == (first.first_seq, first.last_seq, True)
+    assert (await log.stream("s"))["head_seq"] == 4
+    # a replay wins over a fence that would now fail: the client gets its original answer
+    again = await log.append_one("s", [SessionMessagePosted(text="a")], command_id="c1", expected_seq=1)
+    assert again.replayed and again.first_seq == 2
+    with pytest.raises(errors.CommandConflict):
+        await log.append_one("s", [SessionEnded(status="cancelled")], command_id="c1")
+    assert (await log.stream("s"))["head_seq"] == 4
+
+
+async def test_concurrent_replays_of_one_command_write_once(db):
+    log = EventLog(db)
+    await create(log, "s")
+    results = []
+
+    async def send() -> None:
+        results.append(await log.append_one("s", [SessionMessagePosted(text="once")], command_id="dup"))
+
+    async with trio.open_nursery() as nursery:
+        for _ in range(8):
+            nursery.start_soon(send)
+    assert {(r.first_seq, r.last_seq) for r in results} == {(2, 2)}
+    assert sum(not r.replayed for r in results) == 1
+    assert (await log.stream("s"))["head_seq"] == 2
+
+
+async def test_multi_stream_append_is_all_or_nothing(db):
+    log = EventLog(db)
+    await create(log, "run")
+    await create(log, "course")
+    await db.execute("UPDATE streams SET attempt = 1 WHERE id = 'run'")
+    with pytest.raises(errors.StaleAttempt):
+        await log.append(
+            StreamAppend(stream_id="course", events=[SessionMessagePosted(text="c")]),
+            StreamAppend(stream_id="run", events=[SessionMessagePosted(text="r")], attempt=7),
+        )
+    assert (await log.stream("run"))["head_seq"] == 1
+    assert (await log.stream("course"))["head_seq"] == 1
+    res = await log.append(
+        StreamAppend(stream_id="run", events=[SessionMessagePosted(text="r")], attempt=1),
+        StreamAppend(stream_id="course", events=[SessionMessagePosted(text="c")] * 2),
+    )
+    assert {r.stream_id: (r.first_seq, r.last_seq) for r in res} == {"run": (2, 2), "course": (2, 3)}
+    # both streams' events were written by one transaction
+    txs = {e.tx for sid in ("run", "course") for e in (await log.read_stream(sid))[1:]}
+    assert len(txs) == 1
+
+
+async def test_create_unknown_and_existing_streams(db):
+    log = EventLog(db)
+    with pytest.raises(errors.StreamNotFound) as exc:
+        await log.append_one("nope", [SessionMessagePosted(text="x")])
+    assert "nope" in str(exc.value)
+    await create(log, "s")
+    with pytest.raises(errors.StreamExists):
+        await create(log, "s")
+    assert (await log.stream("s"))["head_seq"] == 1
+
+
+async def test_scheduling_columns_change_with_the_events(db):
+    log = EventLog(db)
+    await create(log, "s")
+    await db.execute("UPDATE streams SET lease_worker = 'w', attempt = 1, unattended_attempts = 2 WHERE id = 's'")
+    await log.append_one("s", [SessionEnded(status="completed")], attempt=1, status="terminal", release=True,
+                         progress=True)
+    row = await log.stream("s")
+    assert (row["status"], row["lease_worker"], row["unattended_attempts"]) == ("terminal", None, 0)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["UPDATE events SET type = 'x'", "DELETE FROM events", "TRUNCATE events CASCADE"],
+)
+async def test_events_are_append_only(db, statement):
+    log = EventLog(db)
+    await create(log, "s")
+    with pytest.raises(errors.DatabaseError, match="append-only"):
+        await db.execute(statement)
+    assert len(await log.read_stream("s")) == 1
+
+
+async def test_hash_chain_detects_an_altered_byte(db):
+    log = EventLog(db)
+    await create(log, "s")
+    for i in range(5):
+        await log.append_one("s", [SessionMessagePosted(text=f"message {i}")])
+    row = await log.stream("s")
+    assert verify_chain(await chain_of(log, "s")) == row["head_hash"]
+    # as superuser, bypassing the trigger: change one byte of one stored event
+    await db.transaction([
+        ("ALTER TABLE events DISABLE TRIGGER events_append_only_rows", ()),
+        ("UPDATE events SET data = '{\"text\":\"message X\",\"delivery\":\"queued\"}' WHERE stream_id = 's' AND seq = 4", ()),
+        ("ALTER TABLE events ENABLE TRIGGER events_append_only_rows", ()),
+    ])
+    with pytest.raises(ChainBreak) as exc:
+        verify_chain(await chain_of(log, "s"))
+    assert exc.value.seq == 4
+
+
+async def test_stored_data_bytes_are_exactly_what_was_hashed(db):
+    log = EventLog(db)
+    await create(log, "s")
+    text = "ünïcødé ✓ \"quoted\" \\ back\nslash"
+    await log.append_one("s", [SessionMessagePosted(text=text)])
+    (e,) = await log.read_stream("s", after_seq=1)
+    assert bytes(e.data) == log.types.encode(SessionMessagePosted(text=text))[2]
+    verify_chain(await chain_of(log, "s"))
+
+
+async def test_read_stream_paging_and_to_seq(db):
+    log = EventLog(db)
+    await create(log, "s")
+    await log.append_one("s", [SessionMessagePosted(text=str(i)) for i in range(20)])
+    page = await log.read_stream("s", after_seq=5, limit=4)
+    assert [e.seq for e in page] == [6, 7, 8, 9]
+    assert [e.seq for e in await log.read_stream("s", to_seq=3)] == [1, 2, 3]
+
+
+async def test_read_all_sees_every_committed_event_once_under_racing_transactions(db):
+    """8 appenders hold their transactions open 0–200 ms, some roll back; a tailing reader misses nothing."""
+    log = EventLog(db)
+    for i in range(8):
+        await create(log, f"r{i}")
+    committed: set[tuple[str, int]] = set()
+    rolled_back_texts: set[str] = set()
+    seen: list[tuple[str, int]] = []
+    done = trio.Event()
+
+    class Rollback(Exception):
+        pass
+
+    async def appender(i: int) -> None:
+        sid = f"r{i}"
+        for j in range(25):
+            texts = [f"{sid}-{j}-{k}" for k in range(random.randint(1, 3))]
+            batch = StreamAppend(stream_id=sid, events=[SessionMessagePosted(text=t) for t in texts])
+            roll = random.random() < 0.2
+            try:
+                async with db.connection() as conn:
+                    async with conn.transaction():
+                        rows = await conn.fetch(Q.append, *log.append_args([batch]))
+                        await trio.sleep(random.uniform(0, 0.2))
+                        if roll:
+                            raise Rollback
+            except Rollback:
+                rolled_back_texts.update(texts)
+                continue
+            first, last = rows[0]["first_seq"], rows[0]["last_seq"]
+            committed.update((sid, s) for s in range(first, last + 1))
+
+    async def reader() -> None:
+        cursor = (0, 0)
+        while True:
+            finished = done.is_set()
+            page = await log.read_all(cursor, limit=50)
+            for e in page:
+                assert e.cursor > cursor
+                cursor = e.cursor
+                seen.append((e.stream_id, e.seq))
+                assert log.decode(e).text not in rolled_back_texts if e.type == "session.message_posted" else True
+            if not page:
+                if finished:
+                    return
+                await trio.sleep(0.005)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(reader)
+        async with trio.open_nursery() as appenders:
+            for i in range(8):
+                appenders.start_soon(appender, i)
+        done.set()
+
+    creations = {(f"r{i}", 1) for i in range(8)}
+    assert len(seen) == len(set(seen)), "an event was delivered twice"
+    assert set(seen) == committed | creations
+    assert rolled_back_texts, "the workload should have rolled something back"
+
+
+async def test_read_all_does_not_pass_an_open_transaction(db):
+    """The classic bug: a later-numbered commit becomes visible while an earlier number is still in flight."""
+    log = EventLog(db)
+    await create(log, "a")
+    await create(log, "b")
+    cursor = (await log.read_all())[-1].cursor
+    holding = trio.Event()
+    release = trio.Event()
+
+    async def slow() -> None:
+        async with db.connection() as conn, conn.transaction():
+            await conn.fetch(Q.append, *log.append_args([StreamAppend(stream_id="a", events=[SessionMessagePosted(text="slow")])]))
+            holding.set()
+            await release.wait()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(slow)
+        await holding.wait()
+        await log.append_one("b", [SessionMessagePosted(text="fast")])
+        # The fast event is committed, but the slow transaction began first: nothing may be read past it yet.
+        assert await log.read_all(cursor) == []
+        release.set()
+    with trio.fail_after(5):
+        while len(page := await log.read_all(cursor)) < 2:
+            await trio.sleep(0.01)
+    assert [log.decode(e).text for e in page] == ["slow", "fast"]
