@@ -1,0 +1,1 @@
+"""Course content: the types a course is made of."""

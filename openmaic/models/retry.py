@@ -1,0 +1,285 @@
+"""HTTP access to a model provider: timeouts, retries with backoff, and key-free errors.
+
+One ``Transport`` per configured provider. A request is retried on 408, 409, 429, any 5xx, connect and read
+errors, timeouts (a stream that sends nothing for ``timeout_s`` is a read timeout) and streams that end early,
+with full-jitter exponential backoff (base 0.5 s, cap 20 s) or the server's ``Retry-After`` (capped at 60 s),
+at most ``max_retries`` times. Any other 4xx is final. Every error raised from here is a ``ProviderError``
+with a fixed message built only from the provider's name, status codes and our own words: never the key, the
+request headers or a response body.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import logging
+import random
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+import trio
+
+from openmaic.models.errors import ProviderError
+
+log = logging.getLogger("openmaic.models")
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[None]]
+
+BASE_DELAY_S = 0.5
+MAX_DELAY_S = 20.0
+MAX_RETRY_AFTER_S = 60.0
+RETRY_STATUSES = frozenset({408, 409, 429})
+_ERROR_BODY_LIMIT = 16_384
+_TOKEN = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+
+
+class RetryableFailure(Exception):
+    """One attempt failed in a way worth retrying. ``reason`` is our own fixed wording."""
+
+    def __init__(self, reason: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.retry_after = retry_after
+
+
+class MalformedResponse(Exception):
+    """The provider answered 2xx with something that is not the expected stream. ``reason`` is ours."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def backoff_delay(retry: int, rng: random.Random) -> float:
+    """Full jitter: uniform in ``[0, min(cap, base * 2**retry)]`` for the ``retry``-th retry (0-based)."""
+    return rng.uniform(0.0, min(MAX_DELAY_S, BASE_DELAY_S * (2**retry)))
+
+
+def parse_retry_after(value: str | None, *, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value (delta-seconds or an HTTP date), capped; None if absent."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+def redact(text: str, secret: str | None) -> str:
+    """``text`` with every occurrence of ``secret`` replaced."""
+    if secret:
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
+def error_token(body: bytes) -> str | None:
+    """The provider's error code or type from an error body (``model_not_found``), when it is a plain token.
+
+    Only a short identifier is ever taken from a body: free text may echo the request or the key.
+    """
+    try:
+        doc = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return None
+    err = doc.get("error") if isinstance(doc, dict) else None
+    if not isinstance(err, dict):
+        return None
+    for field in ("code", "type"):
+        value = err.get(field)
+        if isinstance(value, str) and _TOKEN.match(value):
+            return value
+    return None
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt" if n == 1 else f"{n} attempts"
+
+
+class Transport:
+    """Streaming POSTs to one provider with its timeouts and retry policy.
+
+    ``http`` is a shared ``httpx.AsyncClient`` (its owner closes it); without one, each request uses a
+    short-lived client of its own. ``sleep`` and ``rng`` are injectable so tests need not wait.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        cfg: Any,
+        *,
+        http: httpx.AsyncClient | None = None,
+        sleep: Sleep | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.name = name
+        self._cfg = cfg
+        self._http = http
+        self._sleep: Sleep = sleep or trio.sleep
+        self._rng = rng or random.Random()
+        self._timeout = httpx.Timeout(float(cfg.timeout_s))
+
+    def key(self) -> str | None:
+        """The API key, read when needed so a rotated key file takes effect."""
+        return self._cfg.key()
+
+    def extra_headers(self) -> dict[str, str]:
+        """Headers the operator configured for this provider."""
+        return dict(self._cfg.headers or {})
+
+    async def stream(
+        self,
+        url: str,
+        headers: dict[str, str],
+        body: dict[str, Any],
+        consume: Callable[[httpx.Response], Awaitable[T]],
+        *,
+        on_retry: Callable[[], None] | None = None,
+    ) -> T:
+        """POST ``body`` as JSON and hand a 2xx response to ``consume``, retrying per the policy.
+
+        ``consume`` reads the stream and may raise ``RetryableFailure`` or ``MalformedResponse``.
+        ``on_retry`` is called before each new attempt: output streamed so far should be discarded.
+        """
+        attempts = max(0, int(self._cfg.max_retries)) + 1
+        content = msgspec.json.encode(body)
+        last: RetryableFailure | None = None
+        for n in range(1, attempts + 1):
+            try:
+                return await self._attempt(url, headers, content, consume)
+            except RetryableFailure as failure:
+                last = failure
+                if n == attempts:
+                    break
+                delay = failure.retry_after if failure.retry_after is not None else backoff_delay(n - 1, self._rng)
+                log.warning(
+                    "model provider %r: %s; retry %d of %d in %.2f s",
+                    self.name,
+                    failure.reason,
+                    n,
+                    attempts - 1,
+                    delay,
+                )
+                if on_retry is not None:
+                    on_retry()
+                await self._sleep(delay)
+        assert last is not None
+        raise ProviderError(
+            f"the model provider {self.name!r} failed after {_attempts(attempts)} ({last.reason})",
+            provider=self.name,
+            attempts=attempts,
+            status=last.status,
+        ) from last.__cause__
+
+    async def _attempt(
+        self,
+        url: str,
+        headers: dict[str, str],
+        content: bytes,
+        consume: Callable[[httpx.Response], Awaitable[T]],
+    ) -> T:
+        try:
+            if self._http is None:
+                async with httpx.AsyncClient(timeout=self._timeout) as client:
+                    return await self._send(client, url, headers, content, consume)
+            return await self._send(self._http, url, headers, content, consume)
+        except httpx.TimeoutException as exc:
+            raise RetryableFailure("timed out") from exc
+        except httpx.ConnectError as exc:
+            raise RetryableFailure("could not connect") from exc
+        except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError) as exc:
+            raise RetryableFailure("connection lost") from exc
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise ProviderError(
+                f"the model provider {self.name!r} could not be reached ({type(exc).__name__}); check its base_url",
+                provider=self.name,
+            ) from exc
+        except MalformedResponse as exc:
+            raise ProviderError(
+                f"the model provider {self.name!r} sent a malformed response ({exc.reason})",
+                provider=self.name,
+            ) from None
+
+    async def _send(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        headers: dict[str, str],
+        content: bytes,
+        consume: Callable[[httpx.Response], Awaitable[T]],
+    ) -> T:
+        async with client.stream("POST", url, content=content, headers=headers, timeout=self._timeout) as response:
+            status = response.status_code
+            if status in RETRY_STATUSES or status >= 500:
+                retry_after = parse_retry_after(response.headers.get("retry-after"))
+                raise RetryableFailure(f"HTTP {status}", status=status, retry_after=retry_after)
+            if status >= 400:
+                raise self._rejected(status, await _read_limited(response))
+            if status >= 300 or status < 200:
+                raise ProviderError(
+                    f"the model provider {self.name!r} answered HTTP {status}; check its base_url",
+                    provider=self.name,
+                    status=status,
+                )
+            return await consume(response)
+
+    def _rejected(self, status: int, body: bytes) -> ProviderError:
+        token = error_token(body)
+        token = redact(token, self.key()) if token else None
+        what = f"HTTP {status}, {token}" if token else f"HTTP {status}"
+        hint = ""
+        if status in (401, 403):
+            hint = "; check its API key"
+        elif status == 404:
+            hint = "; check its base_url and the model name"
+        return ProviderError(
+            f"the model provider {self.name!r} rejected the request ({what}){hint}",
+            provider=self.name,
+            status=status,
+        )
+
+
+async def _read_limited(response: httpx.Response) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    body = response.aiter_bytes()
+    async for chunk in body:
+        chunks.append(chunk)
+        size += len(chunk)
+        if size >= _ERROR_BODY_LIMIT:
+            await unwind(body, cancel_now=True)
+            break
+    return b"".join(chunks)[:_ERROR_BODY_LIMIT]
+
+
+async def unwind(iterator: AsyncIterator[Any], *, cancel_now: bool, drain_s: float = 0.5) -> None:
+    """Finish an httpx body iterator that was left part-way, without abandoning its inner generators.
+
+    httpx's body iterators are nested async generators; breaking out of one leaves the inner ones to the
+    garbage collector (a ResourceWarning under trio, and the connection's fate left to chance). Draining a
+    finished body lets the connection go back to the pool; with ``cancel_now`` the iteration resumes in an
+    already cancelled scope, so Cancelled is raised at the next network read inside the innermost generator
+    and unwinds them all (the connection is closed).
+    """
+    with trio.move_on_after(drain_s) as scope:
+        if cancel_now:
+            scope.cancel()
+        try:
+            async for _ in iterator:
+                pass
+        except Exception:
+            pass  # the chain ended with an error of its own: unwound all the same
