@@ -284,3 +284,25 @@ async def test_read_all_does_not_pass_an_open_transaction(db):
         while len(page := await log.read_all(cursor)) < 2:
             await trio.sleep(0.01)
     assert [log.decode(e).text for e in page] == ["slow", "fast"]
+
+
+async def test_an_append_wakes_watchers_here_and_in_other_processes(db, db_url):
+    from openmaic.events.wakeups import Wakeups
+    from openmaic.store.database import open_database
+
+    here = Wakeups()
+    log = EventLog(db, here)
+    await create(log, "s")
+    async with open_database(db_url, listen=["openmaic_events"]) as other_db:
+        there = Wakeups()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(there.run, other_db)
+            with here.watch("s") as w_here, there.watch("s") as w_there, there.watch() as w_any, \
+                    there.watch("elsewhere") as w_other:
+                await log.append_one("s", [SessionMessagePosted(text="wake up")])
+                assert await w_here.wait(5)
+                assert await w_there.wait(5)
+                assert await w_any.wait(5)
+                # a watcher of another stream is not woken: it polls, and finds nothing new
+                assert not await w_other.wait(0.2)
+            nursery.cancel_scope.cancel()
