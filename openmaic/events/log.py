@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from openmaic.events.types import Event, Registry, registry
-from openmaic.events.wakeups import CHANNEL, Wakeups
+from openmaic.events.wakeups import CHANNEL, RUNNABLE, Wakeups
 from openmaic.store.database import Database, Record
 from openmaic.store.queries import Q
 
@@ -118,7 +118,10 @@ class EventLog:
         results = [AppendResult(r["stream_id"], r["first_seq"], r["last_seq"], r["replayed"]) for r in rows]
         if results and not results[0].replayed:
             self.appended_events += len(args[12])
-            self.hint([r.stream_id for r in results])
+            ids = [r.stream_id for r in results]
+            if any(b.status == "queued" for b in batches):
+                ids.append(RUNNABLE)
+            self.hint(ids)
         return results
 
     def append_args(self, batches: Sequence[StreamAppend]) -> tuple[list[Any], ...]:

@@ -16,6 +16,8 @@ from openmaic.store.database import Database
 
 CHANNEL = "openmaic_events"
 ANY = "*"
+RUNNABLE = "~runnable"
+"""A pseudo stream id: hinted whenever some stream becomes claimable (status set to ``queued``)."""
 
 
 class Watch:

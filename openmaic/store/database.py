@@ -282,6 +282,12 @@ class Database:
                     with trio.move_on_after(5) as scope:
                         await _aio(raw.execute, "ROLLBACK")
                     conn.broken = scope.cancelled_caught
+                if not conn.broken:
+                    # The pool itself skips the reset (see _no_reset); a held connection may carry session
+                    # state (advisory locks, settings, LISTEN), so it gets the full reset here.
+                    with trio.move_on_after(5) as scope:
+                        await _aio(raw.execute, raw.get_reset_query())
+                    conn.broken = scope.cancelled_caught
                 if conn.broken and not raw.is_closed():
                     raw.terminate()
                 try:
@@ -304,8 +310,10 @@ class Database:
         self._notify_pending.setdefault(channel, set()).add(payload)
         self._notify_wakeup.set()
 
-    async def _notify_forever(self) -> None:
+    async def _notify_forever(self, min_interval: float = 0.005) -> None:
         while True:
+            # The pause lets a burst of appends share one NOTIFY; local watchers were poked already.
+            await trio.sleep(min_interval)
             await self._notify_wakeup.wait()
             self._notify_wakeup = trio.Event()
             pending, self._notify_pending = self._notify_pending, {}
@@ -455,8 +463,23 @@ async def open_loop() -> AsyncIterator[None]:
         yield
         return
     with collapse_groups():
-        async with trio_asyncio.open_loop():
+        async with trio_asyncio.open_loop() as loop:
+            loop.set_exception_handler(_log_loop_error)
             yield
+
+
+def _log_loop_error(loop: Any, context: dict[str, Any]) -> None:
+    """Log, as plain asyncio would, instead of trio-asyncio's default of raising into trio.
+
+    What reaches here are orphaned futures of connections we already discarded (e.g. asyncpg's
+    "unexpected connection_lost()" after terminating a connection whose query was being cancelled); raising
+    them would tear down whatever trio task happens to run the loop.
+    """
+    exc = context.get("exception")
+    if isinstance(exc, (ConnectionError, OSError, asyncpg.InterfaceError)):
+        log.debug("asyncio: %s (%r)", context.get("message"), exc)
+    else:
+        log.warning("asyncio: %s", context.get("message"), exc_info=exc)
 
 
 @contextlib.asynccontextmanager
@@ -497,12 +520,19 @@ async def open_database(
                     pool.terminate()
 
 
+async def _no_reset(_conn: asyncpg.Connection) -> None:
+    """Units of work leave no session state behind, so skip asyncpg's reset query (a round trip per release).
+
+    asyncpg still rolls back a connection returned inside a transaction before calling this.
+    """
+
+
 async def _create_pool(
     dsn: str, min_size: int, max_size: int, settings: dict[str, str], timeout: float
 ) -> asyncpg.Pool:
     try:
         return await asyncpg.create_pool(
-            dsn, min_size=min_size, max_size=max_size, server_settings=settings, timeout=timeout
+            dsn, min_size=min_size, max_size=max_size, server_settings=settings, timeout=timeout, reset=_no_reset
         )
     except asyncpg.InvalidCatalogNameError as exc:
         raise errors.DatabaseUnavailable(f"database does not exist: {exc}") from exc

@@ -1,0 +1,233 @@
+"""One actor: the task that owns a claimed stream for one attempt.
+
+Loop: fold → decide → act under a cancel scope → append the outcome fenced by the attempt → fold again.
+Every write carries the attempt, so a writer that lost its lease (a zombie after SIGSTOP, a worker cut off
+from the database) is refused by PostgreSQL; the first refusal stops the actor. Decisions that give the lease
+up (wait, finish) are additionally fenced by the folded head seq: if a follow-up or a cancel landed after the
+fold, the release is refused and the actor re-reads and decides again, so no command is left unheard.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from openmaic import errors
+from openmaic.actors.kind import Core, Finish, Kind, Outcome, Step, Wait, evolve_core
+from openmaic.events.core import LeaseReleased, SessionInterrupted
+from openmaic.events.log import EventLog, StreamAppend
+from openmaic.events.types import Event
+from openmaic.store.queries import Q
+
+if TYPE_CHECKING:
+    from openmaic.actors.worker import Claim, Worker
+
+log = logging.getLogger(__name__)
+
+
+class LeaseLost(Exception):
+    """This attempt no longer owns the stream."""
+
+
+class _Context:
+    """The StepContext handed to step handlers."""
+
+    def __init__(self, actor: Actor) -> None:
+        self._actor = actor
+        self.stream_id = actor.stream_id
+        self.attempt = actor.attempt
+        self.owner_id = actor.core.owner_id
+        self.services = actor.worker.services
+
+    async def emit(self, events: Sequence[Event], also: Sequence[StreamAppend] = ()) -> int:
+        return await self._actor._append(Outcome(events=events, also=also, progress=False))
+
+
+class Actor:
+    def __init__(self, worker: Worker, kind: Kind[Any], claim: Claim) -> None:
+        self.worker = worker
+        self.kind = kind
+        self.stream_id = claim.stream_id
+        self.attempt = claim.attempt
+        self.claim = claim
+        self.log: EventLog = worker.log
+        self.state: Any = kind.initial()
+        self.core = Core()
+        self.cancel_scope = trio.CancelScope()
+        """The whole actor: cancelled when the lease is lost (it then writes nothing more)."""
+        self._step_scope: trio.CancelScope | None = None
+        self.draining = False
+        self.lease_lost = False
+        self._cancel_seen = False
+        self.steps_run = 0
+
+    # -- signals from the worker ------------------------------------------------------------------------------
+
+    def lose_lease(self) -> None:
+        self.lease_lost = True
+        self.cancel_scope.cancel()
+
+    def drain(self, *, interrupt: bool) -> None:
+        """Release at the next boundary; with ``interrupt`` abort the step in flight now."""
+        self.draining = True
+        if interrupt and self._step_scope is not None:
+            self._step_scope.cancel()
+
+    # -- the loop ---------------------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        with self.cancel_scope:
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._watch_for_cancel)
+                    await self._main()
+                    nursery.cancel_scope.cancel()
+            except LeaseLost:
+                self.lease_lost = True
+        if self.lease_lost:
+            self.worker.stats.lease_losses += 1
+            log.warning("stream %s: attempt %d lost its lease; stopped", self.stream_id, self.attempt)
+
+    async def _main(self) -> None:
+        await self._refold()
+        if self.claim.reason == "orphaned" and self.claim.unattended > self.worker.settings.max_unattended_attempts:
+            log.warning("stream %s: taken over %d times without progress", self.stream_id, self.claim.unattended)
+            if await self._settle(self.kind.over_cap(self.state, self.core)):
+                return
+        while True:
+            if self.draining:
+                await self._release_for_shutdown()
+                return
+            if self.core.cancel_requested:
+                if await self._settle(self.kind.cancelled(self.state, self.core)):
+                    return
+                continue
+            decision = self.kind.decide(self.state, self.core)
+            if isinstance(decision, Step):
+                outcome = await self._run_step(decision)
+                if isinstance(outcome, Outcome):
+                    await self._append(outcome)
+                    self.steps_run += 1
+                elif outcome is not None and await self._settle(outcome):
+                    return
+                await self._refold()
+            elif await self._settle(decision):
+                return
+
+    async def _run_step(self, step: Step) -> Outcome | Wait | Finish | None:
+        """Run a step; None when it was aborted by a cancel request or shutdown (nothing is committed)."""
+        error: str | None = None
+        with trio.CancelScope() as scope:
+            self._step_scope = scope
+            try:
+                with trio.move_on_after(step.deadline) as deadline:
+                    return await step.handler(_Context(self))
+            except (LeaseLost, trio.Cancelled):
+                raise
+            except errors.StaleAttempt as exc:
+                raise LeaseLost from exc
+            except errors.OpenMaicError as exc:
+                error = exc.message
+            except Exception as exc:  # a step's bug must fail the step, never the worker
+                log.exception("stream %s: step %s raised", self.stream_id, step.name)
+                error = f"step {step.name} failed unexpectedly ({type(exc).__name__})"
+            finally:
+                self._step_scope = None
+            if deadline.cancelled_caught:
+                error = f"step {step.name} exceeded its deadline of {step.deadline:g} s"
+        if scope.cancelled_caught and error is None:
+            return None
+        assert error is not None
+        log.info("stream %s: step %s failed: %s", self.stream_id, step.name, error)
+        return self.kind.step_failed(self.state, self.core, step.name, error)
+
+    async def _watch_for_cancel(self) -> None:
+        """Abort the step in flight when a cancel request lands (hinted by NOTIFY, found by polling)."""
+        with self.worker.wakeups.watch(self.stream_id) as w:
+            while True:
+                await w.wait(self.worker.settings.wake_poll_s)
+                if self._step_scope is None or self._cancel_seen:
+                    continue
+                if await self.log.db.fetchval(Q.cancel_requested_after, self.stream_id, self.core.seq):
+                    self._cancel_seen = True
+                    if self._step_scope is not None:
+                        self._step_scope.cancel()
+
+    # -- writing ----------------------------------------------------------------------------------------------
+
+    async def _append(self, outcome: Outcome, *, expected_seq: int | None = None, release: bool = False) -> int:
+        main = StreamAppend(
+            stream_id=self.stream_id,
+            events=outcome.events,
+            attempt=self.attempt,
+            expected_seq=expected_seq,
+            status=outcome.status,
+            release=release,
+            progress=outcome.progress,
+        )
+        try:
+            results = await self.log.append(main, *outcome.also)
+        except errors.StaleAttempt as exc:
+            raise LeaseLost from exc
+        return next(r.last_seq for r in results if r.stream_id == self.stream_id)
+
+    async def _settle(self, decision: Outcome | Wait | Finish) -> bool:
+        """Commit a decision that may give the lease up. False when the stream moved on (re-read, re-decide)."""
+        if isinstance(decision, Outcome):
+            await self._append(decision)
+            await self._refold()
+            return False
+        if isinstance(decision, Wait):
+            events = [*decision.events, LeaseReleased(attempt=self.attempt, reason=decision.reason)]
+            status = "queued" if decision.wake_at is not None else "waiting"
+        else:
+            events, status = list(decision.events), "terminal"
+        try:
+            await self.log.append(
+                StreamAppend(
+                    stream_id=self.stream_id, events=events, attempt=self.attempt, expected_seq=self.core.seq,
+                    status=status, release=True, progress=True,
+                    wake_at=decision.wake_at if isinstance(decision, Wait) else None,
+                ),
+                *decision.also,
+            )
+        except errors.WrongExpectedSeq:
+            await self._refold()
+            return False
+        except errors.StaleAttempt as exc:
+            raise LeaseLost from exc
+        return True
+
+    async def _release_for_shutdown(self) -> None:
+        # Shielded: this is the last thing a stopping worker does for the stream; if it were cancelled the
+        # stream would wait for its lease to expire and be charged an orphan takeover it did not earn.
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            try:
+                await self.log.append(
+                    StreamAppend(
+                        stream_id=self.stream_id,
+                        events=[SessionInterrupted(reason="shutdown"),
+                                LeaseReleased(attempt=self.attempt, reason="shutdown")],
+                        attempt=self.attempt, status="queued", release=True,
+                    )
+                )
+            except errors.StaleAttempt:
+                self.lease_lost = True
+            except errors.DatabaseUnavailable:
+                log.warning("stream %s: could not release on shutdown; its lease will expire", self.stream_id)
+
+    # -- reading ----------------------------------------------------------------------------------------------
+
+    async def _refold(self) -> None:
+        while True:
+            page = await self.log.read_stream(self.stream_id, after_seq=self.core.seq, limit=1000)
+            for e in page:
+                event = self.log.decode(e)
+                self.core = evolve_core(self.core, event, e.seq)
+                self.state = self.kind.evolve(self.state, event, e.seq)
+            if len(page) < 1000:
+                return
+

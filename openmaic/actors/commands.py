@@ -1,0 +1,149 @@
+"""The control plane: commands that clients send to sessions, as fenced, idempotent appends.
+
+Every command carries a client-chosen ``command_id``: repeating it returns the original result and writes
+nothing; reusing it for a different command is a conflict. Commands that depend on the stream's state (is it
+waiting? ended?) read the stream row and append with ``expected_seq`` set to what they read, retrying when the
+stream moved on in between, so a decision is never made on stale state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgspec
+
+from openmaic import errors
+from openmaic.events.core import SessionCancelRequested, SessionCreated, SessionMessagePosted
+from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.events.types import Event
+from openmaic.store.database import Record
+
+_MAX_RACES = 20
+
+
+class CommandResult(msgspec.Struct, frozen=True):
+    command_id: str
+    seq: int
+    replayed: bool = False
+
+
+async def owned_stream(log: EventLog, owner_id: str, stream_id: str, kind: str | None = None) -> Record:
+    """The stream row, or StreamNotFound — the same for a missing stream and another owner's."""
+    row = await log.stream(stream_id)
+    if row is None or row["owner_id"] != owner_id or (kind is not None and row["kind"] != kind):
+        raise errors.StreamNotFound(f"no stream {stream_id!r}", stream_id=stream_id)
+    return row
+
+
+async def previous_result(log: EventLog, stream_id: str, command_id: str, event_type: str) -> CommandResult | None:
+    """The original result of an already-applied command (or a conflict when the id was used otherwise)."""
+    row = await log.db.fetchrow(
+        "SELECT seq, type FROM events WHERE stream_id = $1 AND command_id = $2", stream_id, command_id
+    )
+    if row is None:
+        return None
+    if row["type"] != event_type:
+        raise errors.CommandConflict(
+            f"command_id {command_id!r} was already used for {row['type']} on this stream", command_id=command_id
+        )
+    return CommandResult(command_id, row["seq"], True)
+
+
+async def apply(
+    log: EventLog,
+    owner_id: str,
+    stream_id: str,
+    command_id: str,
+    event_type: str,
+    decide: Callable[[Record], tuple[Sequence[Event], str | None]],
+    *,
+    kind: str | None = None,
+) -> CommandResult:
+    """Run a state-dependent command: ``decide(row) -> (events, new status or None)`` may raise to refuse.
+
+    The first event (of type ``event_type``) carries the command id. A refusal is still checked against an
+    earlier identical command first, so a client retrying a command that has since changed the state gets its original answer.
+    """
+    for _ in range(_MAX_RACES):
+        row = await owned_stream(log, owner_id, stream_id, kind)
+        try:
+            events, status = decide(row)
+        except errors.OpenMaicError:
+            prev = await previous_result(log, stream_id, command_id, event_type)
+            if prev is not None:
+                return prev
+            raise
+        try:
+            r = await log.append_one(
+                stream_id, events, command_id=command_id, expected_seq=row["head_seq"], status=status,
+                progress=status == "queued",
+            )
+        except errors.WrongExpectedSeq:
+            continue  # the stream moved on between our read and our write: decide again on fresh state
+        return CommandResult(command_id, r.first_seq, r.replayed)
+    raise errors.Conflict("the stream is changing too fast to apply this command; retry it")
+
+
+async def create_session(
+    log: EventLog,
+    *,
+    stream_id: str,
+    kind: str,
+    owner_id: str,
+    command_id: str | None,
+    events: Sequence[Event] = (),
+    input: dict[str, Any] | None = None,
+    status: str = "queued",
+    also: Sequence[StreamAppend] = (),
+) -> CommandResult:
+    """Create a session stream (and, with ``also``, related streams) in one transaction."""
+    first: list[Event] = [SessionCreated(kind=kind, owner_id=owner_id, input=input or {})]
+    try:
+        results = await log.append(
+            StreamAppend(
+                stream_id=stream_id, events=[*first, *events], create=NewStream(kind, owner_id),
+                command_id=command_id, status=status,
+            ),
+            *also,
+        )
+    except errors.StreamExists:
+        if command_id is not None:
+            prev = await previous_result(log, stream_id, command_id, "session.created")
+            if prev is not None:
+                row = await log.stream(stream_id)
+                if row is not None and row["owner_id"] == owner_id:
+                    return prev
+        raise
+    main = next(r for r in results if r.stream_id == stream_id)
+    return CommandResult(command_id or "", main.first_seq, main.replayed)
+
+
+class Commands:
+    """Messages and cancellation for any session kind; kinds add their own commands beside these."""
+
+    def __init__(self, log: EventLog, *, message_kinds: Sequence[str] = ("workbench",)) -> None:
+        self.log = log
+        self.message_kinds = set(message_kinds)
+
+    async def post_message(
+        self, owner_id: str, stream_id: str, command_id: str, text: str, delivery: str = "queued"
+    ) -> CommandResult:
+        def decide(row: Record) -> tuple[Sequence[Event], str | None]:
+            if row["kind"] not in self.message_kinds:
+                raise errors.Conflict(f"a {row['kind']} session does not take messages")
+            # A running actor picks the message up at its next boundary; an idle or ended one is re-queued.
+            status = None if row["status"] in ("running", "queued") else "queued"
+            return [SessionMessagePosted(text=text, delivery=delivery)], status
+
+        return await apply(self.log, owner_id, stream_id, command_id, "session.message_posted", decide)
+
+    async def cancel(self, owner_id: str, stream_id: str, command_id: str) -> CommandResult:
+        def decide(row: Record) -> tuple[Sequence[Event], str | None]:
+            if row["status"] == "terminal":
+                raise errors.Conflict("this session has already ended; there is nothing to cancel")
+            # A waiting session has no actor to notice the request: queue it, and a worker settles it.
+            status = "queued" if row["status"] == "waiting" else None
+            return [SessionCancelRequested()], status
+
+        return await apply(self.log, owner_id, stream_id, command_id, "session.cancel_requested", decide)

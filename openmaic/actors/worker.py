@@ -1,0 +1,209 @@
+"""The worker role: claims runnable streams, runs one actor per claimed stream, heartbeats, shuts down cleanly.
+
+A worker is an incarnation: a fresh id at every process start, so a restarted process never mistakes an old
+lease for its own. Leases are judged by the database clock (``now()`` in SQL); this process only measures its
+own intervals with trio's clock and never compares clocks across processes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+import trio
+
+from openmaic import errors
+from openmaic.actors.actor import Actor
+from openmaic.actors.kind import Kind
+from openmaic.config import RuntimeConfig
+from openmaic.events.log import EventLog
+from openmaic.events.wakeups import RUNNABLE, Wakeups
+from openmaic.store.queries import Q
+
+log = logging.getLogger(__name__)
+
+
+class Claim(msgspec.Struct, frozen=True):
+    stream_id: str
+    kind: str
+    attempt: int
+    reason: str
+    unattended: int
+    claimed_seq: int
+
+
+class WorkerStats:
+    """Counters for metrics and benchmarks (``statistics()``)."""
+
+    def __init__(self) -> None:
+        self.claims = 0
+        self.takeovers = 0
+        self.lease_losses = 0
+        self.heartbeats = 0
+        self.heartbeat_lateness: list[float] = []
+
+
+def new_worker_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+
+
+class Worker:
+    def __init__(
+        self,
+        log_: EventLog,
+        wakeups: Wakeups,
+        kinds: Mapping[str, Kind[Any]],
+        settings: RuntimeConfig,
+        *,
+        services: Any = None,
+        worker_id: str | None = None,
+        record_lateness: bool = False,
+    ) -> None:
+        self.log = log_
+        self.db = log_.db
+        self.wakeups = wakeups
+        self.kinds = dict(kinds)
+        self.settings = settings
+        self.services = services
+        self.id = worker_id or new_worker_id()
+        self.actors: dict[str, Actor] = {}
+        self.stats = WorkerStats()
+        self._record_lateness = record_lateness
+        self._stop = trio.Event()
+        self._slot_freed = trio.Event()
+        self._last_heartbeat_ok = 0.0
+
+    def statistics(self) -> dict[str, Any]:
+        by_kind: dict[str, int] = {}
+        for a in self.actors.values():
+            by_kind[a.kind.name] = by_kind.get(a.kind.name, 0) + 1
+        return {"worker": self.id, "active_actors": len(self.actors), "by_kind": by_kind,
+                "claims": self.stats.claims, "takeovers": self.stats.takeovers,
+                "lease_losses": self.stats.lease_losses}
+
+    def shutdown(self) -> None:
+        """Begin a graceful shutdown: stop claiming, let actors reach a boundary, then release what is left."""
+        self._stop.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self._last_heartbeat_ok = trio.current_time()
+        async with trio.open_nursery() as outer:
+            outer.start_soon(self._heartbeat_loop)
+            async with trio.open_nursery() as actors:
+                claiming = trio.CancelScope()
+                outer.start_soon(self._claim_until_stopped, actors, claiming)
+                task_status.started()
+                await self._stop.wait()
+                claiming.cancel()
+                await self._drain()
+            # Heartbeats stop only after every actor has released or finished, so no lease expires meanwhile.
+            outer.cancel_scope.cancel()
+
+    async def _claim_until_stopped(self, actors: trio.Nursery, claiming: trio.CancelScope) -> None:
+        with claiming:
+            await self._claim_loop(actors)
+
+    async def _drain(self) -> None:
+        for a in list(self.actors.values()):
+            a.drain(interrupt=False)
+        with trio.move_on_after(self.settings.shutdown_grace_s):
+            while self.actors:
+                await self._wait_slot()
+        for a in list(self.actors.values()):
+            # Past the grace period: abort steps in flight; each actor then releases its lease (shielded).
+            a.drain(interrupt=True)
+
+    async def _wait_slot(self) -> None:
+        await self._slot_freed.wait()
+
+    def _free_slot(self) -> None:
+        self._slot_freed.set()
+        self._slot_freed = trio.Event()
+        self.wakeups.poke([RUNNABLE])
+
+    # -- claiming ---------------------------------------------------------------------------------------------
+
+    async def _claim_loop(self, actors: trio.Nursery) -> None:
+        kinds = sorted(self.kinds)
+        ttl_ms = int(self.settings.lease_ttl_s * 1000)
+        # Registered before the first claim, so a stream queued between a claim and the wait still wakes us.
+        with self.wakeups.watch(RUNNABLE) as w:
+            while True:
+                limits = [self.settings.max_actors - self._active(k) for k in kinds]
+                if any(n > 0 for n in limits):
+                    try:
+                        rows = await self.db.fetch(Q.claim, self.id, kinds, limits, ttl_ms)
+                    except errors.DatabaseUnavailable:
+                        log.warning("worker %s: database unavailable while claiming; retrying", self.id)
+                        rows = []
+                    for r in rows:
+                        c = Claim(**dict(r))
+                        self.stats.claims += 1
+                        self.stats.takeovers += c.reason == "orphaned"
+                        actor = Actor(self, self.kinds[c.kind], c)
+                        self.actors[c.stream_id] = actor
+                        actors.start_soon(self._run_actor, actor)
+                    if len(rows) == sum(max(n, 0) for n in limits) and rows:
+                        continue  # took all we could: there may be more, and slots may have freed meanwhile
+                # A hint (a stream became runnable, or one of our actors ended) or the poll backstop.
+                await w.wait(self.settings.claim_poll_s)
+
+    def _active(self, kind: str) -> int:
+        return sum(1 for a in self.actors.values() if a.kind.name == kind)
+
+    async def _run_actor(self, actor: Actor) -> None:
+        try:
+            await actor.run()
+        except errors.DatabaseUnavailable:
+            # The database went away mid-step: stop this actor; its lease expires and a worker (maybe this
+            # one, once the database is back) takes the stream over from its last checkpoint.
+            log.warning("stream %s: database unavailable; the actor stops and the stream will be resumed",
+                        actor.stream_id)
+        finally:
+            if self.actors.get(actor.stream_id) is actor:
+                del self.actors[actor.stream_id]
+            self._free_slot()
+
+    # -- heartbeats -------------------------------------------------------------------------------------------
+
+    async def _heartbeat_loop(self) -> None:
+        interval = self.settings.heartbeat_s
+        next_at = trio.current_time() + interval
+        while True:
+            await trio.sleep_until(next_at)
+            now = trio.current_time()
+            if self._record_lateness:
+                self.stats.heartbeat_lateness.append(now - next_at)
+            next_at = now + interval
+            await self.heartbeat_once()
+
+    async def heartbeat_once(self) -> None:
+        held = [(sid, a.attempt) for sid, a in self.actors.items() if not a.lease_lost]
+        if not held:
+            self._last_heartbeat_ok = trio.current_time()
+            return
+        try:
+            rows = await self.db.fetch(
+                Q.heartbeat, [h[0] for h in held], [h[1] for h in held], int(self.settings.lease_ttl_s * 1000),
+                self.id,
+            )
+        except errors.DatabaseUnavailable:
+            # Cut off from the database for longer than a lease: assume every lease is gone, because another
+            # worker may already have taken the streams over. Fencing would refuse our writes anyway; this
+            # stops the duplicate provider calls too.
+            if trio.current_time() - self._last_heartbeat_ok > self.settings.lease_ttl_s:
+                for a in list(self.actors.values()):
+                    a.lose_lease()
+            return
+        self._last_heartbeat_ok = trio.current_time()
+        self.stats.heartbeats += 1
+        renewed = {r["id"] for r in rows}
+        for sid, attempt in held:
+            a = self.actors.get(sid)
+            if sid not in renewed and a is not None and a.attempt == attempt:
+                a.lose_lease()

@@ -1,0 +1,1 @@
+"""Classic generation runs: a fixed pipeline of steps on the durable runtime."""

@@ -1,0 +1,102 @@
+"""Events of a generation run stream (kind ``generation``). Tags are stable; see DESIGN §8."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from openmaic.courses.schema import AgentProfile, OutlineItem
+from openmaic.events.types import Event, register
+
+RunState = Literal[
+    "preparing", "outlining", "awaiting_outline_confirmation", "generating", "completed", "paused", "stopped"
+]
+
+
+class RunInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a caller may ask for. No keys, models or URLs: those come only from the server's config."""
+
+    requirement: str
+    material_ids: list[str] = []
+    language: str = "en"
+    agents: Literal["auto"] | list[str] = "auto"
+    learner_profile: str = ""
+    outline_review: Literal["wait", "auto", "countdown"] = "wait"
+    interactive: bool = False
+
+
+@register
+class RunCreated(Event, tag="run.created"):
+    course_id: str
+    owner_id: str
+    input: RunInput
+
+
+@register
+class RunStateChanged(Event, tag="run.state_changed"):
+    state: RunState
+    previous: RunState | None = None
+    step: str | None = None
+    error: str | None = None
+
+
+@register
+class RunStepStarted(Event, tag="run.step_started"):
+    step: str
+
+
+@register
+class RunStepCompleted(Event, tag="run.step_completed"):
+    step: str
+
+
+@register
+class RunStepFailed(Event, tag="run.step_failed"):
+    step: str
+    error: str
+    will_retry: bool = False
+
+
+@register
+class RunMaterialsExtracted(Event, tag="run.materials_extracted"):
+    text: str
+    images: list[str] = []
+
+
+@register
+class RunOutlineItem(Event, tag="run.outline_item"):
+    index: int
+    item: OutlineItem
+    revision: int = 1
+
+
+@register
+class RunOutlineProposed(Event, tag="run.outline_proposed"):
+    """The outline step finished: the full proposal (the items were streamed as run.outline_item)."""
+
+    revision: int
+    title: str
+    items: list[OutlineItem]
+
+
+@register
+class RunOutlineConfirmed(Event, tag="run.outline_confirmed"):
+    revision: int
+    items: list[OutlineItem] = []
+    by: Literal["user", "auto", "countdown"] = "user"
+
+
+@register
+class RunAgentsSelected(Event, tag="run.agents_selected"):
+    agents: list[AgentProfile]
+
+
+@register
+class RunRetryRequested(Event, tag="run.retry_requested"):
+    step: str
+
+
+@register
+class RunStopRequested(Event, tag="run.stop_requested"):
+    reason: str = "course deleted"

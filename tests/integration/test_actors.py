@@ -1,0 +1,202 @@
+"""The runtime against a real PostgreSQL: claiming, steps, waiting, messages, cancellation, fences, shutdown."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from openmaic import errors
+from openmaic.actors.commands import Commands
+from openmaic.events.log import EventLog
+from tests.runtime import ended, new_stream, open_worker, settings, types_of, wait_for
+
+
+@pytest.fixture
+def log(db):
+    return EventLog(db)
+
+
+async def test_a_queued_stream_is_claimed_run_and_completed(db_url, log):
+    await new_stream(log, "s1", steps=3)
+    async with open_worker(db_url):
+        await wait_for(lambda: _eq(ended(log, "s1"), "completed"))
+    types = await types_of(log, "s1")
+    assert types == ["session.created", "lease.claimed", "test.step_done", "test.step_done", "test.step_done",
+                     "session.ended"]
+    claimed = log.decode((await log.read_stream("s1"))[1])
+    assert (claimed.attempt, claimed.reason) == (1, "queued")
+    row = await log.stream("s1")
+    assert (row["status"], row["lease_worker"]) == ("terminal", None)
+
+
+async def test_idle_streams_hold_no_worker_and_a_message_requeues_them(db_url, log):
+    await new_stream(log, "s1", steps=1, idle=True)
+    cmds = Commands(log, message_kinds=["test"])
+    async with open_worker(db_url) as worker:
+        await wait_for(lambda: _eq(_status(log, "s1"), "waiting"))
+        await wait_for(lambda: _true(not worker.actors))
+        r = await cmds.post_message("o", "s1", "m1", "hello")
+        again = await cmds.post_message("o", "s1", "m1", "hello")
+        assert again.replayed and again.seq == r.seq
+        await wait_for(lambda: _turns(log, "s1", 1))
+        await wait_for(lambda: _eq(_status(log, "s1"), "waiting"))
+    turns = [log.decode(e) for e in await log.read_stream("s1") if e.type == "model.turn_completed"]
+    assert [(t.text, t.delivered) for t in turns] == [("ack: hello", [r.seq])]
+
+
+async def test_messages_posted_during_a_step_are_delivered_once_at_the_next_boundary(db_url, log):
+    await new_stream(log, "s1", steps=1, idle=True, sleep=0.5)
+    cmds = Commands(log, message_kinds=["test"])
+    async with open_worker(db_url):
+        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
+        seqs = [(await cmds.post_message("o", "s1", f"m{i}", f"msg {i}")).seq for i in range(3)]
+        await wait_for(lambda: _delivered(log, "s1", seqs))
+        await wait_for(lambda: _eq(_status(log, "s1"), "waiting"))
+    delivered = [s for e in await log.read_stream("s1") if e.type == "model.turn_completed"
+                 for s in log.decode(e).delivered]
+    assert sorted(delivered) == seqs and len(delivered) == len(set(delivered))
+
+
+async def test_cancel_aborts_the_step_in_flight_and_settles_cancelled(db_url, log):
+    await new_stream(log, "s1", steps=1, sleep=30)
+    cmds = Commands(log, message_kinds=["test"])
+    async with open_worker(db_url):
+        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
+        with trio.fail_after(5):
+            await cmds.cancel("o", "s1", "c1")
+            await wait_for(lambda: _eq(ended(log, "s1"), "cancelled"))
+    assert "test.step_done" not in await types_of(log, "s1")
+    with pytest.raises(errors.Conflict, match="already ended"):
+        await cmds.cancel("o", "s1", "c2")
+    # the original cancel, repeated, still answers with its original seq
+    assert (await cmds.cancel("o", "s1", "c1")).replayed
+
+
+async def test_cancelling_a_waiting_stream_settles_it(db_url, log):
+    await new_stream(log, "s1", steps=0, idle=True)
+    cmds = Commands(log, message_kinds=["test"])
+    async with open_worker(db_url):
+        await wait_for(lambda: _eq(_status(log, "s1"), "waiting"))
+        await cmds.cancel("o", "s1", "c1")
+        await wait_for(lambda: _eq(ended(log, "s1"), "cancelled"))
+
+
+async def test_other_owners_and_unknown_streams_are_not_found(db_url, log):
+    await new_stream(log, "s1", owner="alice", idle=True)
+    cmds = Commands(log, message_kinds=["test"])
+    for owner, sid in [("bob", "s1"), ("alice", "nope")]:
+        with pytest.raises(errors.StreamNotFound):
+            await cmds.post_message(owner, sid, "m", "hi")
+        with pytest.raises(errors.StreamNotFound):
+            await cmds.cancel(owner, sid, "c")
+    with pytest.raises(errors.CommandConflict):
+        await cmds.post_message("alice", "s1", "create-s1", "reusing the creation command id")
+
+
+async def test_a_step_over_its_deadline_fails_like_any_failure(db_url, log):
+    await new_stream(log, "s1", steps=1, sleep=5, deadline=0.3)
+    await new_stream(log, "s2", steps=2, fail_at=2)
+    async with open_worker(db_url):
+        await wait_for(lambda: _eq(ended(log, "s1"), "failed"))
+        await wait_for(lambda: _eq(ended(log, "s2"), "failed"))
+    end = log.decode((await log.read_stream("s1"))[-1])
+    assert "exceeded its deadline of 0.3 s" in end.error
+    end = log.decode((await log.read_stream("s2"))[-1])
+    assert "step step:2 failed" in end.error
+
+
+async def test_a_lost_lease_stops_the_actor_and_it_writes_nothing_more(db_url, log, db):
+    await new_stream(log, "s1", steps=1, sleep=3)
+    async with open_worker(db_url) as worker:
+        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
+        # another worker takes the stream over (as if our lease had expired)
+        await db.execute("UPDATE streams SET attempt = attempt + 1, lease_worker = 'thief' WHERE id = 's1'")
+        await wait_for(lambda: _true(worker.stats.lease_losses == 1), timeout=5)
+        assert not worker.actors
+    assert "test.step_done" not in await types_of(log, "s1")
+
+
+async def test_graceful_shutdown_releases_without_charging_and_a_new_worker_resumes(db_url, log):
+    await new_stream(log, "s1", steps=2, sleep=20)
+    async with open_worker(db_url, settings(shutdown_grace_s=0.5)) as worker:
+        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
+        worker.shutdown()
+        await wait_for(lambda: _eq(_status(log, "s1"), "queued"), timeout=10)
+    row = await log.stream("s1")
+    assert (row["lease_worker"], row["unattended_attempts"]) == (None, 0)
+    assert (await types_of(log, "s1"))[-2:] == ["session.interrupted", "lease.released"]
+    await db_exec(log, "UPDATE streams SET wake_at = NULL WHERE id = 's1'")
+    with trio.fail_after(10):
+        async with open_worker(db_url) as w2:
+            await wait_for(lambda: _true(bool(w2.actors)))
+    claims = [log.decode(e) for e in await log.read_stream("s1") if e.type == "lease.claimed"]
+    assert [(c.attempt, c.reason) for c in claims] == [(1, "queued"), (2, "queued")]
+
+
+async def test_an_expired_lease_is_taken_over_as_orphaned_and_charged(db_url, log, db):
+    await new_stream(log, "s1", steps=1)
+    await db.execute(
+        "UPDATE streams SET status = 'running', attempt = 4, lease_worker = 'dead', "
+        "lease_expires_at = now() - interval '1 second' WHERE id = 's1'"
+    )
+    async with open_worker(db_url):
+        await wait_for(lambda: _eq(ended(log, "s1"), "completed"))
+    claim = next(log.decode(e) for e in await log.read_stream("s1") if e.type == "lease.claimed")
+    assert (claim.attempt, claim.reason) == (5, "orphaned")
+    assert (await log.stream("s1"))["unattended_attempts"] == 0  # the completed step was progress
+
+
+async def test_over_the_unattended_cap_the_kind_gives_up(db_url, log, db):
+    await new_stream(log, "s1", steps=1)
+    await db.execute(
+        "UPDATE streams SET status = 'running', attempt = 9, lease_worker = 'dead', unattended_attempts = 5, "
+        "lease_expires_at = now() - interval '1 second' WHERE id = 's1'"
+    )
+    async with open_worker(db_url):
+        await wait_for(lambda: _eq(ended(log, "s1"), "failed"))
+    end = log.decode((await log.read_stream("s1"))[-1])
+    assert end.error == "interrupted too many times"
+    assert "test.step_done" not in await types_of(log, "s1")
+
+
+async def test_max_actors_caps_concurrent_streams(db_url, log):
+    for i in range(6):
+        await new_stream(log, f"s{i}", steps=1, sleep=0.3)
+    peak = 0
+    async with open_worker(db_url, settings(max_actors=2)) as worker:
+        with trio.fail_after(20):
+            while True:
+                peak = max(peak, len(worker.actors))
+                if all([await ended(log, f"s{i}") == "completed" for i in range(6)]):
+                    break
+                await trio.sleep(0.01)
+    assert peak == 2
+
+
+async def db_exec(log, sql):
+    await log.db.execute(sql)
+
+
+async def _eq(aw, value) -> bool:
+    return await aw == value
+
+
+async def _true(v) -> bool:
+    return v
+
+
+async def _status(log, sid):
+    return (await log.stream(sid))["status"]
+
+
+async def _has(log, sid, type_):
+    return type_ in await types_of(log, sid)
+
+
+async def _turns(log, sid, n):
+    return (await types_of(log, sid)).count("model.turn_completed") >= n
+
+
+async def _delivered(log, sid, seqs):
+    got = [s for e in await log.read_stream(sid) if e.type == "model.turn_completed" for s in log.decode(e).delivered]
+    return sorted(got) == sorted(seqs)

@@ -1,0 +1,64 @@
+"""Helpers shared by runtime tests: a worker on the test kind, creating test streams, waiting on conditions."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import msgspec
+import trio
+
+from openmaic.actors.commands import create_session
+from openmaic.actors.worker import Worker
+from openmaic.config import RuntimeConfig
+from openmaic.events.log import EventLog
+from openmaic.events.wakeups import Wakeups
+from openmaic.store.database import open_database
+from tests.kinds import TestKind
+
+FAST = RuntimeConfig(lease_ttl_s=2.0, heartbeat_s=0.3, claim_poll_s=0.2, wake_poll_s=0.5, shutdown_grace_s=2.0)
+
+
+def settings(**kw: Any) -> RuntimeConfig:
+    return msgspec.structs.replace(FAST, **kw)
+
+
+@contextlib.asynccontextmanager
+async def open_worker(url: str, rt: RuntimeConfig = FAST, **kw: Any) -> AsyncIterator[Worker]:
+    async with open_database(url, listen=["openmaic_events"], listener_ping_s=1.0) as db:
+        wakeups = Wakeups()
+        log = EventLog(db, wakeups)
+        worker = Worker(log, wakeups, {"test": TestKind()}, rt, **kw)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(wakeups.run, db)
+            await nursery.start(worker.run)
+            try:
+                yield worker
+            finally:
+                worker.shutdown()
+                with trio.move_on_after(rt.shutdown_grace_s + 10):
+                    while worker.actors:
+                        await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+
+
+async def new_stream(log: EventLog, sid: str, owner: str = "o", **inp: Any) -> None:
+    await create_session(log, stream_id=sid, kind="test", owner_id=owner, command_id=f"create-{sid}", input=inp)
+
+
+async def wait_for(predicate: Callable[[], Awaitable[bool]], timeout: float = 20.0, interval: float = 0.02) -> None:
+    with trio.fail_after(timeout):
+        while not await predicate():
+            await trio.sleep(interval)
+
+
+async def ended(log: EventLog, sid: str) -> str | None:
+    for e in reversed(await log.read_stream(sid, limit=100_000)):
+        if e.type == "session.ended":
+            return log.decode(e).status
+    return None
+
+
+async def types_of(log: EventLog, sid: str) -> list[str]:
+    return [e.type for e in await log.read_stream(sid, limit=100_000)]
