@@ -20,6 +20,7 @@ from openmaic.actors.kind import Core, Finish, Kind, Outcome, Step, Wait, evolve
 from openmaic.events.core import LeaseReleased, SessionInterrupted
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
+from openmaic.store.database import collapse_groups
 from openmaic.store.queries import Q
 
 if TYPE_CHECKING:
@@ -81,10 +82,11 @@ class Actor:
     async def run(self) -> None:
         with self.cancel_scope:
             try:
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._watch_for_cancel)
-                    await self._main()
-                    nursery.cancel_scope.cancel()
+                with collapse_groups():
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(self._watch_for_cancel)
+                        await self._main()
+                        nursery.cancel_scope.cancel()
             except LeaseLost:
                 self.lease_lost = True
         if self.lease_lost:
