@@ -17,7 +17,11 @@ from typing import Any
 
 import trio
 
-from openmaic.store.database import Database, open_database
+from openmaic.actors.worker import Worker
+from openmaic.config import load_config
+from openmaic.kinds import session_kinds
+from openmaic.services import Services, open_services
+from openmaic.store.database import open_database
 from openmaic.store.migrations import load_migrations, migrate
 from openmaic.store.postgres import data_dir, database_url, embedded_running
 
@@ -26,8 +30,8 @@ log = logging.getLogger("openmaic.serve")
 ROLES = ("api", "worker", "projector")
 
 RoleRunner = Callable[..., Awaitable[Any]]
-"""``async def run(db, args, *, task_status)``: runs one role until cancelled, calling ``task_status.started()``
-once it serves."""
+"""``async def run(services, args, *, task_status)``: runs one role, calling ``task_status.started()`` once it
+serves, and returns after ``services.stopping`` is set and it has wound down."""
 
 #: The runner of each role. A role without a runner here starts no task of its own.
 ROLE_RUNNERS: dict[str, RoleRunner] = {}
@@ -51,27 +55,47 @@ def describe_database(url: str) -> str:
 
 
 async def run_serve(args: argparse.Namespace) -> None:
-    """Serve ``args.roles`` until SIGINT or SIGTERM."""
+    """Serve ``args.roles`` until SIGINT or SIGTERM.
+
+    The first signal asks every role to wind down gracefully (the worker stops claiming, lets actors reach a
+    boundary within the shutdown grace, then releases their leases); a second signal cancels at once.
+    """
     # The receiver is opened first so that a signal during a slow start (initdb, migrations) still stops us
     # cleanly instead of raising KeyboardInterrupt at an arbitrary point.
+    stop = _Stop()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(_cancel_on_signal, signals, nursery.cancel_scope)
-            await _serve(args)
+            stop.scope = nursery.cancel_scope
+            nursery.start_soon(_stop_on_signal, signals, stop)
+            await _serve(args, stop)
             nursery.cancel_scope.cancel()
     log.info("stopped")
     if not os.environ.get("DATABASE_URL") and embedded_running():
         log.info("the embedded PostgreSQL keeps running for the next start; `openmaic db stop` stops it")
 
 
-async def _cancel_on_signal(signals: Any, scope: trio.CancelScope) -> None:
+class _Stop:
+    def __init__(self) -> None:
+        self.scope: trio.CancelScope | None = None
+        self.graceful: trio.Event | None = None
+        """Set once the roles run; until then a signal cancels the start-up."""
+
+
+async def _stop_on_signal(signals: Any, stop: _Stop) -> None:
     async for signum in signals:
-        log.info("%s received, stopping", signal.Signals(signum).name)
-        scope.cancel()
+        name = signal.Signals(signum).name
+        if stop.graceful is not None and not stop.graceful.is_set():
+            log.info("%s received, shutting down gracefully (again to stop at once)", name)
+            stop.graceful.set()
+            continue
+        log.info("%s received, stopping", name)
+        assert stop.scope is not None
+        stop.scope.cancel()
         return
 
 
-async def _serve(args: argparse.Namespace) -> None:
+async def _serve(args: argparse.Namespace, stop: _Stop) -> None:
+    config = load_config(os.environ.get("OPENMAIC_CONFIG") or None)
     if not os.environ.get("DATABASE_URL") and not embedded_running():
         log.info("starting the embedded PostgreSQL under %s", data_dir() / "pgdata")
     # In a thread: the embedded server's first start runs initdb, which takes seconds.
@@ -82,16 +106,34 @@ async def _serve(args: argparse.Namespace) -> None:
         for m in applied:
             log.info("applied migration %04d_%s", m.version, m.name)
         log.info("schema is current (version %d)", max((m.version for m in load_migrations()), default=0))
-        await serve_roles(db, args)
+    async with open_services(config, url) as services:
+        stop.graceful = services.stopping
+        await serve_roles(services, args)
 
 
-async def serve_roles(db: Database, args: argparse.Namespace) -> None:
-    """Start each requested role that has a runner, report ready, and run until cancelled."""
+async def serve_roles(services: Services, args: argparse.Namespace) -> None:
+    """Start each requested role, report ready, and run until every role has wound down."""
     async with trio.open_nursery() as nursery:
         for role in args.roles:
             runner = ROLE_RUNNERS.get(role)
             if runner is not None:
-                await nursery.start(runner, db, args)
+                await nursery.start(runner, services, args)
         log.info("ready: roles %s; Ctrl-C stops", ", ".join(args.roles))
         # Keeps the process up (and the nursery open) even when no role has a task of its own.
-        await trio.sleep_forever()
+        await services.stopping.wait()
+
+
+async def run_worker(services: Services, args: argparse.Namespace, *,
+                     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """The worker role: claims and runs every session kind this build knows."""
+    worker = Worker(services.log, services.wakeups, session_kinds(services.config), services.config.runtime,
+                    services=services)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(worker.run)
+        log.info("worker %s claiming %s", worker.id, ", ".join(sorted(worker.kinds)) or "nothing")
+        task_status.started()
+        await services.stopping.wait()
+        worker.shutdown()
+
+
+ROLE_RUNNERS["worker"] = run_worker

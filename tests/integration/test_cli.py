@@ -137,7 +137,7 @@ async def test_serve_migrates_then_stops_on_signal(empty_db_url, tmp_path, signu
             await proc.wait()
     log = seen.decode()
     assert "applied migration 0001_event_log" in log
-    assert f"{signal.Signals(signum).name} received, stopping" in log
+    assert f"{signal.Signals(signum).name} received, shutting down gracefully" in log
     assert "Traceback" not in log
 
 
