@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"openmaic {_version()}")
     commands = parser.add_subparsers(title="commands", dest="command", required=True, metavar="COMMAND")
-    for register in (_register_serve, _register_migrate, _register_db):
+    for register in (_register_serve, _register_migrate, _register_db, _register_tools):
         register(commands)
     return parser
 
@@ -106,6 +106,16 @@ def _register_db(commands: argparse._SubParsersAction) -> None:
     _command(actions, "status", _cmd_db_status, "which database, whether it is reachable, its schema version")
     _command(actions, "url", _cmd_db_url, "print the database URL (starts the embedded server if needed)")
     _command(actions, "stop", _cmd_db_stop, "stop the embedded PostgreSQL server")
+
+
+def _register_tools(commands: argparse._SubParsersAction) -> None:
+    # projections status|rebuild, replay, audit export|verify (openmaic/tools/cli.py)
+    from openmaic.tools.cli import register
+
+    register(commands, _command, _resolve_url)
+
+
+# -- entry point ----------------------------------------------------------------------------------------------------
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -55,3 +55,128 @@ RETURNING s.id;
 
 -- name: cancel_requested_after
 SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND seq > $2 AND type = 'session.cancel_requested');
+
+-- name: token_insert
+INSERT INTO api_tokens (id, owner_id, token_hash) VALUES ($1, $2, $3);
+
+-- name: token_owner
+-- The owner of an active token. Only hashes are stored, so the lookup is by hash.
+SELECT owner_id FROM api_tokens WHERE token_hash = $1 AND revoked_at IS NULL;
+
+-- name: token_revoke
+-- By id, or (when $2 is given) by the full token's hash. A second revoke matches nothing.
+UPDATE api_tokens SET revoked_at = now()
+ WHERE revoked_at IS NULL AND id = $1 AND ($2::bytea IS NULL OR token_hash = $2)
+RETURNING id;
+
+-- name: ping
+SELECT 1;
+
+-- name: projection_predecessors
+-- For each (stream $1[i], seq $2[i], cursor ($3[i], $4[i])): the predecessors of that event whose own cursor lies
+-- beyond it, walking back from seq - 1 while that holds (see openmaic/projections/ordering.py). Usually empty.
+-- Read-only over committed rows, keyed by UNIQUE (stream_id, seq): safe under any concurrency.
+WITH RECURSIVE back AS (
+    SELECT e.stream_id, e.seq, p.tx0, p.pos0
+      FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS p(sid, q, tx0, pos0)
+      JOIN events e ON e.stream_id = p.sid AND e.seq = p.q - 1
+     WHERE (e.tx, e.position) > (p.tx0::xid8, p.pos0)
+    UNION ALL
+    SELECT e.stream_id, e.seq, b.tx0, b.pos0
+      FROM back b
+      JOIN events e ON e.stream_id = b.stream_id AND e.seq = b.seq - 1
+     WHERE (e.tx, e.position) > (b.tx0::xid8, b.pos0)
+)
+SELECT e.position, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::text AS data, e.attempt,
+       e.command_id, e.recorded_at, e.hash
+  FROM back b JOIN events e ON e.stream_id = b.stream_id AND e.seq = b.seq;
+
+-- name: projection_gaps
+-- Events by (stream, seq range): predecessors to pull forward. Every one is committed (a stream's seq order is
+-- its commit order, and a later seq of the stream is visible), so a plain read finds them.
+SELECT e.position, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::text AS data, e.attempt,
+       e.command_id, e.recorded_at, e.hash
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS g(sid, lo, hi)
+  JOIN events e ON e.stream_id = g.sid AND e.seq BETWEEN g.lo AND g.hi;
+
+-- name: projection_checkpoint_init
+INSERT INTO projection_checkpoints (name) VALUES ($1) ON CONFLICT (name) DO NOTHING;
+
+-- name: projection_checkpoint
+SELECT tx::text AS tx, position, events_applied FROM projection_checkpoints WHERE name = $1;
+
+-- name: projection_early
+SELECT stream_id, seq FROM projection_early WHERE name = $1;
+
+-- name: projection_advance
+-- First statement of every batch's transaction: the checkpoint fence (see openmaic_projection_advance in 0004).
+SELECT openmaic_projection_advance($1, $2::text::xid8, $3, $4::text::xid8, $5, $6, $7);
+
+-- name: projection_early_add
+INSERT INTO projection_early (name, stream_id, seq) SELECT $1, s, q FROM unnest($2::text[], $3::bigint[]) AS u(s, q);
+
+-- name: projection_early_remove
+DELETE FROM projection_early p USING unnest($2::text[], $3::bigint[]) AS u(s, q)
+ WHERE p.name = $1 AND p.stream_id = u.s AND p.seq = u.q;
+
+-- name: projection_try_lock
+-- Session-level and non-blocking: a held connection must never wait on a lock (its statements are shielded).
+SELECT pg_try_advisory_lock($1);
+
+-- name: projection_unlock
+SELECT pg_advisory_unlock($1);
+
+-- name: projection_status
+-- Per projection: its checkpoint, how many events lie beyond it and how old the oldest of them is, and the
+-- backend holding its advisory locks (bigint keys show in pg_locks as classid = high half, objid = low half).
+SELECT n.name, c.tx::text AS tx, c.position, c.events_applied, c.updated_at,
+       lag.events AS lag_events, extract(epoch FROM now() - lag.oldest) AS lag_s,
+       (SELECT min(l.pid) FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+           AND ((l.classid::bigint << 32) | l.objid::bigint) = n.own_key) AS holder_pid,
+       (SELECT min(l.pid) FROM pg_locks l
+         WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
+           AND ((l.classid::bigint << 32) | l.objid::bigint) = n.rebuild_key) AS rebuild_pid
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS n(name, own_key, rebuild_key)
+  LEFT JOIN projection_checkpoints c ON c.name = n.name
+  LEFT JOIN LATERAL (
+      SELECT count(*) AS events, min(e.recorded_at) AS oldest FROM events e
+       WHERE (e.tx, e.position) > (coalesce(c.tx, '0'::xid8), coalesce(c.position, 0))
+  ) lag ON true;
+
+-- name: append_group
+-- Several independent append requests in one statement, one transaction (openmaic_append_group in 0005):
+-- $1[r] streams and $2[r] events of the column arrays belong to request r. One row per stream of each request
+-- that committed (status 'ok' or 'replayed'), one row with the SQLSTATE, message and detail of each that failed.
+SELECT req, status, stream_id, first_seq, last_seq, message, detail
+  FROM openmaic_append_group($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::bigint[],
+                             $8::text[], $9::text[], $10::boolean[], $11::timestamptz[], $12::boolean[],
+                             $13::boolean[], $14::int[], $15::text[], $16::int[], $17::text[]);
+
+-- name: audit_ranges
+-- Each stream's seq range to export: all of it, or (with $2 / $3) from its first event recorded at or after $2
+-- to its last recorded before $3. One statement, one snapshot: a stream's events up to the head_seq read here
+-- are committed (they were written in the same transaction as that head), so later pages find every one.
+SELECT s.id, s.head_seq,
+       CASE WHEN $2::timestamptz IS NULL THEN 1
+            ELSE (SELECT min(e.seq) FROM events e
+                   WHERE e.stream_id = s.id AND e.seq <= s.head_seq AND e.recorded_at >= $2) END AS lo,
+       CASE WHEN $3::timestamptz IS NULL THEN s.head_seq
+            ELSE (SELECT max(e.seq) FROM events e
+                   WHERE e.stream_id = s.id AND e.seq <= s.head_seq AND e.recorded_at < $3) END AS hi
+  FROM streams s
+ WHERE s.id = ANY($1::text[]);
+
+-- name: audit_hashes
+-- The hash of (stream $1[i], seq $2[i]): the prev_hash of an export that starts after seq 1.
+SELECT e.stream_id, e.hash
+  FROM unnest($1::text[], $2::bigint[]) AS u(s, q)
+  JOIN events e ON e.stream_id = u.s AND e.seq = u.q;
+
+-- name: audit_page
+-- One page of an export: the seq ranges [$2[i], $3[i]] of streams $1[i], in that order, each in seq order.
+-- Seqs are gap-free, so the page's size is known before it is read; each range is an index range scan.
+SELECT r.ord, e.seq, e.type, e.v, e.recorded_at, e.attempt, e.command_id, e.data::text AS data, e.hash
+  FROM unnest($1::text[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS r(sid, lo, hi, ord)
+  JOIN events e ON e.stream_id = r.sid AND e.seq BETWEEN r.lo AND r.hi
+ ORDER BY r.ord, e.seq;

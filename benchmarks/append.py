@@ -1,0 +1,733 @@
+"""Append throughput: our append path beside raw asyncpg INSERTs into the same ``events`` table, in one run.
+
+    python -m benchmarks.append [--seconds 3] [--warmup 1] [--streams 1,8,32] [--read-seconds 30] [--quick]
+
+What it measures, all against one database and one ``events`` table:
+
+* appends of 1 event and of 100-event batches, at each concurrency in ``--streams``: one appender task per
+  stream (each stream its own row in ``streams``), each with a pooled connection. Variants:
+
+  - **raw** (the baseline, *b*): asyncpg INSERTs of the same rows (same type, version and JSON bytes) with no
+    fence, no hash chain, no NOTIFY; the seq comes from a per-stream counter in Python and ``hash`` is a fixed
+    32-byte value. Each stream's whole loop runs inside ONE asyncio coroutine on a connection it holds for the
+    window: asyncpg at full speed, with no trio→asyncio crossing and no pool traffic per insert. One event is
+    ``conn.execute(INSERT …)``; a batch is ``conn.executemany(INSERT …)`` (atomic: one implicit transaction,
+    pipelined, one round trip).
+  - **ours** (*a*): ``EventLog.append_one`` as the product calls it from trio (control-plane write, no fence),
+    one task per stream: encode the events, queue the request; the log's group commit sends what is queued
+    as one statement (a lone request as one ``openmaic_append`` call, several as one
+    ``openmaic_append_group`` call: row locks, seq allocation, hash chain, insert), one trio→asyncio crossing
+    and one pooled connection per call, up to two calls in flight; then a coalesced NOTIFY hint. The report
+    gives the requests each call carried.
+  - **ours, attempt fence**: the same with ``attempt=`` (a worker's write).
+  - diagnostic rows that split the gap: ``EventLog.append_one`` with group commit off (every append its own
+    call from its caller's task, as before group commit); ``openmaic_append()`` called from inside asyncio on
+    a held connection with pre-encoded arguments (the SQL function's own cost, no Python-side overhead); and,
+    for batches, a one-statement ``INSERT … SELECT FROM unnest(…)`` (another way to drive raw asyncpg).
+
+  Every variant writes to fresh streams of its own. Each runs for a fixed window (``--seconds``) after a
+  warm-up (``--warmup``) that is not counted; before each variant the tables are vacuumed and a checkpoint is
+  forced, so no variant inherits the previous one's background writes. Figures are events/s; the ratio is a/b
+  for the same cell. The client's own CPU time per append is printed too: on a small machine the client and
+  the server share the cores.
+* ``EventLog.read_all`` over the log in pages of 1000 (up to ``--read-seconds``) beside raw asyncpg paging the
+  same rows (same columns and predicate, keyset order on the ``(tx, position)`` index) in one coroutine, plus a
+  diagnostic: read_all's own path (pooled fetch, RecordedEvent per row) driven with the baseline's query.
+* decoding stored events with ``registry.decode`` and folding them with a pure count-per-type fold, beside
+  ``json.loads`` with the same fold (in memory, no database).
+
+The database is ``DATABASE_URL`` (a fresh database is created on that server and dropped afterwards) or a
+throwaway cluster with fsync and synchronous commit on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import sys
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+import msgspec
+import trio
+import trio_asyncio
+
+from openmaic import errors
+from openmaic.events.core import (
+    ModelOutputDelta,
+    ModelTurnCompleted,
+    SessionMessagePosted,
+    ToolCalled,
+    ToolResult,
+)
+from openmaic.events.log import START, EventLog, RecordedEvent, _recorded, group_commit
+from openmaic.events.types import Event, registry
+from openmaic.store.database import DEFAULT_SERVER_SETTINGS, Database, open_database, open_loop
+from openmaic.store.migrations import migrate
+from openmaic.store.postgres import ThrowawayCluster
+from openmaic.store.queries import Q
+
+now = time.perf_counter
+
+ATTEMPT = 1
+"""The lease attempt every benchmark stream carries (the fenced variant writes under it)."""
+
+FAKE_HASH = bytes(range(32))
+"""The raw baseline's ``hash`` value: the column is NOT NULL, the baseline computes no chain."""
+
+INSERT_ONE = "INSERT INTO events (stream_id, seq, type, v, data, hash) VALUES ($1, $2, $3, $4, $5, $6)"
+INSERT_UNNEST = (
+    "INSERT INTO events (stream_id, seq, type, v, data, hash) "
+    "SELECT $1, u.s, u.t, u.v, u.d::json, $6 FROM unnest($2::bigint[], $3::text[], $4::int[], $5::text[]) "
+    "AS u(s, t, v, d)"
+)
+
+
+# -- payload -------------------------------------------------------------------------------------------------------
+
+
+def make_payload(n: int = 100) -> list[Event]:
+    """A realistic mix: mostly model output deltas, some tool calls and results, turns and messages."""
+    out: list[Event] = []
+    for i in range(n):
+        r = i % 10
+        if r < 6:
+            out.append(ModelOutputDelta(text=f"chunk {i}: the lesson continues with an example of recursion, "))
+        elif r == 6:
+            out.append(ToolCalled(call_id=f"call-{i}", name="search_notes", arguments={"query": "recursion", "k": 5}))
+        elif r == 7:
+            out.append(
+                ToolResult(call_id=f"call-{i - 1}", name="search_notes", result={"hits": ["note-1", "note-7"]})
+            )
+        elif r == 8:
+            out.append(ModelTurnCompleted(text="Here is the outline of section 2.", delivered=[i]))
+        else:
+            out.append(SessionMessagePosted(text=f"question {i}: can you add an exercise?"))
+    return out
+
+
+@dataclass(frozen=True)
+class Group:
+    """One append's events, with their stored form precomputed for the raw rows."""
+
+    events: list[Event]
+    types: list[str]
+    versions: list[int]
+    datas: list[str]
+    encoded: list[tuple[str, int, str]]
+
+
+def make_groups(payload: Sequence[Event], batch: int) -> list[Group]:
+    """Successive appends of ``batch`` events cycling through the payload."""
+    n = len(payload)
+    starts = range(0, n, batch) if batch < n else [0]
+    groups = []
+    for s in starts:
+        events = [payload[(s + j) % n] for j in range(batch)]
+        enc = [(t, v, d.decode()) for t, v, d in map(registry.encode, events)]
+        groups.append(Group(events, [t for t, _, _ in enc], [v for _, v, _ in enc], [d for _, _, d in enc], enc))
+    return groups
+
+
+# -- timing harness ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Window:
+    """Appends completing in ``[measure_from, until)`` count; the ones before are warm-up."""
+
+    measure_from: float
+    until: float
+
+
+Worker = Callable[[str, list[Group], Window], Awaitable[int]]
+
+
+@dataclass(frozen=True)
+class Measured:
+    rate: float
+    """events/s over the window"""
+    client_cpu_us: float
+    """this process's CPU time per append over the window (µs): the trio/asyncio/driver side of the cost"""
+    per_call: float | None = None
+    """appends per database call over the window (group commit), when the variant groups"""
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+async def run_window(
+    worker: Worker,
+    stream_ids: Sequence[str],
+    groups: list[Group],
+    warmup: float,
+    seconds: float,
+    calls: Callable[[], tuple[int, int]] | None = None,
+) -> Measured:
+    """Run one worker per stream concurrently; events/s over the measured window.
+
+    ``calls`` returns (database calls, appends they carried) so far, for a variant that groups appends.
+    """
+    counts: list[int] = [0] * len(stream_ids)
+    start = now()
+    window = Window(start + warmup, start + warmup + seconds)
+    cpu: list[float] = []
+    grouped: list[tuple[int, int]] = []
+
+    async def one(i: int, sid: str) -> None:
+        counts[i] = await worker(sid, groups, window)
+
+    async def sample_cpu() -> None:
+        for at in (window.measure_from, window.until):
+            await trio.sleep(max(0.0, at - now()))
+            cpu.append(_cpu())
+            if calls is not None:
+                grouped.append(calls())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sample_cpu)
+        for i, sid in enumerate(stream_ids):
+            nursery.start_soon(one, i, sid)
+    events = sum(counts)
+    appends = events / len(groups[0].types)
+    per_call = None
+    if len(grouped) == 2 and grouped[1][0] > grouped[0][0]:
+        per_call = (grouped[1][1] - grouped[0][1]) / (grouped[1][0] - grouped[0][0])
+    return Measured(events / seconds, (cpu[1] - cpu[0]) / appends * 1e6 if appends else float("nan"), per_call)
+
+
+def ours_worker(log: EventLog, fenced: bool) -> Worker:
+    """The product path: one ``append_one`` per append, from trio."""
+
+    async def work(sid: str, groups: list[Group], w: Window) -> int:
+        counted, k, ng = 0, 0, len(groups)
+        fences: dict[str, Any] = {"attempt": ATTEMPT} if fenced else {}
+        while True:
+            g = groups[k % ng]
+            k += 1
+            await log.append_one(sid, g.events, **fences)
+            t = now()
+            if t >= w.until:
+                return counted
+            if t >= w.measure_from:
+                counted += len(g.events)
+
+    return work
+
+
+async def _raw_loop(pool: asyncpg.Pool, mode: str, sid: str, groups: list[Group], w: Window) -> int:
+    """A whole window of inserts for one stream, run as one asyncio coroutine on one held connection."""
+    counted, k, seq, ng = 0, 0, 0, len(groups)
+    async with pool.acquire() as conn:
+        while True:
+            g = groups[k % ng]
+            k += 1
+            n = len(g.types)
+            if mode == "raw":
+                if n == 1:
+                    await conn.execute(INSERT_ONE, sid, seq + 1, g.types[0], g.versions[0], g.datas[0], FAKE_HASH)
+                else:
+                    await conn.executemany(
+                        INSERT_ONE, [(sid, seq + j + 1, t, v, d, FAKE_HASH) for j, (t, v, d) in enumerate(g.encoded)]
+                    )
+            elif mode == "unnest":
+                await conn.execute(
+                    INSERT_UNNEST, sid, list(range(seq + 1, seq + n + 1)), g.types, g.versions, g.datas, FAKE_HASH
+                )
+            elif mode == "function":
+                await conn.fetch(
+                    Q.append, [sid], [None], [None], [None], [None], [None], [None], [False], [None], [False],
+                    [False], [n], g.types, g.versions, g.datas,
+                )
+            else:  # pragma: no cover - programming error
+                raise ValueError(mode)
+            seq += n
+            t = now()
+            if t >= w.until:
+                return counted
+            if t >= w.measure_from:
+                counted += n
+
+
+def asyncio_worker(pool: asyncpg.Pool, mode: str) -> Worker:
+    async def work(sid: str, groups: list[Group], w: Window) -> int:
+        # One crossing for the whole window: the loop itself never leaves asyncio.
+        return await trio_asyncio.aio_as_trio(_raw_loop)(pool, mode, sid, groups, w)
+
+    return work
+
+
+# -- variants and cells --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    key: str
+    label: str
+    batches_only: bool = False
+
+
+VARIANTS = [
+    Variant("raw", "(b) raw asyncpg INSERT, 1 coroutine/stream"),
+    Variant("ours", "(a) EventLog.append_one, no fence"),
+    Variant("fenced", "    EventLog.append_one, attempt fence"),
+    Variant("alone", "    EventLog.append_one, no group commit *"),
+    Variant("function", "    openmaic_append() from asyncio *"),
+    Variant("unnest", "    raw INSERT…SELECT unnest (1 stmt) *", batches_only=True),
+]
+
+
+@dataclass
+class Results:
+    appends: dict[tuple[int, int, str], Measured] = field(default_factory=dict)
+    """(batch, streams, variant) → events/s and client CPU per append"""
+    notes: list[str] = field(default_factory=list)
+
+
+async def settle(db: Database, results: Results) -> None:
+    """Vacuum and checkpoint between variants so background writes land outside every window."""
+    for sql in ("VACUUM (ANALYZE) events, streams", "CHECKPOINT"):
+        try:
+            await db.execute(sql)
+        except errors.DatabaseError as exc:
+            note = f"could not run {sql.split()[0]} between variants ({exc}); figures may include background writes"
+            if note not in results.notes:
+                results.notes.append(note)
+
+
+async def create_streams(db: Database, prefix: str, n: int) -> list[str]:
+    ids = [f"{prefix}-{i}" for i in range(n)]
+    await db.execute(
+        "INSERT INTO streams (id, kind, owner_id, attempt) SELECT unnest($1::text[]), 'bench', 'bench', $2",
+        ids, ATTEMPT,
+    )
+    return ids
+
+
+async def bench_appends(
+    db: Database, log: EventLog, pool: asyncpg.Pool, args: argparse.Namespace, results: Results
+) -> None:
+    payload = make_payload()
+    gc = group_commit(db)
+    workers: dict[str, Worker] = {
+        "raw": asyncio_worker(pool, "raw"),
+        "ours": ours_worker(log, fenced=False),
+        "fenced": ours_worker(log, fenced=True),
+        "alone": ours_worker(log, fenced=False),
+        "function": asyncio_worker(pool, "function"),
+        "unnest": asyncio_worker(pool, "unnest"),
+    }
+    for batch in args.batches:
+        groups = make_groups(payload, batch)
+        for streams in args.streams:
+            for v in VARIANTS:
+                if v.batches_only and batch == 1:
+                    continue
+                ids = await create_streams(db, f"{v.key}-b{batch}-s{streams}", streams)
+                await settle(db, results)
+                grouping = v.key in ("ours", "fenced")
+                saved = gc.max_calls
+                if v.key == "alone":
+                    gc.max_calls = 0  # every append its own call, from its caller's task
+                try:
+                    m = await run_window(
+                        workers[v.key], ids, groups, args.warmup, args.seconds,
+                        calls=(lambda: (gc.calls, gc.requests)) if grouping else None,
+                    )
+                finally:
+                    gc.max_calls = saved
+                results.appends[(batch, streams, v.key)] = m
+                base = results.appends.get((batch, streams, "raw"))
+                ratio = f"  a/b {m.rate / base.rate:.2f}" if base and v.key != "raw" else ""
+                per_call = f"  {m.per_call:.1f} appends/call" if m.per_call else ""
+                print(f"  {batch:>3} ev/append  {streams:>2} streams  {v.key:<9} {m.rate:>12,.0f} events/s"
+                      f"  client CPU {m.client_cpu_us:6.0f} µs/append{ratio}{per_call}", file=sys.stderr, flush=True)
+
+
+# -- reads and decoding --------------------------------------------------------------------------------------------
+
+
+READ_ALL_BASELINE = """
+SELECT position, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id, recorded_at, hash
+  FROM events
+ WHERE (events.tx, events.position) > ($1::text::xid8, $2::bigint)
+   AND events.tx < pg_snapshot_xmin(pg_current_snapshot())
+ ORDER BY events.tx, events.position
+ LIMIT $3"""
+"""The baseline's page query: the global log's columns and predicate, keyset-paged in index order."""
+
+
+async def plan_chain(db: Database, sql: str) -> str:
+    """The node types of a page query's plan, outermost first (e.g. ``Limit → Index Scan``)."""
+    (plan,) = json.loads(await db.fetchval("EXPLAIN (FORMAT JSON) " + sql, "0", 0, 1000))
+    chain, node = [], plan["Plan"]
+    while node is not None:
+        chain.append(node["Node Type"])
+        node = (node.get("Plans") or [None])[0]
+    return " → ".join(chain)
+
+
+async def _raw_read_all(pool: asyncpg.Pool, page: int) -> int:
+    n, tx, pos = 0, "0", 0
+    async with pool.acquire() as conn:
+        while True:
+            rows = await conn.fetch(READ_ALL_BASELINE, tx, pos, page)
+            if not rows:
+                return n
+            n += len(rows)
+            tx, pos = rows[-1]["tx"], rows[-1]["position"]
+
+
+@dataclass
+class ReadResult:
+    total: int
+    raw_rate: float
+    ours_rate: float
+    ours_events: int
+    ours_complete: bool
+    ours_seconds: float
+    index_order_rate: float
+    plan: str
+    baseline_plan: str
+
+
+async def bench_read_all(db: Database, log: EventLog, pool: asyncpg.Pool, budget: float) -> ReadResult:
+    """events/s for the baseline query and for ``read_all`` (stopped after ``budget`` seconds)."""
+    total = await db.fetchval("SELECT count(*) FROM events")
+    t = now()
+    n_raw = await trio_asyncio.aio_as_trio(_raw_read_all)(pool, 1000)
+    raw_rate = n_raw / (now() - t)
+    if n_raw != total:
+        raise AssertionError(f"the baseline read {n_raw} events of {total}")
+
+    n, after, complete = 0, START, False
+    t = now()
+    with trio.move_on_after(budget):
+        while True:
+            page = await log.read_all(after, 1000)
+            if not page:
+                complete = True
+                break
+            n += len(page)
+            after = page[-1].cursor
+    elapsed = now() - t
+
+    # Diagnostic: read_all's path (pooled fetch from trio, RecordedEvent per row) with the baseline's query.
+    n_fixed, cursor = 0, ("0", 0)
+    t = now()
+    with trio.move_on_after(budget):
+        while True:
+            rows = await db.fetch(READ_ALL_BASELINE, cursor[0], cursor[1], 1000)
+            if not rows:
+                break
+            page = [_recorded(r) for r in rows]
+            n_fixed += len(page)
+            cursor = (str(page[-1].tx), page[-1].position)
+    fixed_rate = n_fixed / (now() - t)
+    return ReadResult(
+        total, raw_rate, n / elapsed, n, complete, elapsed, fixed_rate,
+        await plan_chain(db, Q.read_all), await plan_chain(db, READ_ALL_BASELINE),
+    )
+
+
+async def decode_sample(db: Database, log: EventLog, n: int) -> list[RecordedEvent]:
+    """Up to ``n`` stored events of the mixed payload, read stream by stream (batch streams first)."""
+    rows = await db.fetch("SELECT id FROM streams WHERE kind = 'bench' ORDER BY head_seq DESC, id")
+    sample: list[RecordedEvent] = []
+    for r in rows:
+        after = 0
+        while len(sample) < n:
+            page = await log.read_stream(r["id"], after, min(1000, n - len(sample)))
+            if not page:
+                break
+            sample.extend(page)
+            after = page[-1].seq
+        if len(sample) >= n:
+            break
+    return sample
+
+
+def count_per_type(state: Mapping[Any, int], key: Any) -> dict[Any, int]:
+    """A pure fold: a new state from the old one and an event's type."""
+    return {**state, key: state.get(key, 0) + 1}
+
+
+def bench_decode(sample: Sequence[RecordedEvent], repeats: int = 3) -> tuple[float, float, dict[str, int]]:
+    """events/s (best of ``repeats``) for json.loads + fold and for registry.decode + fold."""
+    decode = registry.decode
+    raw_bytes = [(e.type, bytes(e.data)) for e in sample]
+    best_base = best_ours = float("inf")
+    ours_state: Mapping[Any, int] = {}
+    for _ in range(repeats):
+        t = now()
+        state: Mapping[Any, int] = {}
+        for tag, b in raw_bytes:
+            json.loads(b)
+            state = count_per_type(state, tag)
+        best_base = min(best_base, now() - t)
+
+        t = now()
+        ours_state = {}
+        for e in sample:
+            ev = decode(e.type, e.v, e.data)
+            ours_state = count_per_type(ours_state, type(ev))
+        best_ours = min(best_ours, now() - t)
+        if sum(ours_state.values()) != len(sample):
+            raise AssertionError("the fold lost events")
+    n = len(sample)
+    counts = {cls.__struct_config__.tag: c for cls, c in ours_state.items()}
+    return n / best_base, n / best_ours, counts
+
+
+# -- per-call overheads --------------------------------------------------------------------------------------------
+
+
+async def _noop() -> None:
+    return None
+
+
+async def _held_select_1(pool: asyncpg.Pool, n: int) -> float:
+    async with pool.acquire() as conn:
+        t = now()
+        for _ in range(n):
+            await conn.fetchval("SELECT 1")
+        return (now() - t) / n
+
+
+async def bench_overheads(db: Database, pool: asyncpg.Pool, n: int) -> dict[str, float]:
+    """Seconds per call: an empty crossing, a pooled SELECT 1 from trio, a held-connection SELECT 1 in asyncio."""
+    noop = trio_asyncio.aio_as_trio(_noop)
+    for _ in range(100):
+        await noop()
+    t = now()
+    for _ in range(n):
+        await noop()
+    crossing = (now() - t) / n
+
+    for _ in range(100):
+        await db.fetchval("SELECT 1")
+    t = now()
+    for _ in range(n):
+        await db.fetchval("SELECT 1")
+    pooled = (now() - t) / n
+
+    held = await trio_asyncio.aio_as_trio(_held_select_1)(pool, n)
+    return {"crossing": crossing, "pooled": pooled, "held": held}
+
+
+# -- report --------------------------------------------------------------------------------------------------------
+
+
+def _cell(m: Measured | None, base: Measured | None, is_base: bool) -> str:
+    if m is None:
+        return "–"
+    if is_base or base is None:
+        return f"{m.rate:,.0f}"
+    return f"{m.rate:,.0f} ({m.rate / base.rate:.2f})"
+
+
+def _table(heads: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]], width: int = 44) -> None:
+    print(f"| {'variant':<{width}} | " + " | ".join(f"{h:>18}" for h in heads) + " |")
+    print(f"|{'-' * (width + 2)}|" + "|".join("-" * 20 for _ in heads) + "|")
+    for label, cells in rows:
+        print(f"| {label:<{width}} | " + " | ".join(f"{c:>18}" for c in cells) + " |")
+
+
+TARGETS = {1: 0.75, 100: 1.0}
+"""Target a/b for our append path, by events per append (single events: at 8 streams)."""
+
+
+def print_append_tables(args: argparse.Namespace, results: Results) -> None:
+    heads = [f"{s} stream{'s' if s != 1 else ''}" for s in args.streams]
+    for batch in args.batches:
+        title = "1 event per append (events/s = appends/s)" if batch == 1 else (
+            f"{batch}-event batches (events/s; appends/s = events/s ÷ {batch})"
+        )
+        print(f"\n{title}, ratio a/b to the baseline in the same column:")
+        variants = [v for v in VARIANTS if not (v.batches_only and batch == 1)]
+        _table(heads, [
+            (v.label, [_cell(results.appends.get((batch, s, v.key)), results.appends.get((batch, s, "raw")),
+                             v.key == "raw") for s in args.streams])
+            for v in variants
+        ])
+        target = TARGETS.get(batch)
+        if target is not None:
+            verdicts = []
+            for s in args.streams:
+                a = results.appends.get((batch, s, "ours"))
+                b = results.appends.get((batch, s, "raw"))
+                if a and b:
+                    r = a.rate / b.rate
+                    verdicts.append(f"{s} streams {r:.2f} {'met' if r >= target else 'BELOW'}")
+            where = " (set at 8 streams)" if batch == 1 else ""
+            print(f"target for (a): a/b >= {target:.2f}{where} — " + "; ".join(verdicts))
+    print("\n(a) group commit: appends per database call (calls made by the group commit over the window):")
+    rows = []
+    for batch in args.batches:
+        for key in ("ours", "fenced"):
+            cells = []
+            for s in args.streams:
+                m = results.appends.get((batch, s, key))
+                cells.append("–" if m is None or m.per_call is None else f"{m.per_call:.1f}")
+            label = next(v.label for v in VARIANTS if v.key == key)
+            rows.append((f"{batch:>3} ev  {label.strip()}", cells))
+    _table(heads, rows, width=52)
+    print("\nclient (this process) CPU per append, µs — the trio/asyncio/driver side of each variant:")
+    rows = []
+    for batch in args.batches:
+        for v in VARIANTS:
+            if v.batches_only and batch == 1:
+                continue
+            cells = []
+            for s in args.streams:
+                m = results.appends.get((batch, s, v.key))
+                cells.append("–" if m is None else f"{m.client_cpu_us:,.0f}")
+            rows.append((f"{batch:>3} ev  {v.label.strip()}", cells))
+    _table(heads, rows, width=52)
+
+
+async def amain(args: argparse.Namespace, url: str) -> None:
+    results = Results()
+    load_before = os.getloadavg()
+    pool_size = max(args.streams) + 4
+    async with open_loop():
+        async with open_database(url, min_size=2, max_size=pool_size) as db:
+            await migrate(db)
+        async with open_database(url, min_size=pool_size, max_size=pool_size) as db:
+            settings = {
+                k: await db.fetchval(f"SHOW {k}")
+                for k in ("server_version", "fsync", "synchronous_commit", "full_page_writes", "wal_sync_method",
+                          "shared_buffers")
+            }
+            pool = await trio_asyncio.aio_as_trio(_create_raw_pool)(url, pool_size)
+            try:
+                log = EventLog(db)
+                overheads = await bench_overheads(db, pool, 2000 if not args.quick else 300)
+                print("appending…", file=sys.stderr, flush=True)
+                await bench_appends(db, log, pool, args, results)
+                await settle(db, results)
+                print("reading…", file=sys.stderr, flush=True)
+                read = await bench_read_all(db, log, pool, args.read_seconds)
+                sample = await decode_sample(db, log, args.decode_events)
+            finally:
+                await trio_asyncio.aio_as_trio(pool.close)()
+
+    base_dec, ours_dec, type_counts = bench_decode(sample)
+    load_after = os.getloadavg()
+    avg_bytes = sum(len(e.data) for e in sample) / max(1, len(sample))
+
+    print("\n== openmaic append benchmark ==")
+    print(f"command: {' '.join(['python -m benchmarks.append', *sys.argv[1:]])}")
+    print(f"machine: {os.cpu_count()} CPUs, {platform.python_implementation()} {platform.python_version()}, "
+          f"asyncpg {asyncpg.__version__}, msgspec {msgspec.__version__}, trio {trio.__version__}, "
+          f"trio-asyncio {trio_asyncio.__version__}; 1-min load average {load_before[0]:.2f} before, "
+          f"{load_after[0]:.2f} after")
+    print("postgres: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    print(f"database: {'DATABASE_URL' if os.environ.get('DATABASE_URL') else 'throwaway cluster (durable)'}; "
+          f"windows {args.seconds:g} s after {args.warmup:g} s warm-up; payload: mixed event types, "
+          f"avg {avg_bytes:.0f} B of JSON per event")
+    print(
+        f"per call: empty trio→asyncio crossing {overheads['crossing'] * 1e6:.0f} µs; "
+        f"SELECT 1 on a held connection inside asyncio {overheads['held'] * 1e6:.0f} µs; "
+        f"Database.fetchval('SELECT 1') from trio {overheads['pooled'] * 1e6:.0f} µs "
+        f"(crossing + pool acquire + query + pool release with its reset query)"
+    )
+    print_append_tables(args, results)
+    print(
+        "\n(a) is the product path: concurrent appends queue and share database calls (group commit: one crossing,"
+        "\n    one pooled connection, one transaction per call; up to 2 calls in flight; a lone append goes at once);"
+        "\n(b) runs its whole window inside one asyncio coroutine per stream on a held connection, no crossing."
+        "\n* diagnostic rows: 'no group commit' is (a) with every append its own call (one crossing and one pooled"
+        "\n  connection per append); openmaic_append() driven like (b) (held connection, pre-encoded arguments)"
+        "\n  isolates the SQL function's cost from the client side; INSERT…SELECT unnest is a one-statement raw batch."
+    )
+    state = "the whole log" if read.ours_complete else f"stopped after {read.ours_seconds:.0f} s (--read-seconds)"
+    print(f"\nread_all in pages of 1000 over the log ({read.total:,} events):")
+    _table(["events/s"], [
+        ("(b) raw asyncpg, same predicate, index order", [f"{read.raw_rate:,.0f}"]),
+        ("(a) EventLog.read_all → RecordedEvent", [f"{read.ours_rate:,.0f} ({read.ours_rate / read.raw_rate:.2f})"]),
+        ("    read_all's path, baseline's query *",
+         [f"{read.index_order_rate:,.0f} ({read.index_order_rate / read.raw_rate:.2f})"]),
+    ])
+    print(f"  (a) read {read.ours_events:,} events: {state}")
+    if read.ours_complete and read.ours_events != read.total:
+        print(f"  WARNING: read_all returned {read.ours_events:,} events but the log holds {read.total:,}")
+    print(f"  page plans: read_all {read.plan}; baseline {read.baseline_plan}")
+    print(f"\ndecode + fold (count per type) of {len(sample):,} stored events, in memory, best of 3:")
+    _table(["events/s"], [
+        ("(b) json.loads + fold", [f"{base_dec:,.0f}"]),
+        ("(a) registry.decode → Struct + fold", [f"{ours_dec:,.0f} ({ours_dec / base_dec:.2f})"]),
+    ])
+    print("  folded: " + ", ".join(f"{k} {v:,}" for k, v in sorted(type_counts.items())))
+    for note in results.notes:
+        print(f"note: {note}")
+
+
+async def _create_raw_pool(url: str, size: int) -> asyncpg.Pool:
+    return await asyncpg.create_pool(url, min_size=size, max_size=size, server_settings=dict(DEFAULT_SERVER_SETTINGS))
+
+
+# -- database lifecycle --------------------------------------------------------------------------------------------
+
+
+def _with_database(url: str, name: str) -> str:
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(parts._replace(path="/" + name))
+
+
+async def _admin(url: str, sql: str) -> None:
+    async with open_database(url, min_size=1, max_size=1) as db:
+        await db.execute(sql)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m benchmarks.append", description=__doc__.split("\n\n")[0])
+    p.add_argument("--seconds", type=float, default=3.0, help="measured window per variant (default 3)")
+    p.add_argument("--warmup", type=float, default=1.0, help="uncounted warm-up before each window (default 1)")
+    p.add_argument("--streams", default="1,8,32", help="concurrent streams, comma-separated (default 1,8,32)")
+    p.add_argument("--batches", default="1,100", help="events per append, comma-separated (default 1,100)")
+    p.add_argument("--read-seconds", type=float, default=30.0, help="time limit for read_all over the log (default 30)")
+    p.add_argument("--decode-events", type=int, default=200_000, help="stored events to decode (default 200000)")
+    p.add_argument("--quick", action="store_true", help="short windows: a smoke run, not a measurement")
+    args = p.parse_args(argv)
+    args.streams = [int(s) for s in args.streams.split(",") if s]
+    args.batches = [int(s) for s in args.batches.split(",") if s]
+    if args.quick:
+        args.seconds = min(args.seconds, 0.5)
+        args.warmup = min(args.warmup, 0.2)
+        args.decode_events = min(args.decode_events, 20_000)
+        args.read_seconds = min(args.read_seconds, 5.0)
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    cluster = None
+    admin_url = os.environ.get("DATABASE_URL")
+    if not admin_url:
+        print("starting a throwaway PostgreSQL cluster (fsync on, synchronous_commit on)…", file=sys.stderr)
+        cluster = ThrowawayCluster(durable=True).start()
+        admin_url = cluster.url()
+    name = f"openmaic_bench_{os.getpid()}"
+    try:
+        trio.run(_admin, admin_url, f"CREATE DATABASE {name}")
+        try:
+            trio.run(amain, args, _with_database(admin_url, name))
+        finally:
+            trio.run(_admin, admin_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""``course_documents``: each course's current document, folded with the same ``evolve_course`` the actors use.
+
+Read model (what the API reads)::
+
+    course_documents(course_id PK, owner_id, document json, seq, deleted, updated_at)   -- index (owner_id)
+
+``document`` is the msgspec JSON of :class:`~openmaic.courses.events.CourseDocument` (decode it with
+``msgspec.json.decode(row["document"], type=CourseDocument)`` or serve the text as it is); ``seq`` is the course
+stream's seq it reflects; ``deleted`` mirrors ``document.deleted`` for filtering in SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from openmaic.courses.events import CourseDocument, evolve_course
+from openmaic.events.log import RecordedEvent
+from openmaic.events.types import registry
+from openmaic.projections.base import Context, Projection
+from openmaic.store.database import Op
+
+_decode_doc = msgspec.json.Decoder(CourseDocument).decode
+_encode = msgspec.json.Encoder().encode
+
+_LOAD = """
+SELECT c.id, coalesce(d.owner_id, s.owner_id) AS owner_id, d.document::text AS document, d.updated_at
+  FROM unnest($1::text[]) AS c(id)
+  LEFT JOIN {course_documents} d ON d.course_id = c.id
+  LEFT JOIN streams s ON s.id = c.id
+"""
+
+_UPSERT = """
+INSERT INTO {course_documents} (course_id, owner_id, document, seq, deleted, updated_at)
+SELECT * FROM unnest($1::text[], $2::text[], $3::json[], $4::bigint[], $5::boolean[], $6::timestamptz[])
+ON CONFLICT (course_id) DO UPDATE SET
+    owner_id = EXCLUDED.owner_id, document = EXCLUDED.document, seq = EXCLUDED.seq,
+    deleted = EXCLUDED.deleted, updated_at = EXCLUDED.updated_at
+"""
+
+COURSE_TYPES = frozenset(t for t in registry.tags() if t.startswith("course."))
+
+
+class CourseDocuments(Projection):
+    """The folded :class:`CourseDocument` of every course stream."""
+
+    name = "course_documents"
+    tables = {
+        "course_documents": (
+            """CREATE TABLE {course_documents} (
+    course_id  text PRIMARY KEY,
+    owner_id   text NOT NULL,
+    document   json NOT NULL,
+    seq        bigint NOT NULL,
+    deleted    boolean NOT NULL DEFAULT false,
+    updated_at timestamptz NOT NULL
+)""",
+            "CREATE INDEX {course_documents}_owner ON {course_documents} (owner_id)",
+        ),
+    }
+    types = COURSE_TYPES
+
+    def wants(self, type_: str) -> bool:
+        # Every course event counts, including types added after this module was imported: evolve_course
+        # advances the document's seq for those it does not know.
+        return type_.startswith("course.")
+
+    async def apply(self, ctx: Context, events: Sequence[RecordedEvent]) -> list[Op]:
+        ids = list(dict.fromkeys(e.stream_id for e in events))
+        docs: dict[str, CourseDocument] = {}
+        owners: dict[str, str | None] = {}
+        updated: dict[str, object] = {}
+        for r in await ctx.fetch(_LOAD, ids):
+            docs[r["id"]] = _decode_doc(r["document"]) if r["document"] is not None else CourseDocument()
+            owners[r["id"]] = r["owner_id"]
+            updated[r["id"]] = r["updated_at"]
+        for e in events:
+            ev = ctx.decode(e)
+            doc = docs[e.stream_id]
+            docs[e.stream_id] = evolve_course(doc, ev, e.seq) if ev is not None else msgspec.structs.replace(
+                doc, seq=e.seq
+            )
+            prev = updated[e.stream_id]
+            if prev is None or e.recorded_at > prev:  # type: ignore[operator]
+                updated[e.stream_id] = e.recorded_at
+        rows = [i for i in ids if owners[i] is not None]
+        if not rows:
+            return []
+        return [ctx.op(
+            _UPSERT,
+            rows, [owners[i] for i in rows], [_encode(docs[i]).decode() for i in rows], [docs[i].seq for i in rows],
+            [docs[i].deleted for i in rows], [updated[i] for i in rows],
+        )]

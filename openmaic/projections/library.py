@@ -1,0 +1,264 @@
+"""``library_cards``: one card per course for the library page, with the state of the run building it.
+
+Read model (what the API reads)::
+
+    library_cards(course_id PK, owner_id, title, run_id, run_state, label, scenes_total, scenes_completed,
+                  updated_at)          -- index (owner_id, updated_at DESC)
+
+``label`` is the card's text: "preparing", "outlining", "waiting for confirmation", "generating 3/8",
+"paused after a failure", "ready", "stopped". ``scenes`` (scene id → status, in course order) is fold state.
+A deleted course has no card; ``library_deleted`` remembers it so that later run events cannot bring it back,
+and ``library_runs`` links a run to its course (run events carry only the run's id).
+
+Events are decoded into small local Structs holding just what a card needs (msgspec skips the rest), so a
+scene's full content is never materialised here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+
+from openmaic.events.log import RecordedEvent
+from openmaic.projections.base import Context, Projection, lite_decode
+from openmaic.store.database import Op
+
+LABELS = {
+    "preparing": "preparing",
+    "outlining": "outlining",
+    "awaiting_outline_confirmation": "waiting for confirmation",
+    "paused": "paused after a failure",
+    "completed": "ready",
+    "stopped": "stopped",
+}
+
+
+def card_label(run_state: str | None, completed: int, total: int) -> str:
+    """The card's text for a run state ("generating 3/8" while scenes are being generated)."""
+    if run_state is None:
+        return "ready"
+    if run_state == "generating":
+        return f"generating {completed}/{total}"
+    return LABELS.get(run_state, run_state)
+
+
+class _Scene(msgspec.Struct):
+    id: str
+    status: str = "pending"
+
+
+class _Created(msgspec.Struct):
+    title: str = ""
+
+
+class _Outline(msgspec.Struct):
+    title: str = ""
+    scenes: list[_Scene] = []
+
+
+class _SceneSet(msgspec.Struct):
+    scene: _Scene
+
+
+class _SceneDeleted(msgspec.Struct):
+    scene_id: str
+
+
+class _RunCreated(msgspec.Struct):
+    course_id: str
+    owner_id: str
+
+
+class _RunState(msgspec.Struct):
+    state: str
+
+
+_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
+    "course.created": msgspec.json.Decoder(_Created),
+    "course.retitled": msgspec.json.Decoder(_Created),
+    "course.outline_set": msgspec.json.Decoder(_Outline),
+    "course.scene_set": msgspec.json.Decoder(_SceneSet),
+    "course.scene_deleted": msgspec.json.Decoder(_SceneDeleted),
+    "run.created": msgspec.json.Decoder(_RunCreated),
+    "run.state_changed": msgspec.json.Decoder(_RunState),
+}
+_scenes_decoder = msgspec.json.Decoder(dict[str, str])
+_encode = msgspec.json.Encoder().encode
+
+
+class _Card:
+    __slots__ = ("course_id", "owner_id", "title", "run_id", "run_state", "scenes", "updated_at", "stored",
+                 "deleted", "dirty")
+
+    def __init__(self, course_id: str, owner_id: str | None) -> None:
+        self.course_id = course_id
+        self.owner_id = owner_id
+        self.title = ""
+        self.run_id: str | None = None
+        self.run_state: str | None = None
+        self.scenes: dict[str, str] = {}
+        self.updated_at: dt.datetime | None = None
+        self.stored = False
+        self.deleted = False
+        self.dirty = False
+
+    def touch(self, at: dt.datetime) -> None:
+        self.dirty = True
+        if self.updated_at is None or at > self.updated_at:
+            self.updated_at = at
+
+
+_LOAD = """
+WITH r AS (SELECT run_id, course_id FROM {library_runs} WHERE run_id = ANY($2::text[])),
+     c AS (SELECT unnest($1::text[]) AS id UNION SELECT course_id FROM r)
+SELECT c.id, s.owner_id AS stream_owner, (d.course_id IS NOT NULL) AS deleted, k.owner_id, k.title, k.run_id,
+       k.run_state, k.scenes::text AS scenes, k.updated_at, (k.course_id IS NOT NULL) AS stored,
+       (SELECT array_agg(r.run_id) FROM r WHERE r.course_id = c.id) AS runs
+  FROM c
+  LEFT JOIN {library_cards} k ON k.course_id = c.id
+  LEFT JOIN {library_deleted} d ON d.course_id = c.id
+  LEFT JOIN streams s ON s.id = c.id
+"""
+
+_UPSERT = """
+INSERT INTO {library_cards} AS k (course_id, owner_id, title, run_id, run_state, label, scenes_total,
+                                  scenes_completed, updated_at, scenes)
+SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::int[],
+                     $9::timestamptz[], $10::json[])
+ON CONFLICT (course_id) DO UPDATE SET
+    owner_id = EXCLUDED.owner_id, title = EXCLUDED.title, run_id = EXCLUDED.run_id,
+    run_state = EXCLUDED.run_state, label = EXCLUDED.label, scenes_total = EXCLUDED.scenes_total,
+    scenes_completed = EXCLUDED.scenes_completed, updated_at = EXCLUDED.updated_at, scenes = EXCLUDED.scenes
+"""
+
+
+class LibraryCards(Projection):
+    """Course cards for the library, from ``course.*`` and ``run.created`` / ``run.state_changed``."""
+
+    name = "library_cards"
+    tables = {
+        "library_cards": (
+            """CREATE TABLE {library_cards} (
+    course_id        text PRIMARY KEY,
+    owner_id         text NOT NULL,
+    title            text NOT NULL DEFAULT '',
+    run_id           text,
+    run_state        text,
+    label            text NOT NULL,
+    scenes_total     integer NOT NULL DEFAULT 0,
+    scenes_completed integer NOT NULL DEFAULT 0,
+    updated_at       timestamptz NOT NULL,
+    scenes           json NOT NULL DEFAULT '{{}}'
+)""",
+            "CREATE INDEX {library_cards}_owner ON {library_cards} (owner_id, updated_at DESC)",
+        ),
+        "library_runs": (
+            "CREATE TABLE {library_runs} (run_id text PRIMARY KEY, course_id text NOT NULL)",
+        ),
+        "library_deleted": (
+            "CREATE TABLE {library_deleted} (course_id text PRIMARY KEY)",
+        ),
+    }
+    types = frozenset(_DECODERS) | {"course.deleted"}
+
+    async def apply(self, ctx: Context, events: Sequence[RecordedEvent]) -> list[Op]:
+        decoded: list[tuple[RecordedEvent, Any]] = []
+        course_ids: dict[str, None] = {}
+        run_ids: dict[str, None] = {}
+        for e in events:
+            dec = _DECODERS.get(e.type)
+            ev = lite_decode(dec, e) if dec is not None else True
+            if ev is None:
+                continue
+            decoded.append((e, ev))
+            if e.type.startswith("run."):
+                run_ids[e.stream_id] = None
+                if isinstance(ev, _RunCreated):
+                    course_ids[ev.course_id] = None
+            else:
+                course_ids[e.stream_id] = None
+
+        cards: dict[str, _Card] = {}
+        run_course: dict[str, str] = {}
+        for r in await ctx.fetch(_LOAD, list(course_ids), list(run_ids)):
+            card = _Card(r["id"], r["owner_id"] or r["stream_owner"])
+            card.deleted = r["deleted"]
+            if r["stored"]:
+                card.stored = True
+                card.title = r["title"]
+                card.run_id = r["run_id"]
+                card.run_state = r["run_state"]
+                card.scenes = _scenes_decoder.decode(r["scenes"])
+                card.updated_at = r["updated_at"]
+            cards[card.course_id] = card
+            for run_id in r["runs"] or ():
+                run_course[run_id] = card.course_id
+
+        new_runs: dict[str, str] = {}
+        newly_deleted: list[str] = []
+        for e, ev in decoded:
+            if e.type.startswith("run."):
+                if isinstance(ev, _RunCreated):
+                    run_course[e.stream_id] = new_runs[e.stream_id] = ev.course_id
+                    card = cards[ev.course_id]
+                    if card.deleted:
+                        continue
+                    card.owner_id = card.owner_id or ev.owner_id
+                    card.run_id, card.run_state = e.stream_id, "preparing"
+                    card.touch(e.recorded_at)
+                elif isinstance(ev, _RunState):
+                    course_id = run_course.get(e.stream_id)
+                    card = cards.get(course_id) if course_id else None
+                    # Only the course's current run speaks for it; a deleted course stays gone.
+                    if card is None or card.deleted or card.run_id != e.stream_id:
+                        continue
+                    card.run_state = ev.state
+                    card.touch(e.recorded_at)
+                continue
+            card = cards[e.stream_id]
+            if card.deleted:
+                continue
+            match e.type:
+                case "course.created" | "course.retitled":
+                    card.title = ev.title
+                case "course.outline_set":
+                    card.title = ev.title or card.title
+                    card.scenes = {s.id: s.status for s in ev.scenes}
+                case "course.scene_set":
+                    card.scenes[ev.scene.id] = ev.scene.status
+                case "course.scene_deleted":
+                    card.scenes.pop(ev.scene_id, None)
+                case "course.deleted":
+                    card.deleted = True
+                    newly_deleted.append(card.course_id)
+                    continue
+            card.touch(e.recorded_at)
+
+        ops: list[Op] = []
+        rows = [c for c in cards.values() if c.dirty and not c.deleted and c.owner_id is not None]
+        if rows:
+            totals = [len(c.scenes) for c in rows]
+            done = [sum(1 for s in c.scenes.values() if s == "ready") for c in rows]
+            ops.append(ctx.op(
+                _UPSERT,
+                [c.course_id for c in rows], [c.owner_id for c in rows], [c.title for c in rows],
+                [c.run_id for c in rows], [c.run_state for c in rows],
+                [card_label(c.run_state, d, t) for c, d, t in zip(rows, done, totals)],
+                totals, done, [c.updated_at for c in rows], [_encode(c.scenes).decode() for c in rows],
+            ))
+        if newly_deleted:
+            ops.append(ctx.op("DELETE FROM {library_cards} WHERE course_id = ANY($1::text[])", newly_deleted))
+            ops.append(ctx.op(
+                "INSERT INTO {library_deleted} (course_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
+                newly_deleted,
+            ))
+        if new_runs:
+            ops.append(ctx.op(
+                "INSERT INTO {library_runs} (run_id, course_id) SELECT * FROM unnest($1::text[], $2::text[]) "
+                "ON CONFLICT (run_id) DO UPDATE SET course_id = EXCLUDED.course_id",
+                list(new_runs), list(new_runs.values()),
+            ))
+        return ops

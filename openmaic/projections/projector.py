@@ -1,0 +1,287 @@
+"""The projector: tails the global log and applies it to each projection, exactly once.
+
+Each batch is one transaction that writes the projection's rows *and* moves its checkpoint, fenced: the
+checkpoint only moves from the value this projector read (``openmaic_projection_advance``), so a batch is
+applied once or not at all, whatever crashes, and a second writer — a projector that lost its lock without
+noticing, or a rebuild's swap — makes the batch roll back instead of applying it twice.
+
+Several projector processes may run. Each projection is processed by one of them at a time: the one holding the
+projection's *own* advisory lock (session level, on one dedicated connection per process, taken with
+``pg_try_advisory_lock`` and retried every second, so the connection never blocks). When the holder dies, its
+connection and lock go with it and another process takes over from the checkpoint.
+
+A rebuild pauses the live projector by holding the projection's *apply* lock: every batch transaction takes it
+shared (``pg_try_advisory_xact_lock_shared``) and fails fast while a rebuild holds it exclusively.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from openmaic import errors, metrics
+from openmaic.events.log import EventLog
+from openmaic.events.wakeups import Wakeups
+from openmaic.projections.base import CheckpointMoved, Context, Projection, ProjectionPaused, Tables, lock_key
+from openmaic.projections.ordering import StreamOrder
+from openmaic.store.database import Database, Op, collapse_groups
+from openmaic.store.queries import Q
+
+log = logging.getLogger(__name__)
+
+#: Batch size of the live projector: small enough to keep transactions short, large enough to amortise them.
+LIVE_BATCH = 500
+
+
+def _own_error(exc: errors.OpenMaicError) -> errors.OpenMaicError:
+    """The projection's own SQLSTATEs (raised by openmaic_projection_advance) as their exceptions."""
+    state = exc.details.get("sqlstate") if isinstance(exc, errors.DatabaseError) else None
+    if state == "OM020":
+        return ProjectionPaused(str(exc))
+    if state == "OM021":
+        return CheckpointMoved(str(exc))
+    return exc
+
+
+class Applier:
+    """Applies the global log to one set of physical tables under one checkpoint name.
+
+    The live projector uses the projection's live tables and name; a rebuild uses fresh tables and a
+    checkpoint of its own. Not safe for concurrent use: one task drives it.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        log_: EventLog,
+        projection: Projection,
+        *,
+        checkpoint: str,
+        tables: Tables,
+        pause_key: int | None,
+        batch_size: int = LIVE_BATCH,
+    ) -> None:
+        self.db = db
+        self.log = log_
+        self.projection = projection
+        self.checkpoint = checkpoint
+        self.ctx = Context(db, tables, log_.types)
+        self.pause_key = pause_key
+        self.batch_size = batch_size
+        self.order = StreamOrder()
+        self.cursor: tuple[int, int] | None = None
+        self.events_applied = 0
+        self.batches = 0
+
+    async def load(self) -> None:
+        """(Re)read the checkpoint and the early set; forget everything in memory."""
+        await self.db.execute(Q.projection_checkpoint_init, self.checkpoint)
+        row = await self.db.fetchrow(Q.projection_checkpoint, self.checkpoint)
+        assert row is not None
+        early = await self.db.fetch(Q.projection_early, self.checkpoint)
+        self.order.reset({(r["stream_id"], r["seq"]) for r in early})
+        self.cursor = (int(row["tx"]), row["position"])
+
+    async def step(self) -> int:
+        """Apply the next batch. Returns the number of log events it covered (0: caught up).
+
+        On any failure the in-memory state is dropped and reloaded on the next call, and the exception
+        (translated: :class:`ProjectionPaused`, :class:`CheckpointMoved`, …) propagates.
+        """
+        if self.cursor is None:
+            await self.load()
+        assert self.cursor is not None
+        try:
+            page = await self.log.read_all(self.cursor, self.batch_size)
+            if not page:
+                return 0
+            plan = await self.order.arrange(self.db.fetch, page)
+            wants = self.projection.wants
+            relevant = [e for e in plan.events if wants(e.type)]
+            ops: list[Op] = [(Q.projection_advance, (
+                self.checkpoint, str(self.cursor[0]), self.cursor[1], str(page[-1].tx), page[-1].position,
+                len(plan.events), self.pause_key,
+            ))]
+            if plan.early_added:
+                ops.append((Q.projection_early_add, (
+                    self.checkpoint, [k[0] for k in plan.early_added], [k[1] for k in plan.early_added],
+                )))
+            if plan.early_reached:
+                ops.append((Q.projection_early_remove, (
+                    self.checkpoint, [k[0] for k in plan.early_reached], [k[1] for k in plan.early_reached],
+                )))
+            if relevant:
+                ops += await self.projection.apply(self.ctx, relevant)
+            await self.db.transaction(ops)
+        except errors.OpenMaicError as exc:
+            self.cursor = None
+            own = _own_error(exc)
+            if own is exc:
+                raise
+            raise own from exc
+        except BaseException:
+            # Cancelled or failed mid-batch: the transaction rolled back (or never started); start over from the
+            # checkpoint in the database.
+            self.cursor = None
+            raise
+        self.cursor = page[-1].cursor
+        self.order.commit(plan)
+        self.events_applied += len(plan.events)
+        self.batches += 1
+        return len(page)
+
+    async def catch_up(self, progress: Any = None) -> int:
+        """Apply batches until the readable log is exhausted; returns the events covered."""
+        total = 0
+        while n := await self.step():
+            total += n
+            if progress is not None:
+                progress(n)
+        return total
+
+    def statistics(self) -> dict[str, Any]:
+        return {"events_applied": self.events_applied, "batches": self.batches,
+                "cursor": self.cursor, **self.order.statistics()}
+
+
+class Projector:
+    """The live projector of one projection, driven by :func:`run_projectors` while it holds the own lock."""
+
+    def __init__(self, db: Database, log_: EventLog, projection: Projection, *, batch_size: int = LIVE_BATCH,
+                 poll_s: float = 1.0) -> None:
+        self.projection = projection
+        self.applier = Applier(
+            db, log_, projection, checkpoint=projection.name, tables=Tables({t: t for t in projection.tables}),
+            pause_key=lock_key("apply", projection.name), batch_size=batch_size,
+        )
+        self.db = db
+        self.poll_s = poll_s
+        self.holding = False
+        self.failures = 0
+        self.pauses = 0
+
+    async def ensure_tables(self) -> None:
+        """Create the live tables if they are missing (a projection newer than the schema's migrations)."""
+        missing = [t for t in self.projection.tables
+                   if not await self.db.fetchval("SELECT to_regclass($1) IS NOT NULL", t)]
+        if missing:
+            tables = Tables({t: t for t in self.projection.tables})
+            await self.db.transaction(
+                [(tables.sql(stmt), ()) for t in missing for stmt in self.projection.tables[t]]
+            )
+
+    async def run(self, watch: Any) -> None:
+        """Apply the log until cancelled: batches back to back while there is work, else wait for a hint or the
+        poll interval. Failures are logged and retried with backoff; they never end the task."""
+        # Another process may have moved the checkpoint while we did not hold the lock: start from the database.
+        self.applier.cursor = None
+        ensured = False
+        backoff = self.poll_s
+        name = self.projection.name
+        while True:
+            try:
+                if not ensured:
+                    await self.ensure_tables()
+                    ensured = True
+                n = await self.applier.step()
+            except ProjectionPaused:
+                # A rebuild holds the apply lock while it catches up and swaps: wait, then reload (the swap
+                # replaces the checkpoint).
+                self.pauses += 1
+                await trio.sleep(self.poll_s)
+                continue
+            except CheckpointMoved:
+                log.info("projection %s: checkpoint moved (rebuilt?); reloading it", name)
+                continue
+            except Exception:
+                # A projection that fails must not take the process (and its other roles) down with it.
+                self.failures += 1
+                log.exception("projection %s: batch failed; retrying in %.1f s", name, backoff)
+                await trio.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
+                continue
+            backoff = self.poll_s
+            if n < self.applier.batch_size:
+                metrics.PROJECTION_LAG.set(0, projection=name)
+                await watch.wait(self.poll_s)
+
+    def statistics(self) -> dict[str, Any]:
+        return {"holding": self.holding, "failures": self.failures, "pauses": self.pauses,
+                **self.applier.statistics()}
+
+
+async def run_projectors(
+    db: Database,
+    log_: EventLog,
+    wakeups: Wakeups,
+    projections: Sequence[Projection],
+    *,
+    lock_retry_s: float = 1.0,
+    poll_s: float = 1.0,
+    batch_size: int = LIVE_BATCH,
+    projectors: dict[str, Projector] | None = None,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """The projector role: keep every projection this process can lock up to date, until cancelled.
+
+    One held connection carries the session advisory locks (one per projection); the projections whose lock it
+    holds are applied by one task each. Every ``lock_retry_s`` the others are tried again and the connection
+    is pinged: if it is lost, so are its locks, and every apply task stops before another process can take
+    over. ``projectors`` (optional) receives the :class:`Projector` objects, for statistics.
+    """
+    found = projectors if projectors is not None else {}
+    for p in projections:
+        found[p.name] = Projector(db, log_, p, batch_size=batch_size, poll_s=poll_s)
+    keys = {p.name: lock_key("own", p.name) for p in projections}
+    backoff = lock_retry_s
+    # One watch per projection (each apply task consumes its own hints), registered before any read, so that an
+    # append landing between a read and the wait still wakes the task.
+    with contextlib.ExitStack() as stack:
+        watches = {name: stack.enter_context(wakeups.watch()) for name in found}
+        # Ready once watching: whether this process or another one holds a projection's lock is not our
+        # caller's concern.
+        task_status.started()
+        while True:
+            try:
+                async with db.connection() as conn:
+                    backoff = lock_retry_s
+                    try:
+                        with collapse_groups():
+                            async with trio.open_nursery() as nursery:
+                                await _hold_locks(conn, found, keys, watches, nursery, lock_retry_s)
+                    finally:
+                        # The apply tasks have ended (the nursery waited for them), so no batch of ours is in
+                        # flight once the locks are given back. Shielded: they must be released before the
+                        # connection returns to the pool, even while we are being cancelled.
+                        for p in found.values():
+                            p.holding = False
+                        if not conn.broken:
+                            with trio.CancelScope(shield=True), trio.move_on_after(5):
+                                try:
+                                    await conn.execute("SELECT pg_advisory_unlock_all()")
+                                except errors.OpenMaicError:
+                                    pass
+            except errors.DatabaseUnavailable as exc:
+                log.warning("projector lost its lock connection (%s); retrying in %.1f s", exc, backoff)
+                await trio.sleep(backoff)
+                backoff = min(backoff * 2, 30.0)
+
+
+async def _hold_locks(conn: Any, found: dict[str, Projector], keys: dict[str, int], watches: dict[str, Any],
+                      nursery: trio.Nursery, lock_retry_s: float) -> None:
+    while True:
+        for name, projector in found.items():
+            if projector.holding:
+                continue
+            # Non-blocking: a statement on a held connection is shielded and must stay short.
+            if await conn.fetchval(Q.projection_try_lock, keys[name]):
+                projector.holding = True
+                log.info("projector holds %s", name)
+                nursery.start_soon(projector.run, watches[name])
+        await trio.sleep(lock_retry_s)
+        # Liveness: a lost connection has lost its locks; raising here stops every apply task at once.
+        await conn.fetchval("SELECT 1")

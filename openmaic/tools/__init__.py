@@ -1,0 +1,1 @@
+"""Operator tools behind the CLI: stream replay and audit export/verify."""
