@@ -8,6 +8,7 @@ SIGTERM cancel the root nursery; every role shuts down through ordinary cancella
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import os
 import signal
@@ -20,6 +21,8 @@ import trio
 from openmaic.actors.worker import Worker
 from openmaic.config import load_config
 from openmaic.kinds import session_kinds
+from openmaic.projections import default_projections
+from openmaic.projections.projector import run_projectors
 from openmaic.services import Services, open_services
 from openmaic.store.database import open_database
 from openmaic.store.migrations import load_migrations, migrate
@@ -136,4 +139,18 @@ async def run_worker(services: Services, args: argparse.Namespace, *,
         worker.shutdown()
 
 
+async def run_projector(services: Services, args: argparse.Namespace, *,
+                        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """The projector role: keeps every read model it can lock up to date (one process per projection at once)."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(
+            functools.partial(run_projectors, services.db, services.log, services.wakeups, default_projections())
+        )
+        task_status.started()
+        await services.stopping.wait()
+        # Projections checkpoint in the same transaction as their rows: stopping anywhere loses nothing.
+        nursery.cancel_scope.cancel()
+
+
 ROLE_RUNNERS["worker"] = run_worker
+ROLE_RUNNERS["projector"] = run_projector
