@@ -138,8 +138,8 @@ class Worker:
                 if any(n > 0 for n in limits):
                     try:
                         rows = await self.db.fetch(Q.claim, self.id, kinds, limits, ttl_ms)
-                    except errors.DatabaseUnavailable:
-                        log.warning("worker %s: database unavailable while claiming; retrying", self.id)
+                    except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
+                        log.warning("worker %s: claiming failed (%s); retrying", self.id, exc)
                         rows = []
                     for r in rows:
                         c = Claim(**dict(r))
@@ -164,6 +164,12 @@ class Worker:
             # one, once the database is back) takes the stream over from its last checkpoint.
             log.warning("stream %s: database unavailable; the actor stops and the stream will be resumed",
                         actor.stream_id)
+        except Exception:
+            # One stream's trouble (a refused statement, a bug in a kind's fold or decision) must not take the
+            # worker and every other stream down: stop this actor; the stream is resumed after its lease expires,
+            # and the unattended-attempt cap ends a stream that fails this way every time.
+            log.exception("stream %s: the actor failed; the stream will be resumed by a later attempt",
+                          actor.stream_id)
         finally:
             if self.actors.get(actor.stream_id) is actor:
                 del self.actors[actor.stream_id]
@@ -192,10 +198,11 @@ class Worker:
                 Q.heartbeat, [h[0] for h in held], [h[1] for h in held], int(self.settings.lease_ttl_s * 1000),
                 self.id,
             )
-        except errors.DatabaseUnavailable:
-            # Cut off from the database for longer than a lease: assume every lease is gone, because another
-            # worker may already have taken the streams over. Fencing would refuse our writes anyway; this
-            # stops the duplicate provider calls too.
+        except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
+            # Cut off from the database (or refused) for longer than a lease: assume every lease is gone,
+            # because another worker may already have taken the streams over. Fencing would refuse our writes
+            # anyway; this stops the duplicate provider calls too. Until then, the next interval retries.
+            log.warning("worker %s: heartbeat failed: %s", self.id, exc)
             if trio.current_time() - self._last_heartbeat_ok > self.settings.lease_ttl_s:
                 for a in list(self.actors.values()):
                     a.lose_lease()

@@ -47,10 +47,14 @@ SELECT stream_id, kind, attempt, reason, unattended, claimed_seq FROM openmaic_c
 
 -- name: heartbeat
 -- One statement per worker per interval. Fenced by (stream, attempt, worker): a row that no longer matches
--- was taken over, and its absence from the result tells the worker that lease is lost.
+-- was taken over, and its absence from the result tells the worker that lease is lost. Rows are locked in id
+-- order, the order every multi-stream writer uses, so a heartbeat cannot deadlock with them.
 UPDATE streams s SET lease_expires_at = now() + $3 * interval '1 millisecond'
-  FROM unnest($1::text[], $2::bigint[]) AS h(id, attempt)
- WHERE s.id = h.id AND s.attempt = h.attempt AND s.lease_worker = $4 AND s.status = 'running'
+ WHERE s.id IN (SELECT x.id FROM streams x
+                  JOIN unnest($1::text[], $2::bigint[]) AS h(id, attempt) ON x.id = h.id AND x.attempt = h.attempt
+                 WHERE x.lease_worker = $4 AND x.status = 'running'
+                 ORDER BY x.id
+                   FOR UPDATE OF x)
 RETURNING s.id;
 
 -- name: cancel_requested_after
