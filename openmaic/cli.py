@@ -40,7 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"openmaic {_version()}")
     commands = parser.add_subparsers(title="commands", dest="command", required=True, metavar="COMMAND")
-    for register in (_register_serve, _register_migrate, _register_db, _register_tools):
+    for register in (_register_serve, _register_migrate, _register_db, _register_tokens, _register_tools):
         register(commands)
     return parser
 
@@ -106,6 +106,44 @@ def _register_db(commands: argparse._SubParsersAction) -> None:
     _command(actions, "status", _cmd_db_status, "which database, whether it is reachable, its schema version")
     _command(actions, "url", _cmd_db_url, "print the database URL (starts the embedded server if needed)")
     _command(actions, "stop", _cmd_db_stop, "stop the embedded PostgreSQL server")
+
+
+def _register_tokens(commands: argparse._SubParsersAction) -> None:
+    tokens = commands.add_parser("tokens", help="bearer tokens for identity.mode: token")
+    actions = tokens.add_subparsers(title="actions", dest="action", required=True, metavar="ACTION")
+    create = _command(actions, "create", _cmd_tokens_create, "make a token for an owner (printed once, stored hashed)")
+    create.add_argument("--owner", required=True, help="the owner the token acts as")
+    revoke = _command(actions, "revoke", _cmd_tokens_revoke, "revoke a token (the token itself or its id)")
+    revoke.add_argument("token", metavar="TOKEN")
+
+
+def _cmd_tokens_create(args: argparse.Namespace) -> int:
+    from openmaic.api.identity import create_token
+
+    owner = args.owner.strip()
+    if not owner:
+        raise errors.InvalidInput("--owner must not be empty")
+
+    async def run() -> str:
+        async with open_database(_resolve_url(), max_size=1) as db:
+            return await create_token(db, owner)
+
+    print(trio.run(run))
+    print(f"(a token for owner {owner!r}; it is shown only this once)", file=sys.stderr)
+    return 0
+
+
+def _cmd_tokens_revoke(args: argparse.Namespace) -> int:
+    from openmaic.api.identity import revoke_token
+
+    async def run() -> bool:
+        async with open_database(_resolve_url(), max_size=1) as db:
+            return await revoke_token(db, args.token)
+
+    if not trio.run(run):
+        raise errors.NotFound("no active token matches; it was never made or is already revoked")
+    print("revoked")
+    return 0
 
 
 def _register_tools(commands: argparse._SubParsersAction) -> None:

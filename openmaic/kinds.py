@@ -1,12 +1,19 @@
-"""The session kinds this build runs, by stream kind."""
+"""The session kinds this build runs, by stream kind (the worker's table, and the operators' replay folds)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from openmaic.actors.kind import Kind
-from openmaic.config import Config
+from openmaic.config import Config, default_config
+from openmaic.runs.kind import GenerationKind
+from openmaic.workbench.kind import WorkbenchKind
 
 
 def session_kinds(config: Config) -> dict[str, Kind[Any]]:
-    return {}
+    return {"generation": GenerationKind(config), "workbench": WorkbenchKind(config)}
+
+
+def get_kind(kind: str, config: Config | None = None) -> Kind[Any]:
+    """The kind of a stream, for folding it (``openmaic replay``); KeyError for a kind that is not a session."""
+    return session_kinds(config or default_config())[kind]

@@ -19,6 +19,9 @@ from typing import Any
 import trio
 
 from openmaic.actors.worker import Worker
+from openmaic.api.app import create_app
+from openmaic.api.resources import api_services, resource_blueprints
+from openmaic.api.server import serve_api
 from openmaic.config import load_config
 from openmaic.kinds import session_kinds
 from openmaic.projections import default_projections
@@ -152,5 +155,21 @@ async def run_projector(services: Services, args: argparse.Namespace, *,
         nursery.cancel_scope.cancel()
 
 
+async def run_api(services: Services, args: argparse.Namespace, *,
+                  task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+    """The API role: the HTTP/SSE/WebSocket server. It only serves; durable work happens in workers."""
+    app = create_app(api_services(services), blueprints=resource_blueprints())
+    host = args.host or services.config.server.host
+    port = services.config.server.port if args.port is None else args.port
+    async with trio.open_nursery() as nursery:
+        # hypercorn stops accepting and drains when ``stopping`` is set (the graceful first signal).
+        listening = await nursery.start(
+            functools.partial(serve_api, app, host, port, shutdown_trigger=services.stopping.wait)
+        )
+        log.info("API listening on %s", listening.url)
+        task_status.started()
+
+
+ROLE_RUNNERS["api"] = run_api
 ROLE_RUNNERS["worker"] = run_worker
 ROLE_RUNNERS["projector"] = run_projector

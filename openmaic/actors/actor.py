@@ -111,8 +111,14 @@ class Actor:
             if isinstance(decision, Step):
                 outcome = await self._run_step(decision)
                 if isinstance(outcome, Outcome):
-                    await self._append(outcome)
-                    self.steps_run += 1
+                    try:
+                        await self._append(outcome)
+                        self.steps_run += 1
+                    except errors.WrongExpectedSeq as exc:
+                        # A fenced write to another stream (e.g. a course edited meanwhile) was refused: nothing
+                        # was committed, so fold the news and decide again (the step runs again on fresh state).
+                        log.info("stream %s: step %s lost a race (%s); deciding again", self.stream_id,
+                                 decision.name, exc)
                 elif outcome is not None and await self._settle(outcome):
                     return
                 await self._refold()
@@ -144,6 +150,9 @@ class Actor:
             return None
         assert error is not None
         log.info("stream %s: step %s failed: %s", self.stream_id, step.name, error)
+        # The step may have committed events (ctx.emit) before failing: fold them first, so the kind decides on
+        # the real state and a release is fenced on the real head.
+        await self._refold()
         return self.kind.step_failed(self.state, self.core, step.name, error)
 
     async def _watch_for_cancel(self) -> None:

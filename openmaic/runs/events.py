@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Literal
 
 import msgspec
 
-from openmaic.courses.schema import AgentProfile, OutlineItem
+from openmaic.courses.schema import AgentProfile, OutlineItem, SceneActions, SceneContent
 from openmaic.events.types import Event, register
 
 RunState = Literal[
@@ -31,6 +32,8 @@ class RunCreated(Event, tag="run.created"):
     course_id: str
     owner_id: str
     input: RunInput
+    run_id: str = ""
+    """The run's own stream id (a settling decision names it in ``course.unlocked``)."""
 
 
 @register
@@ -72,12 +75,21 @@ class RunOutlineItem(Event, tag="run.outline_item"):
 
 
 @register
+class RunOutlineRestarted(Event, tag="run.outline_restarted"):
+    """The outline output started again (a provider retry): drop the items streamed so far."""
+
+    revision: int = 1
+
+
+@register
 class RunOutlineProposed(Event, tag="run.outline_proposed"):
     """The outline step finished: the full proposal (the items were streamed as run.outline_item)."""
 
     revision: int
     title: str
     items: list[OutlineItem]
+    countdown_until: dt.datetime | None = None
+    """With ``outline_review: countdown``: when the run confirms the outline by itself (database clock)."""
 
 
 @register
@@ -100,3 +112,37 @@ class RunRetryRequested(Event, tag="run.retry_requested"):
 @register
 class RunStopRequested(Event, tag="run.stop_requested"):
     reason: str = "course deleted"
+
+
+@register
+class RunAdmitted(Event, tag="run.admitted"):
+    """This attempt may execute: the owner had fewer than the limit of executing runs (``active``)."""
+
+    attempt: int
+    active: int = 0
+
+
+@register
+class RunAdmissionDeferred(Event, tag="run.admission_deferred"):
+    """The owner already had ``active`` executing runs (the limit): this one waits until ``until``."""
+
+    attempt: int
+    active: int
+    limit: int
+    until: dt.datetime
+
+
+@register
+class RunSceneContent(Event, tag="run.scene_content"):
+    """Step ``scene:<index>:content`` produced this content."""
+
+    index: int
+    content: SceneContent
+
+
+@register
+class RunSceneActions(Event, tag="run.scene_actions"):
+    """Step ``scene:<index>:actions`` produced these actions."""
+
+    index: int
+    actions: SceneActions

@@ -1,6 +1,6 @@
 """``openmaic replay STREAM [--to-seq N] [--json]``: a stream's folded state at any seq.
 
-The fold is the one the actors use: the stream's kind is looked up in ``openmaic.actors.kinds`` (``get_kind(kind)``
+The fold is the one the actors use: the stream's kind is looked up in ``openmaic.kinds`` (``get_kind(kind)``
 → ``.initial()`` and ``.evolve(state, event, seq)``) when that module provides the kind; otherwise in the small
 registry here, which knows ``course`` (``CourseDocument`` folded with ``evolve_course``) and accepts others via
 :func:`register_fold`; for a kind neither knows, the runtime's shared session core (``evolve_core``).
@@ -34,7 +34,7 @@ def register_fold(kind: str, initial: Any, evolve: Evolve) -> None:
 def fold_for(kind: str) -> tuple[Any, Evolve, str]:
     """``(initial state, evolve, source)`` for a stream kind.
 
-    ``source`` says which fold it is: ``actors`` (the kind's own, from ``openmaic.actors.kinds``), ``registered``
+    ``source`` says which fold it is: ``actors`` (the kind's own, from ``openmaic.kinds``), ``registered``
     (this module's registry), or ``core`` (no fold knows the kind: the runtime's shared fold of leases,
     messages and endings, ``openmaic.actors.kind.evolve_core``). :class:`~openmaic.errors.OpenMaicError` when
     none applies.
@@ -57,7 +57,7 @@ def fold_for(kind: str) -> tuple[Any, Evolve, str]:
 
 def _actor_kinds() -> Any:
     try:
-        return importlib.import_module("openmaic.actors.kinds")
+        return importlib.import_module("openmaic.kinds")
     except ImportError:
         return None
 

@@ -1,0 +1,81 @@
+"""``create_app``: the quart-trio application, with the generic behaviour every route shares.
+
+The app only serves. It starts no background work of its own (no quart background tasks): durable work belongs
+to workers and projectors, which run in the server's root nursery beside hypercorn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import quart
+from quart import Blueprint, Response
+from quart_trio import QuartTrio
+from werkzeug.exceptions import HTTPException
+
+from openmaic import metrics
+from openmaic.api import health, streams
+from openmaic.api import stream_socket  # noqa: F401 - declares the WebSocket route on streams.bp
+from openmaic.api.errors import ErrorBody, describe
+from openmaic.api.identity import IdentityResolver
+from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
+from openmaic.api.services import ApiServices
+from openmaic.api.wire import encode
+
+__all__ = ["CORE_BLUEPRINTS", "create_app"]
+
+CORE_BLUEPRINTS: tuple[Blueprint, ...] = (health.bp, streams.bp)
+"""Always served: health, readiness, metrics, the OpenAPI document, and stream reading (page, SSE, WebSocket)."""
+
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+def create_app(services: ApiServices, *, blueprints: Iterable[Blueprint] = ()) -> QuartTrio:
+    """The API application for ``services``, serving the core routes plus ``blueprints``.
+
+    Every route must be declared with :func:`openmaic.api.routing.api_route`: a URL rule added any other way
+    is refused here (it would be missing from the OpenAPI document and skip the generic checks).
+    """
+    app = QuartTrio("openmaic.api", static_folder=None)
+    app.request_class = ApiRequest
+    limits = services.config.limits
+    # The request object exists before routing picks a route's limit, so it starts at the largest; each
+    # route's wrapper then lowers it (see routing._LimitedBody).
+    app.config["MAX_CONTENT_LENGTH"] = max(limits.json_body_bytes, limits.upload_bytes)
+    app.extensions[STATE_KEY] = ApiState(services, IdentityResolver(services.config.identity, services.db))
+
+    declared: set[str] = set()
+    for bp in (*CORE_BLUEPRINTS, *blueprints):
+        app.register_blueprint(bp)
+        declared |= {f"{bp.name}.{spec.endpoint}" for spec in routes_of(bp)}
+    undeclared = sorted(r.rule for r in app.url_map.iter_rules() if r.endpoint not in declared)
+    if undeclared:
+        raise RuntimeError(f"routes not declared with api_route: {', '.join(undeclared)}")
+
+    app.register_error_handler(Exception, _error_response)
+    app.after_request(_after_request)
+    return app
+
+
+def _current() -> Any:
+    return quart.request if quart.has_request_context() else quart.websocket
+
+
+async def _error_response(exc: Exception) -> Any:
+    if isinstance(exc, HTTPException) and exc.code is not None and 300 <= exc.code < 400:
+        return exc.get_response()  # a routing redirect (e.g. a missing trailing slash) is not an error
+    req = _current()
+    status, info, headers = describe(exc, method=req.method if quart.has_request_context() else "WS", path=req.path)
+    response = Response(encode(ErrorBody(info)), status, content_type="application/json")
+    for name, value in headers.items():
+        response.headers[name] = value
+    return response
+
+
+async def _after_request(response: Response) -> Response:
+    request = quart.request
+    app_state().identity.set_cookie(response, request)
+    method = request.method if request.method in _METHODS else "OTHER"  # bounded label values
+    metrics.HTTP_REQUESTS.inc(method=method, status=str(response.status_code))
+    return response

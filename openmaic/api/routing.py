@@ -1,0 +1,264 @@
+"""The one way routes are declared: :func:`api_route`.
+
+A route declared here is registered on its blueprint *and* recorded with its types, so that the OpenAPI document
+(``GET /api/openapi.json``) describes every route, including those added later by other modules. The wrapper it
+installs does the generic work in a fixed order, identical for every route:
+
+1. refuse a body larger than the route accepts (by ``Content-Length`` at once, and while a chunked body is read);
+2. resolve the owner (unless the route is public);
+3. decode the query parameters and the JSON body into their Structs (400 malformed JSON, 422 with the field path);
+4. call the handler with a :class:`Call` and the path parameters;
+5. encode what it returns (a Struct or other JSON value; a ``Response`` passes through; ``(value, status)``
+   overrides the status; ``None`` is a 204).
+
+``create_app`` refuses to start when a URL rule was added any other way, so the document cannot drift.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import quart
+from quart import Blueprint, Response
+from quart_trio.wrappers.request import TrioBody, TrioRequest
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from openmaic.api.errors import PayloadTooLarge
+from openmaic.api.services import ApiServices
+from openmaic.api.wire import decode_json, decode_query, encode
+
+if TYPE_CHECKING:
+    from openmaic.api.identity import IdentityResolver
+
+__all__ = ["ApiRequest", "ApiState", "Call", "RouteSpec", "api_route", "app_state", "routes_of"]
+
+Handler = Callable[..., Awaitable[Any]]
+BodyLimit = Literal["json", "upload"]
+STATE_KEY = "openmaic"
+
+_PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """A declared route: what the wrapper enforces and what the OpenAPI document says."""
+
+    method: str
+    """An HTTP method, or ``"WS"`` for a WebSocket route."""
+    path: str
+    """OpenAPI style: ``/api/streams/{id}/events``."""
+    endpoint: str
+    blueprint: str
+    handler: Handler
+    body: Any = None
+    query: Any = None
+    response: Any = None
+    status: int = 200
+    auth: bool = True
+    body_limit: BodyLimit = "json"
+    sse: bool = False
+    """The route also answers ``Accept: text/event-stream`` with a server-sent-event stream."""
+    ws_receives: Any = None
+    """WebSocket routes: the type of the messages a client may send."""
+    ws_sends: Any = None
+    """WebSocket routes: the type of the frames the server sends."""
+    errors: tuple[int, ...] = ()
+    """Error statuses this route answers besides the generic ones (documentation)."""
+    media_type: str = "application/json"
+    """The media type of a successful response (documentation)."""
+    summary: str = ""
+    description: str = ""
+    path_params: tuple[str, ...] = field(default=())
+
+    @property
+    def websocket(self) -> bool:
+        return self.method == "WS"
+
+
+@dataclass(frozen=True)
+class Call:
+    """What a handler gets: the services, the resolved owner, the decoded body and query, the request itself."""
+
+    services: ApiServices
+    owner: str | None
+    """The owner every read and write is made for (``None`` only on public routes)."""
+    body: Any
+    query: Any
+    request: Any
+    """The ``quart.Request`` (HTTP routes) or ``quart.Websocket`` (WebSocket routes)."""
+
+    @property
+    def user(self) -> str:
+        """The owner, for routes that require one."""
+        assert self.owner is not None, "public routes have no owner"
+        return self.owner
+
+
+@dataclass
+class ApiState:
+    """Per-app state, stored in ``app.extensions``."""
+
+    services: ApiServices
+    identity: IdentityResolver
+
+
+def app_state() -> ApiState:
+    return quart.current_app.extensions[STATE_KEY]
+
+
+def routes_of(bp: Blueprint) -> list[RouteSpec]:
+    """The routes declared on ``bp`` with :func:`api_route`, in declaration order."""
+    routes: list[RouteSpec] = bp.__dict__.setdefault("_openmaic_routes", [])
+    return routes
+
+
+def api_route(
+    bp: Blueprint,
+    method: str,
+    path: str,
+    *,
+    body: Any = None,
+    query: Any = None,
+    response: Any = None,
+    status: int = 200,
+    auth: bool = True,
+    body_limit: BodyLimit = "json",
+    sse: bool = False,
+    ws_receives: Any = None,
+    ws_sends: Any = None,
+    errors: tuple[int, ...] = (),
+    media_type: str = "application/json",
+) -> Callable[[Handler], Handler]:
+    """Declare a route on ``bp``: ``@api_route(bp, "POST", "/api/runs", body=CreateRun, response=RunSnapshot,
+    status=202)``.
+
+    The handler is ``async def handler(call: Call, **path_params)``. ``body`` and ``query`` are Struct types
+    (bodies should forbid unknown fields); ``response`` documents what the handler returns. ``method="WS"``
+    declares a WebSocket route: the handler runs with ``call.request`` being the websocket; raising before it
+    accepts refuses the handshake with the usual JSON error. ``body_limit="upload"`` lets the route read up to
+    ``limits.upload_bytes`` (multipart) instead of ``limits.json_body_bytes``. The handler's docstring becomes
+    the OpenAPI summary (first line) and description.
+    """
+    method = method.upper()
+
+    def decorator(fn: Handler) -> Handler:
+        doc = (fn.__doc__ or "").strip()
+        summary, _, description = doc.partition("\n")
+        spec = RouteSpec(
+            method=method, path=path, endpoint=fn.__name__, blueprint=bp.name, handler=fn, body=body, query=query,
+            response=response, status=status, auth=auth, body_limit=body_limit, sse=sse, ws_receives=ws_receives,
+            ws_sends=ws_sends, errors=errors, media_type=media_type, summary=summary.strip(),
+            description=" ".join(description.split()), path_params=tuple(_PARAM.findall(path)),
+        )  # fmt: skip
+        if any(s.endpoint == spec.endpoint for s in routes_of(bp)):
+            raise ValueError(f"{bp.name}: two routes with the endpoint name {spec.endpoint!r}")
+        rule = _PARAM.sub(r"<\1>", path)
+        if spec.websocket:
+            bp.add_websocket(rule, spec.endpoint, _websocket_view(spec))
+        else:
+            bp.add_url_rule(rule, spec.endpoint, _http_view(spec), methods=[method])
+        routes_of(bp).append(spec)
+        return fn
+
+    return decorator
+
+
+def _limit(spec: RouteSpec, state: ApiState) -> int:
+    limits = state.services.config.limits
+    return limits.upload_bytes if spec.body_limit == "upload" else limits.json_body_bytes
+
+
+def _too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"the request body is larger than this route accepts ({limit} bytes)", limit=limit)
+
+
+def _http_view(spec: RouteSpec) -> Handler:
+    async def view(**params: str) -> Any:
+        state = app_state()
+        request: ApiRequest = quart.request._get_current_object()  # type: ignore[attr-defined]
+        limit = _limit(spec, state)
+        if request.content_length is not None and request.content_length > limit:
+            raise _too_large(limit)
+        request.body.set_limit(limit)
+        owner = await state.identity.resolve(request) if spec.auth else None
+        query = decode_query(request.args, spec.query) if spec.query is not None else None
+        body = None
+        if spec.body is not None:
+            try:
+                data = await request.get_data(cache=False)
+            except RequestEntityTooLarge:
+                raise _too_large(limit) from None
+            body = decode_json(data, spec.body)
+        result = await spec.handler(Call(state.services, owner, body, query, request), **params)
+        return _response(result, spec.status)
+
+    view.__name__ = spec.endpoint
+    view.__doc__ = spec.handler.__doc__
+    return view
+
+
+def _websocket_view(spec: RouteSpec) -> Handler:
+    async def view(**params: str) -> Any:
+        state = app_state()
+        ws = quart.websocket._get_current_object()  # type: ignore[attr-defined]
+        owner = await state.identity.resolve(ws) if spec.auth else None
+        query = decode_query(ws.args, spec.query) if spec.query is not None else None
+        await spec.handler(Call(state.services, owner, None, query, ws), **params)
+
+    view.__name__ = spec.endpoint
+    view.__doc__ = spec.handler.__doc__
+    return view
+
+
+def _response(result: Any, status: int) -> Any:
+    if isinstance(result, Response):
+        return result
+    if isinstance(result, tuple) and len(result) == 2 and isinstance(result[1], int):
+        result, status = result
+    if result is None:
+        return Response(b"", 204)
+    return Response(encode(result), status, content_type="application/json")
+
+
+class _LimitedBody(TrioBody):
+    """A request body with a limit a route can lower after the request started arriving.
+
+    The request object exists before routing decides which limit applies, so it starts at the largest limit
+    of any route and the route's wrapper sets its own. Past the limit nothing more is kept: the memory a
+    request can hold is bounded whether the body is declared (``Content-Length``) or chunked.
+    """
+
+    def __init__(self, expected_content_length: int | None, max_content_length: int | None) -> None:
+        super().__init__(expected_content_length, max_content_length)
+        self._received = 0
+
+    def append(self, data: bytes) -> None:
+        self._received += len(data)
+        if self._over():
+            return
+        super().append(data)
+
+    def set_limit(self, limit: int) -> None:
+        """Lower (or raise) the limit; a body already past it fails at the next read."""
+        self._max_content_length = limit
+        self._over()
+
+    def _over(self) -> bool:
+        if self._must_raise is not None:
+            return True
+        if self._max_content_length is not None and self._received > self._max_content_length:
+            self._must_raise = RequestEntityTooLarge()
+            self._data.clear()  # drop what was buffered: it will never be read
+            self.set_complete()
+            return True
+        return False
+
+
+class ApiRequest(TrioRequest):
+    """The app's request class: its body is a :class:`_LimitedBody`."""
+
+    body_class = _LimitedBody
+    body: _LimitedBody

@@ -1,0 +1,121 @@
+"""Serving the app with hypercorn's trio worker, as one task of the caller's (root) nursery.
+
+The listening socket is bound here, before hypercorn starts, so that a port already in use fails at once with
+a clear :class:`~openmaic.api.errors.AddressInUse` instead of an exception group from deep inside the server.
+Run it with ``await nursery.start(serve_api, app, host, port)``; the start value is a :class:`Listening`.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import socket
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import trio
+from hypercorn.config import Config as HyperConfig
+from hypercorn.config import Sockets
+from hypercorn.trio.run import worker_serve
+from hypercorn.utils import wrap_app
+from quart_trio import QuartTrio
+
+from openmaic.api.errors import AddressInUse
+from openmaic.api.routing import STATE_KEY, ApiState
+
+__all__ = ["Listening", "serve_api"]
+
+log = logging.getLogger("openmaic.api")
+
+
+@dataclass(frozen=True)
+class Listening:
+    """Where the API listens (``port`` is the real one when 0 was asked for)."""
+
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def hypercorn_config(app: QuartTrio, host: str, port: int) -> HyperConfig:
+    """hypercorn settings for the API: logs through ``logging``, WebSocket messages bounded like JSON bodies."""
+    config = HyperConfig()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]  # informational: we bind ourselves
+    config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.include_server_header = False
+    state: ApiState | None = app.extensions.get(STATE_KEY)
+    if state is not None:
+        # A WebSocket message is a command: no larger than a JSON body may be.
+        config.websocket_max_message_size = state.services.config.limits.json_body_bytes
+    return config
+
+
+async def serve_api(
+    app: QuartTrio,
+    host: str,
+    port: int,
+    *,
+    shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
+    task_status: trio.TaskStatus[Listening] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Serve ``app`` on ``host:port`` until cancelled (or until ``shutdown_trigger`` returns).
+
+    Raises :class:`~openmaic.errors.OpenMaicError` (code ``address_in_use``) at once when the address cannot be
+    bound. Reports a :class:`Listening` through ``task_status`` once connections are accepted.
+    """
+    config = hypercorn_config(app, host, port)
+    sock = _bind(host, port, config.backlog)
+    sockets = Sockets(secure_sockets=[], insecure_sockets=[sock], quic_sockets=[])
+    bound = sock.getsockname()
+    listening = Listening(host, bound[1])
+
+    try:
+        async with trio.open_nursery() as nursery:
+            # hypercorn reports a list of URLs when it accepts connections; we report a Listening.
+            await nursery.start(_serve, app, config, sockets, shutdown_trigger)
+            log.info("API listening on %s", listening.url)
+            task_status.started(listening)
+    finally:
+        sock.close()  # the listener is ours: closed however serving ends (a second close is a no-op)
+
+
+def _bind(host: str, port: int, backlog: int) -> socket.socket:
+    """A listening socket for ``host:port`` (as hypercorn would make it), or :class:`AddressInUse`."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # restarts need not wait for TIME_WAIT
+        sock.bind((host, port))
+        sock.listen(backlog)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise AddressInUse(
+                f"cannot listen on {host}:{port}: the port is in use by another process; stop it or choose "
+                "another port (--port / OPENMAIC_PORT)",
+                host=host, port=port,
+            ) from None  # fmt: skip
+        raise AddressInUse(f"cannot listen on {host}:{port}: {exc.strerror or exc}", host=host, port=port) from None
+    return sock
+
+
+async def _serve(
+    app: QuartTrio,
+    config: HyperConfig,
+    sockets: Sockets,
+    shutdown_trigger: Callable[[], Awaitable[None]] | None,
+    task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    await worker_serve(
+        wrap_app(app, config.wsgi_max_body_size, None),
+        config,
+        sockets=sockets,
+        shutdown_trigger=shutdown_trigger,
+        task_status=task_status,
+    )

@@ -1,0 +1,189 @@
+"""``WS /api/streams/{id}/ws?after=N``: a stream's events live, and commands on the same socket.
+
+The server sends ``{"type":"event","seq","event"}`` for each event after ``after``, then
+``{"type":"caught_up","seq"}``, then live events. The client may send
+``{"type":"message"|"cancel"|"confirm_outline"|"retry","command_id",…}``; each is answered by
+``{"type":"ack","command_id","seq","replayed"}`` or ``{"type":"error","command_id","error":{…}}``. A malformed
+message gets an error frame; the connection stays open.
+
+Three tasks per connection, one nursery:
+
+* the *pump* reads the stream and puts frames in the connection's send queue (``server.ws_send_queue`` frames);
+* the *reader* decodes commands, dispatches them, and queues their answers;
+* the *writer* (the handler's own task) takes frames from the queue and writes them to the socket.
+
+While catching up, the pump waits for room in the queue: the client asked for history and reads it at its own
+pace. Once live, it never waits: a full queue means the client cannot keep up with the stream, and the
+connection is closed with 1013 ("try again later"). The client reconnects with ``after=<last seq it got>`` and
+catches up again, paced; nothing is lost and the server's memory per connection stays bounded.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+import msgspec
+import trio
+
+from openmaic import metrics
+from openmaic.api.errors import ServiceUnavailable, describe
+from openmaic.api.routing import Call, api_route
+from openmaic.api.services import ApiServices, CommandResult
+from openmaic.api.streams import bp, check_cursor, visible_stream
+from openmaic.api.wire import (
+    MAX_PAGE, Ack, CancelMessage, CaughtUp, ClientMessage, ConfirmOutlineMessage, ErrorFrame, EventFrame,
+    PostMessage, RetryMessage, ServerFrame, decode_json, encode,
+)  # fmt: skip
+from openmaic.errors import OpenMaicError
+from openmaic.events.log import envelope
+
+__all__ = ["StreamSocketQuery"]
+
+log = logging.getLogger("openmaic.api")
+
+TOO_SLOW = 1013  # "Try Again Later": the client resumes from its last seq
+INTERNAL_ERROR = 1011
+CLOSE_GRACE_S = 10.0
+"""How long the close handshake may take. The frame in flight must be written first, and a client that stopped
+reading entirely may never take it; past this the handler gives up on a clean close."""
+
+
+class StreamSocketQuery(msgspec.Struct, frozen=True, kw_only=True):
+    after: Annotated[int, msgspec.Meta(ge=0)] = 0
+    """Send events with a seq greater than this (the last seq the client has)."""
+
+
+@api_route(bp, "WS", "/api/streams/{id}/ws", query=StreamSocketQuery, ws_receives=ClientMessage,
+           ws_sends=ServerFrame, errors=(404, 422))  # fmt: skip
+async def stream_socket(call: Call, id: str) -> None:
+    """Follow a stream live over a WebSocket, and send commands on the same socket.
+
+    Frames: event, caught_up, ack, error. Closed with 1013 when the client cannot keep up; reconnect with
+    after=<last seq received>.
+    """
+    row = await visible_stream(call, id)
+    after = check_cursor(call.query.after, row["head_seq"], "after")
+    ws = call.request
+    await ws.accept()
+    metrics.WEBSOCKET_CLIENTS.inc()
+    try:
+        await _Connection(call.services, ws, call.user, id, after).run()
+    finally:
+        metrics.WEBSOCKET_CLIENTS.dec()
+
+
+class _Connection:
+    def __init__(self, services: ApiServices, ws: Any, owner: str, stream_id: str, after: int) -> None:
+        self.services = services
+        self.ws = ws
+        self.owner = owner
+        self.stream_id = stream_id
+        self.after = after
+        self.too_slow = False
+
+    async def run(self) -> None:
+        close_code: int | None = None
+        try:
+            # The send queue: bounded, so a connection never holds more than this many frames in memory.
+            send, receive = trio.open_memory_channel[bytes](self.services.config.server.ws_send_queue)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._pump, send.clone())
+                nursery.start_soon(self._read_commands, send.clone())
+                send.close()
+                await self._write(receive)
+                # The writer returns only when the client is too slow: the pump and the reader go with it.
+                nursery.cancel_scope.cancel()
+            close_code = TOO_SLOW if self.too_slow else None
+        except Exception as exc:  # noqa: BLE001 - any failure ends this connection, never the server
+            describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")  # logs it with a reference
+            close_code = INTERNAL_ERROR
+        if close_code is not None:
+            reason = "too slow: reconnect with after=<last seq>" if close_code == TOO_SLOW else "internal error"
+            with trio.move_on_after(CLOSE_GRACE_S):
+                await self.ws.close(close_code, reason)
+
+    async def _write(self, receive: trio.MemoryReceiveChannel[bytes]) -> None:
+        async with receive:
+            async for frame in receive:
+                if self.too_slow:
+                    # Stop at once: what is still queued is read again when the client resumes.
+                    return
+                await self.ws.send(frame.decode())
+
+    async def _pump(self, send: trio.MemorySendChannel[bytes]) -> None:
+        log_ = self.services.log
+        wake_poll_s = self.services.config.runtime.wake_poll_s
+        async with send:
+            # Watch before the first read: an append landing between a read and the wait still wakes us.
+            with self.services.wakeups.watch(self.stream_id) as watch:
+                cursor = self.after
+                while True:  # catching up: wait for room, the client reads history at its own pace
+                    batch = await log_.read_stream(self.stream_id, cursor, MAX_PAGE)
+                    for e in batch:
+                        await send.send(encode(EventFrame(e.seq, envelope(e))))
+                        cursor = e.seq
+                    if len(batch) < MAX_PAGE:
+                        break
+                await send.send(encode(CaughtUp(cursor)))
+                while True:  # live: never wait for room
+                    await watch.wait(wake_poll_s)  # a hint, or the poll backstop: read either way
+                    while True:
+                        batch = await log_.read_stream(self.stream_id, cursor, MAX_PAGE)
+                        for e in batch:
+                            try:
+                                send.send_nowait(encode(EventFrame(e.seq, envelope(e))))
+                            except trio.WouldBlock:
+                                # The queue is full: the client cannot keep up. The writer closes with 1013.
+                                self.too_slow = True
+                                return
+                            cursor = e.seq
+                        if len(batch) < MAX_PAGE:
+                            break
+
+    async def _read_commands(self, send: trio.MemorySendChannel[bytes]) -> None:
+        async with send:
+            while True:
+                message = await self.ws.receive()
+                answer = await self._answer(message)
+                # Answers wait for room like the backlog does; a client too slow for live events is caught
+                # by the pump.
+                await send.send(encode(answer))
+
+    async def _answer(self, message: str | bytes) -> ServerFrame:
+        raw = message.encode() if isinstance(message, str) else message
+        command_id = _command_id(raw)
+        try:
+            command = decode_json(raw, ClientMessage)  # type: ignore[arg-type]
+            result = await self._dispatch(command)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an error frame; the socket stays open
+            _status, info, _headers = describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")
+            return ErrorFrame(command_id, info)
+        return Ack(result.command_id, result.seq, result.replayed)
+
+    async def _dispatch(self, command: Any) -> CommandResult:
+        commands = self.services.commands
+        if commands is None:
+            raise ServiceUnavailable("commands are not available in this process")
+        owner, sid, cid = self.owner, self.stream_id, command.command_id
+        match command:
+            case PostMessage(text=text, delivery=delivery):
+                return await commands.post_message(owner, sid, cid, text, delivery)
+            case CancelMessage():
+                return await commands.cancel(owner, sid, cid)
+            case ConfirmOutlineMessage(outline_revision=revision, outline=outline):
+                return await commands.confirm_outline(owner, sid, cid, revision, outline)
+            case RetryMessage():
+                return await commands.retry(owner, sid, cid)
+        raise OpenMaicError(f"unhandled command {type(command).__name__}")  # unreachable: the union is closed
+
+
+def _command_id(raw: bytes) -> str | None:
+    """The message's command_id if one can be read, so that an error frame names the command it refuses."""
+    try:
+        obj = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return None
+    cid = obj.get("command_id") if isinstance(obj, dict) else None
+    return cid if isinstance(cid, str) else None
+

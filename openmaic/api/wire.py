@@ -1,0 +1,163 @@
+"""Wire types and codecs of the API: one shared encoder, cached decoders, and msgspec errors made readable.
+
+Request bodies and WebSocket messages decode into Structs that forbid unknown fields, so a typo is a 422 naming
+the field rather than a silently ignored value. Event envelopes are encoded with the one module-level encoder;
+their ``data`` is :class:`msgspec.Raw` holding the exact stored bytes, which are copied through untouched.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeVar
+
+import msgspec
+
+from openmaic.api.errors import ErrorInfo, MalformedJson
+from openmaic.errors import InvalidInput
+from openmaic.events.log import Envelope
+
+__all__ = [
+    "ENCODER", "Ack", "CaughtUp", "ClientMessage", "CommandId", "ConfirmOutlineMessage", "ErrorFrame", "EventFrame",
+    "EventPage", "MAX_PAGE", "PostMessage", "RetryMessage", "ServerFrame", "CancelMessage", "decode_json",
+    "decode_query", "encode", "invalid_input",
+]  # fmt: skip
+
+T = TypeVar("T")
+
+ENCODER = msgspec.json.Encoder()
+"""The one JSON encoder of the API (reused: creating encoders per call costs more than encoding)."""
+
+encode = ENCODER.encode
+
+CommandId = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+"""A client-chosen idempotency key: the same id on the same stream returns the original result."""
+
+MAX_PAGE = 1000
+"""The largest page of events one request may ask for (and the size of the pages streams read)."""
+
+
+class EventPage(msgspec.Struct, frozen=True):
+    """A page of a stream's events. Ask for the next page with ``after=next_after``."""
+
+    events: list[Envelope]
+    next_after: int
+    """The seq of the last event in ``events`` (``after`` when the page is empty)."""
+    head_seq: int
+    """The stream's last seq when the page was read; ``next_after == head_seq`` means you have read it all."""
+
+
+# --- frames the server sends on a stream WebSocket --------------------------------------------------------
+
+
+class _Frame(msgspec.Struct, frozen=True, tag_field="type"):
+    pass
+
+
+class EventFrame(_Frame, tag="event"):
+    """One event of the stream."""
+
+    seq: int
+    event: Envelope
+
+
+class CaughtUp(_Frame, tag="caught_up"):
+    """The backlog has been sent; ``seq`` is the last seq sent. Live events follow."""
+
+    seq: int
+
+
+class Ack(_Frame, tag="ack"):
+    """A command sent on the socket was accepted; ``seq`` is the event that recorded it."""
+
+    command_id: str
+    seq: int
+    replayed: bool = False
+
+
+class ErrorFrame(_Frame, tag="error"):
+    """A message sent on the socket was refused; the connection stays open."""
+
+    command_id: str | None
+    error: ErrorInfo
+
+
+ServerFrame = EventFrame | CaughtUp | Ack | ErrorFrame
+
+
+# --- messages a client sends on a stream WebSocket ----------------------------------------------------------
+
+
+class _ClientMessage(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", forbid_unknown_fields=True):
+    command_id: CommandId
+
+
+class PostMessage(_ClientMessage, tag="message"):
+    """Post a follow-up message to the session (``session.message_posted``)."""
+
+    text: Annotated[str, msgspec.Meta(min_length=1)]
+    delivery: Literal["steer", "queued"] = "queued"
+
+
+class CancelMessage(_ClientMessage, tag="cancel"):
+    """Ask the session to stop (``session.cancel_requested``)."""
+
+
+class ConfirmOutlineMessage(_ClientMessage, tag="confirm_outline"):
+    """Confirm a run's outline at ``outline_revision``, optionally edited (``outline``)."""
+
+    outline_revision: Annotated[int, msgspec.Meta(ge=0)]
+    outline: Any | None = None
+
+
+class RetryMessage(_ClientMessage, tag="retry"):
+    """Re-run the step a paused run failed on."""
+
+
+ClientMessage = PostMessage | CancelMessage | ConfirmOutlineMessage | RetryMessage
+
+
+# --- decoding -------------------------------------------------------------------------------------------------
+
+_AT = re.compile(r"^(?P<text>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.S)
+_FIELD = re.compile(r"^Object (?:missing required|contains unknown) field `(?P<field>[^`]*)`")
+
+
+def invalid_input(error: msgspec.ValidationError, *, where: str = "") -> InvalidInput:
+    """A msgspec validation error as a 422 whose ``details.path`` names the field (``a.b``, ``items[0].x``).
+
+    ``where`` prefixes the message (e.g. ``"query parameter"``).
+    """
+    m = _AT.match(str(error))
+    assert m is not None  # every part of the pattern is optional
+    text, path = m.group("text"), (m.group("path") or "").lstrip(".")
+    field = _FIELD.match(text)
+    if field is not None:  # missing and unknown fields are reported at their object: name the field itself
+        path = f"{path}.{field.group('field')}" if path else field.group("field")
+    subject = f"{where} {path!r}" if where and path else (where or path or "body")
+    return InvalidInput(f"{subject}: {text}", path=path)
+
+
+@functools.cache
+def _decoder(typ: Any) -> msgspec.json.Decoder[Any]:
+    return msgspec.json.Decoder(typ)
+
+
+def decode_json(data: bytes, typ: type[T]) -> T:
+    """Decode a JSON body into ``typ``: malformed JSON is a 400, a value of the wrong shape a 422."""
+    try:
+        return _decoder(typ).decode(data)
+    except msgspec.ValidationError as e:
+        raise invalid_input(e) from None
+    except msgspec.DecodeError as e:
+        what = "the body is empty; send a JSON object" if not data.strip() else f"the body is not valid JSON: {e}"
+        raise MalformedJson(what) from None
+
+
+def decode_query(args: Mapping[str, str], typ: type[T]) -> T:
+    """Query parameters (strings) converted into ``typ``; a bad one is a 422 naming the parameter."""
+    try:
+        return msgspec.convert(dict(args), typ, strict=False)
+    except msgspec.ValidationError as e:
+        raise invalid_input(e, where="query parameter") from None

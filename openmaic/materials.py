@@ -1,0 +1,231 @@
+"""Uploaded materials: text extracted on the server, images kept as assets, everything owner-scoped.
+
+A material is what a run's ``material_ids`` refer to. Its type is judged by its bytes first (PDF and image magic
+numbers), then by its declared type or file name for plain text (``.txt``, ``.md``): a client's label alone
+never decides how bytes are parsed. Text must be UTF-8 (a byte-order mark is tolerated); PDFs are read with
+pypdf in a worker thread (parsing is CPU-bound and must not stall the event loop); images are stored as assets
+(bytes in the database, referenced by id, never inlined as base64 in events or prompts).
+
+Reads filter by owner, so another owner's material is a NotFound identical to a missing one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import io
+import uuid
+from collections.abc import Sequence
+
+import msgspec
+import trio
+
+from openmaic import errors
+from openmaic.store.database import Database, Record
+
+__all__ = [
+    "MAX_TEXT_CHARS", "Material", "UnreadableFile", "UnsupportedFileType", "get_asset", "get_material",
+    "material_texts", "missing_materials", "store_material",
+]  # fmt: skip
+
+MAX_TEXT_CHARS = 1_000_000
+"""Extracted text kept per material; the rest of a very long document is dropped."""
+
+_TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/x-markdown"})
+_TEXT_SUFFIXES = (".txt", ".md", ".markdown")
+_IMAGE_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
+
+class UnsupportedFileType(errors.InvalidInput):
+    """This file type is not supported; upload PDF, plain text, Markdown or an image (PNG, JPEG, GIF, WebP)."""
+
+    code = "unsupported_file_type"
+    status = 415
+
+
+class UnreadableFile(errors.InvalidInput):
+    """The file could not be read."""
+
+    code = "unreadable_file"
+
+
+class Material(msgspec.Struct, frozen=True, kw_only=True):
+    """An uploaded material. ``text`` is what was extracted (empty for an image, whose bytes are ``asset_id``)."""
+
+    id: str
+    filename: str
+    media_type: str
+    size: int
+    text: str
+    asset_id: str | None
+    created_at: dt.datetime
+
+
+def _sniff(filename: str, media_type: str, data: bytes) -> str:
+    """The media type the bytes really are (magic numbers first), or UnsupportedFileType."""
+    if data[:5] == b"%PDF-":
+        return "application/pdf"
+    for magic, kind in _IMAGE_MAGIC:
+        if data.startswith(magic):
+            return kind
+    if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    declared = media_type.split(";", 1)[0].strip().lower()
+    name = filename.lower()
+    if declared in _TEXT_TYPES or name.endswith(_TEXT_SUFFIXES):
+        return "text/markdown" if name.endswith((".md", ".markdown")) or "markdown" in declared else "text/plain"
+    shown = declared or "no type"
+    raise UnsupportedFileType(
+        f"unsupported file type ({shown}, {filename!r}); upload PDF, plain text, Markdown or an image "
+        "(PNG, JPEG, GIF, WebP)",
+        media_type=declared, filename=filename,
+    )
+
+
+def _text_of(filename: str, data: bytes) -> str:
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UnreadableFile(
+            f"{filename!r} is not UTF-8 text (invalid byte at offset {exc.start}); save it as UTF-8 and upload it "
+            "again", filename=filename,
+        ) from None
+    if "\x00" in text:
+        raise UnsupportedFileType(f"{filename!r} is not a text file (it contains NUL bytes)", filename=filename)
+    return text.replace("\r\n", "\n")
+
+
+def _pdf_text(filename: str, data: bytes) -> str:
+    """All pages' text (runs in a worker thread)."""
+    import pypdf
+    from pypdf.errors import PyPdfError
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            # An owner-password-only PDF opens with the empty user password; anything else cannot be read.
+            try:
+                ok = reader.decrypt("")
+            except Exception:  # pypdf raises several unrelated types for unsupported encryption
+                ok = 0
+            if not ok:
+                raise UnreadableFile(f"{filename!r} is password-protected; upload an unprotected copy",
+                                     filename=filename)
+        pages = []
+        for page in reader.pages:
+            pages.append(page.extract_text() or "")
+            if sum(len(p) for p in pages) > MAX_TEXT_CHARS:
+                break
+    except UnreadableFile:
+        raise
+    except (PyPdfError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as exc:
+        raise UnreadableFile(f"{filename!r} is not a readable PDF ({type(exc).__name__})", filename=filename) from exc
+    return "\n\n".join(p.strip() for p in pages if p.strip())
+
+
+_INSERT_ASSET = """
+INSERT INTO assets (id, owner_id, media_type, size, sha256, data) VALUES ($1, $2, $3, $4, $5, $6)
+"""
+_INSERT_MATERIAL = """
+INSERT INTO materials (id, owner_id, filename, media_type, size, text, asset_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, filename, media_type, size, text, asset_id, created_at
+"""
+_GET_MATERIAL = """
+SELECT id, filename, media_type, size, text, asset_id, created_at FROM materials WHERE id = $1 AND owner_id = $2
+"""
+_MATERIAL_TEXTS = """
+SELECT id, filename, media_type, text, asset_id FROM materials WHERE owner_id = $1 AND id = ANY($2::text[])
+"""
+_GET_ASSET = "SELECT media_type, data FROM assets WHERE id = $1 AND owner_id = $2"
+
+
+def _clean_name(filename: str) -> str:
+    # Only the base name, without control characters: it is shown back to people and put in prompts.
+    base = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    base = "".join(c for c in base if c.isprintable()).strip()
+    return base[:255] or "upload"
+
+
+async def store_material(db: Database, owner: str, filename: str, media_type: str, data: bytes) -> Material:
+    """Store an upload of ``owner`` and extract its text.
+
+    Raises UnsupportedFileType (415) for anything but PDF, text, Markdown and PNG/JPEG/GIF/WebP images, and
+    UnreadableFile (422) for text that is not UTF-8 or a PDF that cannot be parsed.
+    """
+    name = _clean_name(filename)
+    kind = _sniff(name, media_type, data)
+    asset_id: str | None = None
+    text = ""
+    if kind.startswith("image/"):
+        asset_id = "asset_" + uuid.uuid4().hex
+    elif kind == "application/pdf":
+        text = await trio.to_thread.run_sync(_pdf_text, name, data)
+    else:
+        text = _text_of(name, data)
+    text = text[:MAX_TEXT_CHARS]
+    material_id = "mat_" + uuid.uuid4().hex
+    ops: list[tuple[str, Sequence[object]]] = []
+    if asset_id is not None:
+        ops.append((_INSERT_ASSET, (asset_id, owner, kind, len(data), hashlib.sha256(data).digest(), data)))
+    ops.append((_INSERT_MATERIAL, (material_id, owner, name, kind, len(data), text, asset_id)))
+    results = await db.transaction(ops)
+    return _material(results[-1][0])
+
+
+def _material(r: Record) -> Material:
+    return Material(
+        id=r["id"], filename=r["filename"], media_type=r["media_type"], size=r["size"], text=r["text"],
+        asset_id=r["asset_id"], created_at=r["created_at"],
+    )
+
+
+async def get_material(db: Database, owner: str, material_id: str) -> Material:
+    """The material, or NotFound (also when it belongs to another owner)."""
+    row = await db.fetchrow(_GET_MATERIAL, material_id, owner)
+    if row is None:
+        raise errors.NotFound(f"no material {material_id!r}", material_id=material_id)
+    return _material(row)
+
+
+async def get_asset(db: Database, owner: str, asset_id: str) -> tuple[str, bytes]:
+    """``(media_type, bytes)`` of an asset, or NotFound (also when it belongs to another owner)."""
+    row = await db.fetchrow(_GET_ASSET, asset_id, owner)
+    if row is None:
+        raise errors.NotFound(f"no asset {asset_id!r}", asset_id=asset_id)
+    return row["media_type"], bytes(row["data"])
+
+
+async def missing_materials(db: Database, owner: str, material_ids: Sequence[str]) -> list[str]:
+    """The ids among ``material_ids`` that are not materials of ``owner``."""
+    if not material_ids:
+        return []
+    found = {r["id"] for r in await db.fetch(_MATERIAL_TEXTS, owner, list(material_ids))}
+    return [m for m in material_ids if m not in found]
+
+
+async def material_texts(db: Database, owner: str, material_ids: Sequence[str]) -> tuple[str, list[str]]:
+    """The text of the materials in the given order (each headed by its file name) and their image asset ids.
+
+    Raises NotFound when one of them is missing (deleted, or never the owner's).
+    """
+    rows = {r["id"]: r for r in await db.fetch(_MATERIAL_TEXTS, owner, list(material_ids))}
+    missing = [m for m in material_ids if m not in rows]
+    if missing:
+        raise errors.NotFound(f"material {missing[0]!r} no longer exists", material_id=missing[0])
+    parts: list[str] = []
+    images: list[str] = []
+    for mid in dict.fromkeys(material_ids):
+        r = rows[mid]
+        if r["asset_id"] is not None:
+            images.append(r["asset_id"])
+        if r["text"].strip():
+            parts.append(f"# {r['filename']}\n\n{r['text'].strip()}")
+    return "\n\n".join(parts), images

@@ -1,0 +1,92 @@
+"""The agent registry: built-in classroom agents in code, custom agents per owner in the database.
+
+Runs reference agents by id. Built-in ids are short words (``teacher``); custom ids start with ``agent_`` and
+belong to one owner (another owner's custom agent is as unknown as a missing one). ``agents: "auto"`` leaves the
+roster to the model (the run's ``agents`` step asks the ``course.agents`` slot for one).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+
+from openmaic import errors
+from openmaic.courses.schema import AgentProfile
+from openmaic.store.database import Database
+
+__all__ = ["BUILTIN_AGENTS", "MAX_PERSONA_CHARS", "create_agent", "list_agents", "resolve_agents", "unknown_agents"]
+
+MAX_PERSONA_CHARS = 2_000
+MAX_NAME_CHARS = 80
+
+BUILTIN_AGENTS: dict[str, AgentProfile] = {
+    a.id: a
+    for a in (
+        AgentProfile(id="teacher", name="Ms. Rivera", role="teacher",
+                     persona="A patient teacher who explains with clear steps and concrete examples, checks "
+                             "understanding often and welcomes questions."),
+        AgentProfile(id="assistant", name="Sam", role="assistant",
+                     persona="A teaching assistant who recaps each scene in a few words and answers follow-up "
+                             "questions."),
+        AgentProfile(id="classmate_1", name="Mia", role="classmate",
+                     persona="A classmate: curious and quick to ask for concrete examples."),
+        AgentProfile(id="classmate_2", name="Leo", role="classmate",
+                     persona="A classmate: a friendly sceptic who likes to test every claim."),
+    )
+}
+"""The built-in agents, by id. Read-only; updated with releases."""
+
+_INSERT = "INSERT INTO agents (id, owner_id, name, role, persona) VALUES ($1, $2, $3, $4, $5)"
+_BY_IDS = "SELECT id, name, role, persona FROM agents WHERE owner_id = $1 AND id = ANY($2::text[])"
+_LIST = "SELECT id, name, role, persona FROM agents WHERE owner_id = $1 ORDER BY created_at, id"
+
+
+async def create_agent(db: Database, owner: str, name: str, role: str, persona: str = "") -> AgentProfile:
+    """Add a custom agent for ``owner``; InvalidInput for an empty or too long name, an unknown role."""
+    name = " ".join(name.split())
+    if not name:
+        raise errors.InvalidInput("an agent needs a name", path="name")
+    if len(name) > MAX_NAME_CHARS:
+        raise errors.InvalidInput(f"an agent's name is at most {MAX_NAME_CHARS} characters", path="name")
+    if role not in ("teacher", "assistant", "classmate"):
+        raise errors.InvalidInput(f"unknown role {role!r}; expected teacher, assistant or classmate", path="role")
+    if len(persona) > MAX_PERSONA_CHARS:
+        raise errors.InvalidInput(f"an agent's persona is at most {MAX_PERSONA_CHARS} characters", path="persona")
+    agent = AgentProfile(id="agent_" + uuid.uuid4().hex[:16], name=name, role=role,  # type: ignore[arg-type]
+                         persona=persona.strip())
+    await db.execute(_INSERT, agent.id, owner, agent.name, agent.role, agent.persona)
+    return agent
+
+
+async def list_agents(db: Database, owner: str) -> list[AgentProfile]:
+    """The built-in agents, then ``owner``'s custom agents in creation order."""
+    rows = await db.fetch(_LIST, owner)
+    return [*BUILTIN_AGENTS.values(), *(AgentProfile(id=r["id"], name=r["name"], role=r["role"],
+                                                      persona=r["persona"]) for r in rows)]
+
+
+async def _custom(db: Database, owner: str, ids: Sequence[str]) -> dict[str, AgentProfile]:
+    wanted = [i for i in ids if i not in BUILTIN_AGENTS]
+    if not wanted:
+        return {}
+    rows = await db.fetch(_BY_IDS, owner, wanted)
+    return {r["id"]: AgentProfile(id=r["id"], name=r["name"], role=r["role"], persona=r["persona"]) for r in rows}
+
+
+async def unknown_agents(db: Database, owner: str, ids: Sequence[str]) -> list[str]:
+    """The ids among ``ids`` that are neither built-in nor ``owner``'s custom agents."""
+    custom = await _custom(db, owner, ids)
+    return [i for i in ids if i not in BUILTIN_AGENTS and i not in custom]
+
+
+async def resolve_agents(db: Database, owner: str, ids: Sequence[str]) -> list[AgentProfile]:
+    """The profiles of ``ids`` in order (duplicates dropped); NotFound naming the first unknown id."""
+    unique = list(dict.fromkeys(ids))
+    custom = await _custom(db, owner, unique)
+    out = []
+    for i in unique:
+        profile = BUILTIN_AGENTS.get(i) or custom.get(i)
+        if profile is None:
+            raise errors.NotFound(f"agent {i!r} no longer exists", agent_id=i)
+        out.append(profile)
+    return out

@@ -1,0 +1,217 @@
+"""The state of a generation run: a pure fold of its events, and the pipeline's next step.
+
+``evolve`` is the only place that gives run events their meaning; the kind (which decides) and the control plane
+(which validates commands and answers snapshots) both fold with it, so they can never disagree about a run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Iterable
+
+import msgspec
+
+from openmaic.courses.events import Scene
+from openmaic.courses.schema import AgentProfile, OutlineItem, SceneActions, SceneContent
+from openmaic.events.core import LeaseReleased, SessionEnded
+from openmaic.events.types import Event
+from openmaic.runs.events import (
+    RunAdmissionDeferred,
+    RunAdmitted,
+    RunAgentsSelected,
+    RunCreated,
+    RunInput,
+    RunMaterialsExtracted,
+    RunOutlineConfirmed,
+    RunOutlineItem,
+    RunOutlineProposed,
+    RunOutlineRestarted,
+    RunRetryRequested,
+    RunSceneActions,
+    RunSceneContent,
+    RunState as RunStateName,
+    RunStateChanged,
+    RunStepCompleted,
+    RunStepFailed,
+    RunStepStarted,
+    RunStopRequested,
+)
+
+COUNTDOWN_WAIT = "outline countdown"
+"""The ``lease.released`` reason of the wait that runs the countdown; seeing it means the countdown ran out."""
+
+_SCENE_NS = uuid.UUID("6f6d6169-632d-7363-656e-652d69647300")
+
+
+def scene_id(course_id: str, revision: int, index: int) -> str:
+    """The id of a scene of a confirmed outline: stable, so every writer (and a retry) names it alike."""
+    return "sc_" + uuid.uuid5(_SCENE_NS, f"{course_id}\x1f{revision}\x1f{index}").hex[:16]
+
+
+class SceneProgress(msgspec.Struct, frozen=True, kw_only=True):
+    """What the run has committed for one scene of the confirmed outline."""
+
+    content: SceneContent | None = None
+    actions: SceneActions | None = None
+
+
+class RunState(msgspec.Struct, frozen=True, kw_only=True):
+    """A generation run as its events say it is."""
+
+    seq: int = 0
+    run_id: str = ""
+    course_id: str = ""
+    owner_id: str = ""
+    input: RunInput | None = None
+    state: RunStateName = "preparing"
+    previous: RunStateName | None = None
+    step: str | None = None
+    """The step started last (or the one the run paused on)."""
+    materials_done: bool = False
+    materials_text: str = ""
+    material_images: tuple[str, ...] = ()
+    streamed: tuple[OutlineItem, ...] = ()
+    """Outline items streamed so far by the outline step in flight."""
+    title: str = ""
+    proposed: tuple[OutlineItem, ...] = ()
+    proposed_revision: int = 0
+    countdown_until: dt.datetime | None = None
+    countdown_waited: bool = False
+    confirmed: tuple[OutlineItem, ...] = ()
+    confirmed_revision: int = 0
+    confirmed_by: str | None = None
+    agents: tuple[AgentProfile, ...] = ()
+    agents_done: bool = False
+    scenes: tuple[SceneProgress, ...] = ()
+    failures: dict[str, int] = {}
+    """Failures of each step since it last completed (or was retried by a user)."""
+    paused_step: str | None = None
+    error: str | None = None
+    retry_requested: bool = False
+    stop_requested: bool = False
+    stop_reason: str | None = None
+    admitted_attempt: int = 0
+    deferred_attempt: int = 0
+    deferred_until: dt.datetime | None = None
+    ended: str | None = None
+
+    @property
+    def outline_revision(self) -> int:
+        """The revision clients confirm against: the confirmed one, else the proposed one (0 before any)."""
+        return self.confirmed_revision or self.proposed_revision
+
+    @property
+    def outline(self) -> tuple[OutlineItem, ...]:
+        """The best outline there is: confirmed, else proposed, else what has streamed so far."""
+        return self.confirmed or self.proposed or self.streamed
+
+    @property
+    def scenes_total(self) -> int:
+        return len(self.scenes)
+
+    @property
+    def scenes_completed(self) -> int:
+        return sum(1 for s in self.scenes if s.actions is not None)
+
+    def scene(self, index: int, *, content: SceneContent | None = None, actions: SceneActions | None = None,
+              ready: bool = False) -> Scene:
+        """Scene ``index`` of the confirmed outline as a course scene, with the given output."""
+        item = self.confirmed[index]
+        return Scene(
+            id=scene_id(self.course_id, self.confirmed_revision, index), title=item.title, goal=item.goal,
+            kind=item.kind, key_points=list(item.key_points), content=content, actions=actions,
+            status="ready" if ready else "pending",
+        )
+
+
+def _set_scene(scenes: tuple[SceneProgress, ...], index: int, **change: object) -> tuple[SceneProgress, ...]:
+    if not 0 <= index < len(scenes):
+        return scenes  # an output for a scene of another outline: nothing to record
+    out = list(scenes)
+    out[index] = msgspec.structs.replace(out[index], **change)
+    return tuple(out)
+
+
+def evolve(state: RunState, event: Event, seq: int) -> RunState:
+    """Pure fold of one event of a run stream."""
+    r = msgspec.structs.replace
+    s = r(state, seq=seq)
+    match event:
+        case RunCreated(course_id=course, owner_id=owner, input=inp, run_id=run_id):
+            return r(s, course_id=course, owner_id=owner, input=inp, run_id=run_id or s.run_id)
+        case RunStateChanged(state=new, step=step, error=error):
+            if new == "paused":
+                return r(s, state=new, previous=s.state, paused_step=step, step=step or s.step, error=error)
+            return r(s, state=new, previous=s.state, paused_step=None, error=None if s.state == "paused" else s.error)
+        case RunStepStarted(step=step):
+            return r(s, step=step)
+        case RunStepCompleted(step=step):
+            failures = {k: v for k, v in s.failures.items() if k != step}
+            return r(s, failures=failures, retry_requested=False, error=None)
+        case RunStepFailed(step=step, error=error):
+            return r(s, failures={**s.failures, step: s.failures.get(step, 0) + 1}, error=error)
+        case RunRetryRequested(step=step):
+            return r(s, failures={**s.failures, step: 0}, retry_requested=True)
+        case RunStopRequested(reason=reason):
+            return r(s, stop_requested=True, stop_reason=reason)
+        case RunAdmitted(attempt=attempt):
+            return r(s, admitted_attempt=attempt)
+        case RunAdmissionDeferred(attempt=attempt, until=until):
+            return r(s, deferred_attempt=attempt, deferred_until=until)
+        case RunMaterialsExtracted(text=text, images=images):
+            return r(s, materials_done=True, materials_text=text, material_images=tuple(images))
+        case RunOutlineRestarted():
+            return r(s, streamed=())
+        case RunOutlineItem(index=index, item=item):
+            # Index 0 starts a new stream: an earlier attempt's items are replaced, never mixed in.
+            items = () if index == 0 else s.streamed[:index]
+            return r(s, streamed=(*items, item))
+        case RunOutlineProposed(revision=rev, title=title, items=items, countdown_until=until):
+            return r(s, proposed=tuple(items), proposed_revision=rev, title=title, countdown_until=until,
+                     countdown_waited=False, streamed=())
+        case RunOutlineConfirmed(revision=rev, items=items, by=by):
+            if s.confirmed_revision:
+                return s  # the first confirmation is the one the course was built from
+            confirmed = tuple(items) or s.proposed
+            return r(s, confirmed=confirmed, confirmed_revision=rev, confirmed_by=by,
+                     scenes=tuple(SceneProgress() for _ in confirmed))
+        case RunAgentsSelected(agents=agents):
+            return r(s, agents=tuple(agents), agents_done=True)
+        case RunSceneContent(index=index, content=content):
+            return r(s, scenes=_set_scene(s.scenes, index, content=content))
+        case RunSceneActions(index=index, actions=actions):
+            return r(s, scenes=_set_scene(s.scenes, index, actions=actions))
+        case LeaseReleased(reason=reason) if reason == COUNTDOWN_WAIT:
+            return r(s, countdown_waited=s.proposed_revision > 0 and not s.confirmed_revision)
+        case SessionEnded(status=status):
+            return r(s, ended=status)
+        case _:
+            return s
+
+
+def fold(events: Iterable[tuple[Event, int]], state: RunState | None = None) -> RunState:
+    """Fold ``(event, seq)`` pairs onto ``state`` (a fresh run by default)."""
+    st = RunState() if state is None else state
+    for event, seq in events:
+        st = evolve(st, event, seq)
+    return st
+
+
+def next_step(state: RunState) -> str | None:
+    """The pipeline's next step, ``"confirm"`` while the outline awaits confirmation, None when all is done."""
+    inp = state.input
+    if inp is not None and inp.material_ids and not state.materials_done:
+        return "materials"
+    if not state.proposed_revision:
+        return "outline"
+    if not state.confirmed_revision:
+        return "confirm"
+    if not state.agents_done:
+        return "agents"
+    for i, scene in enumerate(state.scenes):
+        if scene.content is None:
+            return f"scene:{i}:content"
+        if scene.actions is None:
+            return f"scene:{i}:actions"
+    return None

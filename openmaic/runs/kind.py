@@ -1,0 +1,403 @@
+"""The ``generation`` kind: a classic run as a fixed pipeline of steps on the durable runtime.
+
+Pipeline (``next_step`` in :mod:`openmaic.runs.fold`)::
+
+    admission (every claimed attempt) → materials (only with material_ids) → outline → confirmation
+    → agents → scene:<i>:content, scene:<i>:actions for each scene → completed
+
+Every step commits its output, the run's state change and the course's changes in ONE append (the step's
+``Outcome`` with ``also=[course append]``): that append is the checkpoint, and a takeover resumes after the
+last one, re-running at most the step that was in flight. The outline step additionally commits each outline
+item as it streams in (``run.outline_item``); a provider retry restarts the stream (``run.outline_restarted``).
+
+Confirmation follows ``outline_review``: ``wait`` gives the stream back (status waiting, no worker) until the
+``confirm-outline`` command; ``auto`` confirms in the outline step's own append; ``countdown`` waits until
+``countdown_until`` (database clock) and, woken without a user's confirmation, confirms by itself. That
+self-confirmation is committed as a ``Wait`` decision because the runtime fences a wait by the folded head
+seq: a user's confirmation landing at the same moment makes it refused and re-decided, so the outline is never
+confirmed twice.
+
+A failed step (provider error, invalid output, deadline) commits ``run.step_failed {will_retry: true}`` and is
+run again after an exponential backoff, up to ``runtime.step_retries`` times; then the run pauses
+(``run.state_changed paused``) and waits for ``retry``. A stop request (the course was deleted) or a cancel
+request settles the run ``stopped`` at the next step boundary.
+
+Worker services (``ctx.services``): ``log`` (the :class:`~openmaic.events.log.EventLog`, whose ``db`` also
+serves materials and custom agents) and ``models`` (a :class:`~openmaic.models.provider.ModelRouter`); see
+:class:`RunServices`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+import trio
+
+from openmaic.actors.kind import Core, Decision, Finish, Outcome, Step, StepContext, Wait
+from openmaic.config import Config
+from openmaic.courses.events import CourseAgentsSet, CourseSceneSet
+from openmaic.courses.schema import AgentProfile, AgentRoster, Outline, OutlineItem, SceneActions, SceneContent
+from openmaic.errors import InvalidInput, OpenMaicError
+from openmaic.events.log import EventLog, StreamAppend
+from openmaic.events.types import Event
+from openmaic.materials import material_texts
+from openmaic.models.errors import OutputInvalid
+from openmaic.models.incremental import StreamedArray
+from openmaic.models.provider import ModelRouter
+from openmaic.runs import prompts
+from openmaic.runs.admission import admit
+from openmaic.runs.agents import resolve_agents
+from openmaic.runs.decide import (
+    AWAITING,
+    INTERRUPTED,
+    PAUSED,
+    QUEUED,
+    check_outline,
+    completed,
+    confirmation,
+    pause,
+    stopped,
+)
+from openmaic.runs.events import (
+    RunAdmissionDeferred,
+    RunAgentsSelected,
+    RunInput,
+    RunMaterialsExtracted,
+    RunOutlineItem,
+    RunOutlineProposed,
+    RunOutlineRestarted,
+    RunSceneActions,
+    RunSceneContent,
+    RunStateChanged,
+    RunStepCompleted,
+    RunStepFailed,
+    RunStepStarted,
+)
+from openmaic.runs.fold import COUNTDOWN_WAIT, RunState, evolve, next_step
+
+__all__ = ["GenerationKind", "RunServices", "StepDeadlineExceeded"]
+
+RESUME_NOW = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
+"""A ``wake_at`` in the past: give the stream back and let it be claimed again at once."""
+
+ADMISSION_DEADLINE_S = 30.0
+
+
+class StepDeadlineExceeded(OpenMaicError):
+    """A step ran longer than its deadline (``runtime.step_deadlines``)."""
+
+    code = "step_deadline_exceeded"
+    status = 504
+
+
+@dataclass(frozen=True)
+class RunServices:
+    """What the generation kind needs from its worker (``Worker(..., services=RunServices(...))``)."""
+
+    log: EventLog
+    models: ModelRouter
+
+
+class _Pump:
+    """Commits streamed outline items in order, batching whatever arrived while the previous commit was out."""
+
+    def __init__(self, ctx: StepContext) -> None:
+        self._ctx = ctx
+        self._pending: list[Event] = []
+        self._wake = trio.Event()
+        self._closed = False
+        self._sending = False
+        self.emitted = False
+
+    def put(self, events: Sequence[Event]) -> None:
+        self._pending.extend(events)
+        self._wake.set()
+
+    def restart(self, event: Event) -> None:
+        # Items not yet sent belong to the abandoned output: drop them; tell readers only if some went out.
+        self._pending = [event] if self.emitted or self._sending else []
+        self._wake.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            while self._pending:
+                batch, self._pending = self._pending, []
+                self._sending = True
+                await self._ctx.emit(batch)
+                self._sending = False
+                self.emitted = True
+            if self._closed:
+                return
+
+
+def _check_content(content: SceneContent, kind: str) -> SceneContent:
+    member = getattr(content, kind, None) if kind in ("slide", "quiz", "interactive") else None
+    if content.kind != kind or member is None:
+        raise OutputInvalid(f"the model wrote {content.kind} content for a {kind} scene")
+    if kind == "quiz" and (not content.quiz or not content.quiz.questions):
+        raise OutputInvalid("the model wrote a quiz without questions")
+    return content
+
+
+def _check_roster(agents: Sequence[AgentProfile]) -> list[AgentProfile]:
+    unique = list({a.id: a for a in agents if a.id.strip()}.values())
+    if not unique or not any(a.role == "teacher" for a in unique):
+        raise OutputInvalid("the model's agent roster has no teacher")
+    return unique
+
+
+def _check_actions(actions: SceneActions, agents: Sequence[AgentProfile]) -> SceneActions:
+    if not actions.actions:
+        raise OutputInvalid("the model wrote no actions for the scene")
+    known = {a.id for a in agents}
+    lead = next((a.id for a in agents if a.role == "teacher"), agents[0].id if agents else "")
+    if all(a.agent_id in known for a in actions.actions) or not lead:
+        return actions
+    # An action by an agent that is not in the roster would have nobody to perform it: the teacher takes it.
+    fixed = [a if a.agent_id in known else msgspec.structs.replace(a, agent_id=lead) for a in actions.actions]
+    return SceneActions(actions=fixed)
+
+
+class GenerationKind:
+    """Classic generation runs (kind ``generation``); see the module docstring."""
+
+    name = "generation"
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        retry_backoff_s: float = 1.0,
+        countdown_s: float = 2.5,
+        admission_poll_s: float = 1.0,
+    ) -> None:
+        self.config = config
+        self.deadlines = config.runtime.step_deadlines
+        self.retries = config.runtime.step_retries
+        self.active_limit = config.limits.active_runs_per_owner
+        self.retry_backoff_s = retry_backoff_s
+        self.countdown_s = countdown_s
+        self.admission_poll_s = admission_poll_s
+
+    # -- the fold and the decision (pure) ---------------------------------------------------------------------
+
+    def initial(self) -> RunState:
+        return RunState()
+
+    def evolve(self, state: RunState, event: Event, seq: int) -> RunState:
+        return evolve(state, event, seq)
+
+    def decide(self, state: RunState, core: Core) -> Decision:
+        if state.stop_requested:
+            return stopped(state)
+        if state.state == "paused":
+            return Wait(reason=PAUSED)
+        step = next_step(state)
+        if step == "confirm":
+            return self._confirm(state)
+        if state.admitted_attempt != core.attempt:
+            if state.deferred_attempt == core.attempt and state.deferred_until is not None:
+                return Wait(wake_at=state.deferred_until, reason=QUEUED)
+            return Step(name="admission", handler=self._bind(self._admission, state), deadline=ADMISSION_DEADLINE_S)
+        if step is None:
+            return completed(state)
+        return self._step(step, state)
+
+    def _confirm(self, state: RunState) -> Wait:
+        review = state.input.outline_review if state.input is not None else "wait"
+        if review == "wait":
+            return Wait(reason=AWAITING)
+        if review == "countdown" and not state.countdown_waited and state.countdown_until is not None:
+            return Wait(wake_at=state.countdown_until, reason=COUNTDOWN_WAIT)
+        by = "countdown" if review == "countdown" else "auto"
+        events, course = confirmation(state, state.proposed_revision, state.proposed, by)
+        return Wait(events=events, also=[course], wake_at=RESUME_NOW, reason=f"outline confirmed ({by})")
+
+    def _step(self, name: str, state: RunState) -> Step:
+        d = self.deadlines
+        if name == "materials":
+            fn, deadline = self._materials, d.materials
+        elif name == "outline":
+            fn, deadline = self._outline, d.outline
+        elif name == "agents":
+            fn, deadline = self._agents, d.agents
+        elif name.endswith(":content"):
+            fn, deadline = self._content, d.content
+        else:
+            fn, deadline = self._actions, d.actions
+        failures = state.failures.get(name, 0)
+        backoff = self.retry_backoff_s * 2 ** (failures - 1) if failures else 0.0
+        bound = self._bind(fn, state)
+
+        async def handler(ctx: StepContext) -> Outcome:
+            if backoff:
+                await trio.sleep(backoff)
+            # The step's own deadline, measured after the backoff, so its message names the configured time.
+            with trio.move_on_after(deadline) as scope:
+                await ctx.emit(self._started(state, name))
+                return await bound(ctx)
+            assert scope.cancelled_caught
+            raise StepDeadlineExceeded(f"step {name} exceeded its deadline of {deadline:g} s", step=name)
+
+        # The runtime's deadline is only a backstop: the handler's own fires first.
+        return Step(name=name, handler=handler, deadline=backoff + deadline + 1.0)
+
+    @staticmethod
+    def _bind(
+        fn: Callable[[StepContext, RunState], Awaitable[Outcome]], state: RunState
+    ) -> Callable[[StepContext], Awaitable[Outcome]]:
+        async def handler(ctx: StepContext) -> Outcome:
+            return await fn(ctx, state)
+
+        return handler
+
+    @staticmethod
+    def _started(state: RunState, step: str) -> list[Event]:
+        target = "preparing" if step == "materials" else "outlining" if step == "outline" else "generating"
+        events: list[Event] = []
+        if state.state != target:
+            events.append(RunStateChanged(state=target, previous=state.state, step=step))  # type: ignore[arg-type]
+        events.append(RunStepStarted(step=step))
+        return events
+
+    def step_failed(self, state: RunState, core: Core, step: str, error: str) -> Outcome | Wait | Finish:
+        if self.retries and state.failures.get(step, 0) < self.retries:
+            # Not progress: a crash loop of failing attempts must still reach the unattended cap.
+            return Outcome(events=[RunStepFailed(step=step, error=error, will_retry=True)], progress=False)
+        # Committed as an outcome, and the next decision parks the paused run: a Wait here would be fenced by
+        # the head seq from before the step, which the step's own emitted events (run.step_started) moved on,
+        # so the runtime would refuse it, lose the failure and run the step again.
+        return Outcome(events=pause(state, step, error, RunStepFailed(step=step, error=error, will_retry=False)))
+
+    def over_cap(self, state: RunState, core: Core) -> Wait | Finish:
+        if state.stop_requested:
+            return stopped(state)
+        return Wait(events=pause(state, next_step(state) or state.step, INTERRUPTED), reason=PAUSED)
+
+    def cancelled(self, state: RunState, core: Core) -> Finish:
+        return stopped(state, "cancelled")
+
+    # -- step handlers ------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _services(ctx: StepContext) -> RunServices:
+        return ctx.services  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _input(state: RunState) -> RunInput:
+        assert state.input is not None, "a run stream starts with run.created"
+        return state.input
+
+    async def _admission(self, ctx: StepContext, state: RunState) -> Outcome:
+        log = self._services(ctx).log
+        result = await admit(log, state.owner_id, ctx.stream_id, ctx.attempt, self.active_limit)
+        if result.admitted:
+            return Outcome()  # run.admitted was committed under the owner's lock, with the count
+        until = result.now + dt.timedelta(seconds=self.admission_poll_s)
+        deferred = RunAdmissionDeferred(attempt=ctx.attempt, active=result.active, limit=self.active_limit,
+                                        until=until)
+        return Outcome(events=[deferred])
+
+    async def _materials(self, ctx: StepContext, state: RunState) -> Outcome:
+        db = self._services(ctx).log.db
+        text, images = await material_texts(db, state.owner_id, self._input(state).material_ids)
+        return Outcome(events=[RunMaterialsExtracted(text=text, images=images), RunStepCompleted(step="materials")])
+
+    async def _outline(self, ctx: StepContext, state: RunState) -> Outcome:
+        services = self._services(ctx)
+        inp = self._input(state)
+        provider, model = services.models.for_slot("course.outline")
+        revision = state.proposed_revision + 1
+        streamed = StreamedArray("items", OutlineItem)
+        pump = _Pump(ctx)
+
+        def on_delta(text: str) -> None:
+            items = streamed.feed(text)
+            first = streamed.count - len(items)
+            pump.put([RunOutlineItem(index=first + k, item=it, revision=revision) for k, it in enumerate(items)])
+
+        def on_retry() -> None:
+            streamed.reset()
+            pump.restart(RunOutlineRestarted(revision=revision))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pump.run)
+            try:
+                outline = await provider.complete(
+                    model, prompts.outline_messages(inp, state.materials_text), Outline,
+                    on_delta=on_delta, on_retry=on_retry,
+                )
+            finally:
+                pump.close()
+        try:
+            check_outline(outline.items)
+        except InvalidInput as exc:
+            raise OutputInvalid(f"the model's outline cannot be used: {exc.message}") from None
+
+        until = None
+        if inp.outline_review == "countdown":
+            # The database's clock: the countdown's wake-up is judged by the claim query against now().
+            now = await services.log.db.fetchval("SELECT clock_timestamp()")
+            until = now + dt.timedelta(seconds=self.countdown_s)
+        proposed = RunOutlineProposed(revision=revision, title=outline.title.strip() or state.title,
+                                      items=outline.items, countdown_until=until)
+        events: list[Event] = [proposed, RunStepCompleted(step="outline")]
+        if inp.outline_review == "auto":
+            after = evolve(msgspec.structs.replace(state, state="outlining"), proposed, state.seq)
+            confirmed, course = confirmation(after, revision, outline.items, "auto", previous="outlining")
+            return Outcome(events=[*events, *confirmed], also=[course])
+        events.append(RunStateChanged(state="awaiting_outline_confirmation", previous="outlining"))
+        return Outcome(events=events)
+
+    async def _agents(self, ctx: StepContext, state: RunState) -> Outcome:
+        services = self._services(ctx)
+        inp = self._input(state)
+        if inp.agents == "auto":
+            provider, model = services.models.for_slot("course.agents")
+            roster = await provider.complete(
+                model, prompts.agents_messages(inp, state.title, list(state.confirmed)), AgentRoster
+            )
+            agents = _check_roster(roster.agents)
+        else:
+            agents = await resolve_agents(services.log.db, state.owner_id, inp.agents)
+        course = StreamAppend(stream_id=state.course_id, events=[CourseAgentsSet(agents=agents)])
+        return Outcome(events=[RunAgentsSelected(agents=agents), RunStepCompleted(step="agents")], also=[course])
+
+    async def _content(self, ctx: StepContext, state: RunState) -> Outcome:
+        step = next_step(state)
+        assert step is not None
+        index = int(step.split(":")[1])
+        item = state.confirmed[index]
+        provider, model = self._services(ctx).models.for_slot(f"course.content.{item.kind}")
+        messages = prompts.content_messages(self._input(state), state.title, list(state.confirmed), index,
+                                            state.materials_text)
+        content = _check_content(await provider.complete(model, messages, SceneContent), item.kind)
+        scene = state.scene(index, content=content)
+        course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
+        return Outcome(events=[RunSceneContent(index=index, content=content), RunStepCompleted(step=step)],
+                       also=[course])
+
+    async def _actions(self, ctx: StepContext, state: RunState) -> Outcome:
+        step = next_step(state)
+        assert step is not None
+        index = int(step.split(":")[1])
+        item = state.confirmed[index]
+        content = state.scenes[index].content
+        assert content is not None
+        provider, model = self._services(ctx).models.for_slot("course.actions")
+        messages = prompts.actions_messages(self._input(state), state.title, item, content, list(state.agents))
+        actions = _check_actions(await provider.complete(model, messages, SceneActions), state.agents)
+        scene = state.scene(index, content=content, actions=actions, ready=True)
+        course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
+        return Outcome(events=[RunSceneActions(index=index, actions=actions), RunStepCompleted(step=step)],
+                       also=[course])
+

@@ -1,0 +1,51 @@
+"""Scene content for ``generate_scene``: the classic pipeline's scene-content step, reused.
+
+One structured model call on slot ``course.content.<kind>`` with the classic step's own prompt
+(:func:`openmaic.runs.prompts.content_messages`: the scene in the context of the whole outline), returning a
+:class:`SceneContent` of the scene's kind.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openmaic.courses.events import CourseDocument, Scene
+from openmaic.courses.schema import SceneContent
+from openmaic.models.errors import OutputInvalid
+from openmaic.runs.events import RunInput
+from openmaic.runs.prompts import content_messages
+
+NEW_COURSE_TITLE = "Untitled course"
+"""The title of a course a workbench session creates (it has no requirement yet)."""
+
+
+def _requirement(doc: CourseDocument, scene: Scene) -> str:
+    # A course made in the workbench has no requirement: its title, once the user gave it one, says what it
+    # is about; before that the scene's own title is the best subject there is.
+    if doc.requirement.strip():
+        return doc.requirement
+    if doc.title.strip() and doc.title != NEW_COURSE_TITLE:
+        return doc.title
+    return scene.title
+
+
+def check_content(content: SceneContent, kind: str) -> SceneContent:
+    """``content`` when it is of ``kind`` with that member filled in, else OutputInvalid."""
+    member = {"slide": content.slide, "quiz": content.quiz, "interactive": content.interactive}.get(kind)
+    if content.kind != kind or member is None:
+        raise OutputInvalid(f"the model wrote {content.kind} content for a {kind} scene")
+    if content.quiz is not None and kind == "quiz" and not content.quiz.questions:
+        raise OutputInvalid("the model wrote a quiz without questions")
+    return content
+
+
+async def generate_scene_content(models: Any, doc: CourseDocument, scene: Scene) -> SceneContent:
+    """The content of ``scene`` (one of ``doc``'s scenes), from the provider routed for its kind.
+
+    Raises ``ProviderError`` (``OutputInvalid`` when the reply does not fit the scene).
+    """
+    index = next(i for i, s in enumerate(doc.scenes) if s.id == scene.id)
+    inp = RunInput(requirement=_requirement(doc, scene), language=doc.language)
+    messages = content_messages(inp, doc.title, doc.outline, index, "")
+    provider, model = models.for_slot(f"course.content.{scene.kind}")
+    return check_content(await provider.complete(model, messages, SceneContent), scene.kind)

@@ -1,0 +1,170 @@
+"""The workbench control plane: create a session, read its snapshot, post follow-ups, cancel.
+
+What the HTTP layer calls (all idempotent by ``command_id``, all raising :class:`~openmaic.errors.OpenMaicError`
+subclasses that carry their HTTP status):
+
+* ``create_session(owner, command_id, course_id=None, message=None)`` — a session on a new, empty course or on
+  one of the owner's courses that no run is building. The session id is derived from ``(owner, command_id)``,
+  so repeating the call returns the same session and writes nothing. With a first message the session is
+  queued (a worker takes it up); without one it waits, idle, for ``post_message``.
+* ``snapshot(owner, session_id)`` — ``{id, status, course_id, head_seq, error, turns, question, …}``.
+* ``post_message(owner, session_id, command_id, text, delivery)`` — a follow-up: ``steer`` joins the next model
+  call; ``queued`` waits until the model finishes its current exchange. An idle, failed or cancelled session
+  is re-queued by it (a failed one retries).
+* ``cancel(owner, session_id, command_id)`` — aborts the turn in flight and ends the session ``cancelled``;
+  a later message revives it. Cancelling an ended session is a 409.
+
+A session of another owner is a 404, identical to a missing one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any, Literal
+
+import msgspec
+
+from openmaic import errors
+from openmaic.actors.commands import CommandResult, Commands, create_session, owned_stream
+from openmaic.courses.events import CourseCreated
+from openmaic.events.core import SessionMessagePosted
+from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.workbench import fold
+from openmaic.workbench.content import NEW_COURSE_TITLE
+from openmaic.workbench.tools import fold_course
+
+KIND = "workbench"
+MAX_MESSAGE_CHARS = 20_000
+
+_NAMESPACE = uuid.UUID("6397d3e5-bbcb-4d96-8ea4-ec3e378ab809")
+_MAX_RACES = 10
+
+Delivery = Literal["steer", "queued"]
+
+
+def session_id_for(owner_id: str, command_id: str) -> str:
+    """The id of the session that ``command_id`` creates for ``owner_id`` (the same every time)."""
+    return str(uuid.uuid5(_NAMESPACE, f"workbench-session\x00{owner_id}\x00{command_id}"))
+
+
+def new_course_id(session_id: str) -> str:
+    """The id of the course a session creates when it is not given one."""
+    return str(uuid.uuid5(_NAMESPACE, f"workbench-course\x00{session_id}"))
+
+
+class SessionSnapshot(msgspec.Struct, frozen=True, kw_only=True):
+    """A workbench session as the API shows it (``GET /api/sessions/{id}``)."""
+
+    id: str
+    status: str
+    """queued | running | idle | failed | cancelled"""
+    course_id: str | None
+    head_seq: int
+    error: str | None = None
+    """Why the session last failed (cleared by its next completed turn)."""
+    turns: int = 0
+    """Model turns committed."""
+    question: str | None = None
+    """The agent's question (``ask_user``) that the session is waiting on, if any."""
+    pending_messages: int = 0
+    """Follow-ups posted and not yet delivered to the model."""
+    created_at: dt.datetime
+
+
+def _check_text(text: str, field: str) -> None:
+    if not text.strip():
+        raise errors.InvalidInput(f"{field} must not be empty", field=field)
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise errors.InvalidInput(f"{field} is longer than {MAX_MESSAGE_CHARS} characters", field=field)
+
+
+class WorkbenchSessions:
+    """Workbench sessions for the API: create, snapshot, messages, cancel (see the module's doc)."""
+
+    def __init__(self, log: EventLog, commands: Commands | None = None) -> None:
+        self.log = log
+        self.commands = commands or Commands(log)
+
+    async def create_session(
+        self, owner: str, command_id: str, course_id: str | None = None, message: str | None = None
+    ) -> SessionSnapshot:
+        """Create (or, for a repeated ``command_id``, find) the owner's session; see the module's doc.
+
+        Raises StreamNotFound (404) for a course that is missing, deleted or another owner's; Conflict (409)
+        for a course a generation run is building; InvalidInput (422) for an empty message.
+        """
+        if message is not None:
+            _check_text(message, "message")
+        sid = session_id_for(owner, command_id)
+        for _ in range(_MAX_RACES):
+            row = await self.log.stream(sid)
+            if row is not None:
+                return await self.snapshot(owner, sid)
+            course, also = await self._course_for(owner, sid, course_id)
+            events = [SessionMessagePosted(text=message, delivery="queued")] if message is not None else []
+            inp: dict[str, Any] = {"course_id": course, "new_course": course_id is None}
+            if message is not None:
+                inp["message"] = message
+            try:
+                await create_session(
+                    self.log, stream_id=sid, kind=KIND, owner_id=owner, command_id=command_id, events=events,
+                    input=inp, status="queued" if message is not None else "waiting", also=also,
+                )
+            except (errors.WrongExpectedSeq, errors.StreamExists):
+                # The course moved on since we checked it (a run may have locked it), or the same command is
+                # being applied concurrently: look again.
+                continue
+            return await self.snapshot(owner, sid)
+        raise errors.Conflict("the course is changing too fast to open a session on it; retry")
+
+    async def _course_for(
+        self, owner: str, session_id: str, course_id: str | None
+    ) -> tuple[str, list[StreamAppend]]:
+        """The session's course id and the append that goes with the session's creation."""
+        if course_id is None:
+            new = new_course_id(session_id)
+            return new, [StreamAppend(stream_id=new, events=[CourseCreated(title=NEW_COURSE_TITLE)],
+                                      create=NewStream("course", owner))]
+        row = await owned_stream(self.log, owner, course_id, kind="course")
+        doc = await fold_course(self.log, course_id)
+        if doc.deleted or row["deleted_at"] is not None:
+            raise errors.StreamNotFound(f"no course {course_id!r}", stream_id=course_id)
+        if doc.locked_by is not None:
+            raise errors.Conflict(
+                f"course {course_id} is being generated by run {doc.locked_by}; "
+                "open it in the workbench once the run has completed",
+                course_id=course_id, run_id=doc.locked_by,
+            )
+        # An empty append fenced by the head we checked: if a run locks the course before the session is
+        # created, the creation is refused and we look again, so a session never opens on a locked course.
+        return course_id, [StreamAppend(stream_id=course_id, events=[], expected_seq=doc.seq)]
+
+    async def snapshot(self, owner: str, session_id: str) -> SessionSnapshot:
+        """The session's current snapshot; StreamNotFound (404) when it is missing or another owner's."""
+        row = await owned_stream(self.log, owner, session_id, kind=KIND)
+        state = fold.initial()
+        while True:
+            page = await self.log.read_stream(session_id, after_seq=state.seq, limit=1000)
+            for e in page:
+                state = fold.evolve(state, self.log.decode(e), e.seq)
+            if len(page) < 1000:
+                break
+        return SessionSnapshot(
+            id=session_id, status=state.status, course_id=state.course_id, head_seq=state.seq,
+            error=state.error, turns=state.turns, question=state.question,
+            pending_messages=len(state.undelivered), created_at=row["created_at"],
+        )
+
+    async def post_message(
+        self, owner: str, session_id: str, command_id: str, text: str, delivery: Delivery = "queued"
+    ) -> CommandResult:
+        """Append a follow-up (``session.message_posted``); re-queues an idle or ended session."""
+        _check_text(text, "text")
+        await owned_stream(self.log, owner, session_id, kind=KIND)
+        return await self.commands.post_message(owner, session_id, command_id, text, delivery)
+
+    async def cancel(self, owner: str, session_id: str, command_id: str) -> CommandResult:
+        """Request cancellation (``session.cancel_requested``); 409 when the session has already ended."""
+        await owned_stream(self.log, owner, session_id, kind=KIND)
+        return await self.commands.cancel(owner, session_id, command_id)

@@ -1,0 +1,141 @@
+"""Every class of bad input gets the right status and a JSON error naming what was wrong, over real sockets."""
+
+from __future__ import annotations
+
+import logging
+
+import msgspec
+
+from tests.integration.api_harness import make_config, running_api, testing_bp, ws_rejection
+
+LIMITS = make_config("limits: {json_body_bytes: 1024}")
+URL = "/api/test/streams/s/messages"
+
+
+def error_of(r, status: int, code: str) -> dict:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"] == "application/json"
+    body = r.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"code", "message", "details"}
+    assert body["error"]["code"] == code, body
+    return body["error"]
+
+
+async def test_bodies_malformed_wrong_types_missing_and_unknown_fields(db):
+    async with running_api(db, LIMITS, blueprints=[testing_bp]) as api, api.client() as client:
+        await api.create_stream("s")
+        ok = await client.post(URL, json={"command_id": "c1", "text": "hi"})
+        assert ok.status_code == 202 and ok.json() == {"command_id": "c1", "seq": 2, "replayed": False}
+
+        err = error_of(await client.post(URL, content=b'{"command_id": "c1",'), 400, "malformed_json")
+        assert "not valid JSON" in err["message"]
+        error_of(await client.post(URL, content=b""), 400, "malformed_json")
+
+        cases = [
+            ({"command_id": "c", "text": 5}, "text"),
+            ({"command_id": "c", "text": "x", "delivery": "later"}, "delivery"),
+            ({"command_id": "c", "text": "x", "meta": {"count": -1}}, "meta.count"),
+            ({"command_id": "c", "text": "x", "meta": {"count": 1, "extra": 2}}, "meta.extra"),
+            ({"text": "x"}, "command_id"),
+            ({"command_id": "c", "text": "x", "bogus": True}, "bogus"),
+            ([1, 2], ""),
+        ]
+        for payload, path in cases:
+            err = error_of(await client.post(URL, json=payload), 422, "invalid_input")
+            assert err["details"]["path"] == path, (payload, err)
+            if path:
+                assert path in err["message"]
+
+
+async def test_oversized_bodies_are_refused_by_length_and_while_chunked(db):
+    async with running_api(db, LIMITS, blueprints=[testing_bp]) as api, api.client() as client:
+        await api.create_stream("s")
+        big = b'{"command_id": "c", "text": "' + b"x" * 2000 + b'"}'
+        err = error_of(await client.post(URL, content=big), 413, "payload_too_large")
+        assert err["details"] == {"limit": 1024}
+
+        async def chunked(data: bytes, size: int = 300):
+            for i in range(0, len(data), size):
+                yield data[i : i + size]
+
+        r = await client.post(URL, content=chunked(big))
+        assert "content-length" not in r.request.headers  # really chunked
+        error_of(r, 413, "payload_too_large")
+        small = b'{"command_id": "c2", "text": "' + b"y" * 700 + b'"}'
+        r = await client.post(URL, content=chunked(small))
+        assert r.status_code == 202, r.text
+        # Every route has a limit, including those without a body.
+        error_of(await client.request("GET", "/healthz", content=big), 413, "payload_too_large")
+
+
+async def test_unknown_route_and_wrong_method(db):
+    async with running_api(db, blueprints=[testing_bp]) as api, api.client() as client:
+        err = error_of(await client.get("/api/nothing/here"), 404, "not_found")
+        assert "/api/nothing/here" in err["message"]
+        r = await client.post("/api/streams/s/events", json={})
+        err = error_of(r, 405, "method_not_allowed")
+        assert "GET" in err["details"]["allowed"] and "GET" in r.headers["allow"]
+        error_of(await client.delete("/healthz"), 405, "method_not_allowed")
+
+
+async def test_unknown_ids_and_other_owners_ids_get_the_same_404(db):
+    async with running_api(db, blueprints=[testing_bp]) as api, api.client() as client:
+        missing = {
+            "page": await client.get("/api/streams/x/events"),
+            "sse": await client.get("/api/streams/x/events", headers={"Accept": "text/event-stream"}),
+            "post": await client.post("/api/test/streams/x/messages", json={"command_id": "c", "text": "t"}),
+        }
+        ws_missing = await ws_rejection(api, "/api/streams/x/ws")
+        await api.create_stream("x", owner="someone-else", events=3)
+        theirs = {
+            "page": await client.get("/api/streams/x/events"),
+            "sse": await client.get("/api/streams/x/events", headers={"Accept": "text/event-stream"}),
+            "post": await client.post("/api/test/streams/x/messages", json={"command_id": "c", "text": "t"}),
+        }
+        ws_theirs = await ws_rejection(api, "/api/streams/x/ws")
+        for name in missing:
+            a, b = missing[name], theirs[name]
+            error_of(a, 404, "stream_not_found")
+            assert (a.status_code, a.content, dict(a.headers)) == (b.status_code, b.content, dict(b.headers)), name
+        assert ws_missing.status_code == ws_theirs.status_code == 404
+        assert ws_missing.body == ws_theirs.body == missing["page"].content
+        assert (await api.log.stream("x"))["head_seq"] == 4  # nothing was written for the wrong owner
+
+
+async def test_bad_cursors_name_the_parameter(db):
+    async with running_api(db) as api, api.client() as client:
+        await api.create_stream("s", events=4)
+        for params, path in [
+            ({"after": -1}, "after"),
+            ({"after": "abc"}, "after"),
+            ({"after": "1.5"}, "after"),
+            ({"after": 6}, "after"),  # beyond the head (5)
+            ({"limit": 0}, "limit"),
+            ({"limit": 1001}, "limit"),
+            ({"limit": "ten"}, "limit"),
+        ]:
+            err = error_of(await client.get("/api/streams/s/events", params=params), 422, "invalid_input")
+            assert err["details"]["path"] == path, (params, err)
+            assert path in err["message"]
+        sse = {"Accept": "text/event-stream"}
+        for value in ("abc", "-3", "99"):
+            r = await client.get("/api/streams/s/events", headers={**sse, "Last-Event-ID": value})
+            assert error_of(r, 422, "invalid_input")["details"]["path"] == "Last-Event-ID"
+        for query in ("after=-1", "after=x", "after=9"):
+            rejected = await ws_rejection(api, f"/api/streams/s/ws?{query}")
+            assert rejected.status_code == 422
+            assert msgspec.json.decode(rejected.body)["error"]["details"]["path"] == "after"
+
+
+async def test_unexpected_errors_are_a_generic_500_with_a_logged_reference(db, caplog):
+    async with running_api(db, blueprints=[testing_bp]) as api, api.client() as client:
+        with caplog.at_level(logging.ERROR, logger="openmaic.api"):
+            r = await client.get("/api/test/boom")
+        err = error_of(r, 500, "internal_error")
+        assert "hunter2" not in r.text and "postgresql" not in r.text
+        ref = err["details"]["ref"]
+        assert ref in err["message"]
+        logged = [rec for rec in caplog.records if ref in rec.getMessage()]
+        assert logged and logged[0].exc_info is not None
+        # The server keeps serving.
+        assert (await client.get("/healthz")).status_code == 200

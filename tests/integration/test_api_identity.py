@@ -1,0 +1,105 @@
+"""Identity modes over real sockets: single user, bearer tokens, a trusted proxy's header, anonymous cookies."""
+
+from __future__ import annotations
+
+from http.cookies import SimpleCookie
+
+from openmaic.api.identity import COOKIE_MAX_AGE_S, create_token, revoke_token, token_id
+from tests.integration.api_harness import make_config, raw_ws, running_api, ws_rejection
+
+EVENTS = "/api/streams/{}/events"
+
+
+async def test_single_user_owns_everything_of_its_owner_and_nothing_else(db):
+    async with running_api(db) as api, api.client() as client:
+        await api.create_stream("mine", owner="local")
+        await api.create_stream("theirs", owner="bob")
+        assert (await client.get(EVENTS.format("mine"))).status_code == 200
+        assert (await client.get(EVENTS.format("theirs"))).status_code == 404
+    async with running_api(db, make_config("identity: {single_user_owner: bob}")) as api, api.client() as client:
+        assert (await client.get(EVENTS.format("theirs"))).status_code == 200
+        assert (await client.get(EVENTS.format("mine"))).status_code == 404
+
+
+async def test_bearer_tokens_hashed_revocable_and_required(db):
+    async with running_api(db, make_config("identity: {mode: token}")) as api, api.client() as client:
+        await api.create_stream("a", owner="alice")
+        await api.create_stream("b", owner="bob")
+        token = await create_token(db, "alice")
+        assert token.startswith(token_id(token) + ".")
+        stored = await db.fetchrow("SELECT owner_id, token_hash FROM api_tokens WHERE id = $1", token_id(token))
+        assert stored["owner_id"] == "alice" and token.encode() not in bytes(stored["token_hash"])
+
+        r = await client.get(EVENTS.format("a"))
+        assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+        assert "Bearer" in r.json()["error"]["message"] and r.headers["www-authenticate"] == "Bearer"
+        for bad in ("Bearer nope", "Basic YWxpY2U6eA==", "Bearer"):
+            r = await client.get(EVENTS.format("a"), headers={"Authorization": bad})
+            assert r.status_code == 401, bad
+
+        auth = {"Authorization": f"Bearer {token}"}
+        assert (await client.get(EVENTS.format("a"), headers=auth)).status_code == 200
+        assert (await client.get(EVENTS.format("b"), headers=auth)).status_code == 404
+        async with raw_ws(api.port, "/api/streams/a/ws", headers=[(b"authorization", auth["Authorization"].encode())]) as ws:
+            assert b'"seq":1' in (await ws.get_message()).encode()
+        assert (await ws_rejection(api, "/api/streams/a/ws")).status_code == 401
+        assert (await client.get("/healthz")).status_code == 200  # operational routes are public
+
+        # Knowing a token's id is not enough to revoke it by "full token".
+        assert await revoke_token(db, token_id(token) + ".wrong-secret") is False
+        assert await revoke_token(db, token_id(token)) is True
+        assert await revoke_token(db, token_id(token)) is False
+        r = await client.get(EVENTS.format("a"), headers=auth)
+        assert r.status_code == 401 and "revoked" in r.json()["error"]["message"]
+
+        other = await create_token(db, "alice")
+        assert await revoke_token(db, other) is True
+        assert (await client.get(EVENTS.format("a"), headers={"Authorization": f"Bearer {other}"})).status_code == 401
+
+
+async def test_trusted_header_only_from_trusted_proxies(db):
+    trusted = make_config("identity: {mode: trusted_header, trusted_proxies: [127.0.0.1/32], user_header: X-User}")
+    async with running_api(db, trusted) as api, api.client() as client:
+        await api.create_stream("a", owner="alice")
+        assert (await client.get(EVENTS.format("a"), headers={"X-User": "alice"})).status_code == 200
+        assert (await client.get(EVENTS.format("a"), headers={"X-User": "mallory"})).status_code == 404
+        r = await client.get(EVENTS.format("a"))
+        assert r.status_code == 401 and "X-User" in r.json()["error"]["message"]
+        async with raw_ws(api.port, "/api/streams/a/ws", headers=[(b"x-user", b"alice")]) as ws:
+            assert b'"seq":1' in (await ws.get_message()).encode()
+
+    elsewhere = make_config("identity: {mode: trusted_header, trusted_proxies: [10.0.0.0/8], user_header: X-User}")
+    async with running_api(db, elsewhere) as api, api.client() as client:
+        # From 127.0.0.1 the header is ignored, whatever else the request claims about its origin.
+        for headers in ({"X-User": "alice"}, {"X-User": "alice", "Remote-Addr": "10.0.0.5", "X-Forwarded-For": "10.0.0.5"}):
+            r = await client.get(EVENTS.format("a"), headers=headers)
+            assert r.status_code == 401 and r.json()["error"]["code"] == "unauthorized"
+        assert (await ws_rejection(api, "/api/streams/a/ws", [(b"x-user", b"alice")])).status_code == 401
+
+
+async def test_anonymous_owner_cookie_signed_and_long_lived(db):
+    config = make_config("identity: {mode: anonymous, secret_key: 0123456789abcdef0123456789}")
+    async with running_api(db, config) as api, api.client() as client:
+        r = await client.get(EVENTS.format("none"))
+        assert r.status_code == 404  # an error response still carries the new owner's cookie
+        header = r.headers["set-cookie"]
+        cookie = SimpleCookie(header)["openmaic_owner"]
+        assert cookie["max-age"] == str(COOKIE_MAX_AGE_S) and cookie["httponly"] and cookie["samesite"] == "Lax"
+        assert cookie["path"] == "/"
+        owner = cookie.value.rpartition(".")[0]
+        assert owner.startswith("anon_")
+
+        await api.create_stream("mine", owner=owner)
+        r = await client.get(EVENTS.format("mine"))  # the client sends the cookie back
+        assert r.status_code == 200 and "set-cookie" not in r.headers
+        ws_headers = [(b"cookie", f"openmaic_owner={cookie.value}".encode())]
+        async with raw_ws(api.port, "/api/streams/mine/ws", headers=ws_headers) as ws:
+            assert b'"seq":1' in (await ws.get_message()).encode()
+        assert (await ws_rejection(api, "/api/streams/mine/ws")).status_code == 401
+
+        # A forged cookie (someone else's id with this signature) is a new visitor, not that owner.
+        forged = "anon_" + "0" * 32 + "." + cookie.value.rpartition(".")[2]
+        client.cookies.clear()
+        r = await client.get(EVENTS.format("mine"), headers={"Cookie": f"openmaic_owner={forged}"})
+        assert r.status_code == 404
+        assert SimpleCookie(r.headers["set-cookie"])["openmaic_owner"].value.rpartition(".")[0] not in (owner, forged)

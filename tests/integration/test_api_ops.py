@@ -1,0 +1,194 @@
+"""Operational routes and serving: health, readiness, metrics, the OpenAPI document, start-up failures."""
+
+from __future__ import annotations
+
+import math
+import re
+import socket
+
+import pytest
+import trio
+from quart import Blueprint
+
+from openmaic import errors
+from openmaic.api import create_app, serve_api
+from openmaic.api.errors import AddressInUse
+from openmaic.store.migrations import load_migrations
+from tests.integration.api_harness import make_config, running_api, testing_bp
+
+REQUIRED_METRICS = {
+    "openmaic_appends_total": "counter",
+    "openmaic_claims_total": "counter",
+    "openmaic_takeovers_total": "counter",
+    "openmaic_active_actors": "gauge",
+    "openmaic_lease_losses_total": "counter",
+    "openmaic_websocket_clients": "gauge",
+    "openmaic_sse_clients": "gauge",
+    "openmaic_projection_lag_events": "gauge",
+    "openmaic_http_requests_total": "counter",
+}
+
+
+async def test_healthz_and_readyz(db):
+    async with running_api(db) as api, api.client() as client:
+        r = await client.get("/healthz")
+        assert (r.status_code, r.json()) == (200, {"status": "ok"})
+        r = await client.get("/readyz")
+        assert r.status_code == 200, r.text
+        assert r.json() == {"status": "ready", "checks": {"database": "ok", "migrations": "ok", "listener": "ok"}}
+
+
+async def test_readyz_fails_while_the_listener_is_down_and_recovers(db, monkeypatch):
+    async with running_api(db) as api, api.client() as client:
+        assert (await client.get("/readyz")).status_code == 200
+        # Terminate the LISTEN connection's backend, and refuse its reconnection until told otherwise.
+        reconnect = db._connect_listener
+        refusing = True
+
+        async def connect_listener():
+            if refusing:
+                raise errors.DatabaseUnavailable("refused while the test holds the listener down")
+            return await reconnect()
+
+        monkeypatch.setattr(db, "_connect_listener", connect_listener)
+        await db.execute("SELECT pg_terminate_backend($1)", db.listener_backend_pid())
+        with trio.fail_after(5):
+            while (r := await client.get("/readyz")).status_code == 200:
+                await trio.sleep(0.02)
+        assert r.status_code == 503
+        err = r.json()["error"]
+        assert err["code"] == "not_ready" and "listener" in err["message"]
+        assert err["details"]["checks"]["database"] == "ok"
+        assert err["details"]["checks"]["listener"].startswith("failed")
+        assert (await client.get("/healthz")).status_code == 200  # alive, just not ready
+
+        refusing = False
+        with trio.fail_after(10):
+            while (r := await client.get("/readyz")).status_code != 200:
+                await trio.sleep(0.05)
+        assert r.json()["checks"]["listener"] == "ok"
+
+
+async def test_readyz_names_pending_migrations(db):
+    async with running_api(db) as api, api.client() as client:
+        last = load_migrations()[-1]
+        await db.execute("DELETE FROM openmaic_migrations WHERE version = $1", last.version)
+        r = await client.get("/readyz")
+        assert r.status_code == 503
+        assert r.json()["error"]["details"]["checks"]["migrations"] == f"failed: pending {last.version:04d}_{last.name}"
+
+
+_SAMPLE = re.compile(
+    r'^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*"'
+    r'(?:,[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\]|\\.)*")*)?\})? (?P<value>\S+)$'
+)
+
+
+def parse_exposition(text: str) -> tuple[dict[str, str], dict[tuple[str, str], float]]:
+    """A strict reader of the Prometheus text format: TYPE per metric, samples as (name, labels) -> value."""
+    assert text.endswith("\n")
+    types: dict[str, str] = {}
+    samples: dict[tuple[str, str], float] = {}
+    for line in text.splitlines():
+        if line.startswith("# HELP "):
+            assert len(line.split(" ", 3)) == 4, line
+        elif line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            assert kind in ("counter", "gauge") and name not in types, line
+            types[name] = kind
+        else:
+            m = _SAMPLE.match(line)
+            assert m is not None, f"not a sample line: {line!r}"
+            assert m["name"] in types, f"sample before its TYPE: {line!r}"
+            value = float(m["value"])
+            assert not math.isnan(value)
+            samples[(m["name"], m["labels"] or "")] = value
+    return types, samples
+
+
+async def test_metrics_exposition_parses_and_counts_requests(db):
+    async with running_api(db) as api, api.client() as client:
+        await client.get("/healthz")
+        await client.get("/no/such/route")
+        r = await client.get("/metrics")
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/plain; version=0.0.4")
+        types, samples = parse_exposition(r.text)
+        for name, kind in REQUIRED_METRICS.items():
+            assert types.get(name) == kind, name
+        assert samples[("openmaic_http_requests_total", 'method="GET",status="200"')] >= 1
+        assert samples[("openmaic_http_requests_total", 'method="GET",status="404"')] >= 1
+        assert ("openmaic_websocket_clients", "") in samples
+
+
+async def test_openapi_describes_every_route_including_added_blueprints(db):
+    async with running_api(db, blueprints=[testing_bp]) as api, api.client() as client:
+        r = await client.get("/api/openapi.json")
+        assert r.status_code == 200
+        doc = r.json()
+        assert doc["openapi"] == "3.1.0"
+        paths = doc["paths"]
+        for path in ("/healthz", "/readyz", "/metrics", "/api/openapi.json", "/api/streams/{id}/events",
+                     "/api/streams/{id}/ws", "/api/test/streams/{id}/messages", "/api/test/boom"):  # fmt: skip
+            assert path in paths, path
+        events = paths["/api/streams/{id}/events"]["get"]
+        assert {p["name"] for p in events["parameters"]} == {"id", "after", "limit", "Last-Event-ID"}
+        limit = next(p for p in events["parameters"] if p["name"] == "limit")
+        assert limit["schema"] == {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1000}
+        assert set(events["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
+        assert {"404", "422", "500"} <= set(events["responses"])
+        ws = paths["/api/streams/{id}/ws"]["get"]
+        assert "101" in ws["responses"] and "x-websocket-receives" in ws and "x-websocket-sends" in ws
+        post = paths["/api/test/streams/{id}/messages"]["post"]
+        assert post["requestBody"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/PostBody"}
+        assert {"202", "400", "413", "422"} <= set(post["responses"])
+        assert paths["/healthz"]["get"]["security"] == []
+        schemas = doc["components"]["schemas"]
+        assert {"Envelope", "EventPage", "ErrorBody", "PostBody", "CommandResult"} <= set(schemas)
+
+        def refs(node):
+            if isinstance(node, dict):
+                if "$ref" in node:
+                    yield node["$ref"]
+                for v in node.values():
+                    yield from refs(v)
+            elif isinstance(node, list):
+                for v in node:
+                    yield from refs(v)
+
+        for ref in refs(doc):
+            assert ref.startswith("#/components/schemas/") and ref.rsplit("/", 1)[1] in schemas, ref
+
+    async with running_api(db, make_config("identity: {mode: token}")) as api, api.client() as client:
+        doc = (await client.get("/api/openapi.json")).json()
+        assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
+        assert doc["paths"]["/api/streams/{id}/events"]["get"]["security"] == [{"bearerAuth": []}]
+
+
+async def test_serve_api_fails_fast_when_the_port_is_in_use(db):
+    async with running_api(db) as api:
+        app = create_app(api.services)
+        with trio.fail_after(5), pytest.raises(AddressInUse) as exc:
+            await serve_api(app, "127.0.0.1", api.port)
+        assert exc.value.code == "address_in_use" and str(api.port) in exc.value.message
+    # A free port works and reports where it listens.
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    free = probe.getsockname()[1]
+    probe.close()
+    async with running_api(db) as api, trio.open_nursery() as nursery:
+        listening = await nursery.start(serve_api, create_app(api.services), "127.0.0.1", free)
+        assert listening.port == free and listening.url == f"http://127.0.0.1:{free}"
+        nursery.cancel_scope.cancel()
+
+
+async def test_routes_must_be_declared_with_api_route(db):
+    rogue = Blueprint("rogue", __name__)
+
+    @rogue.route("/rogue")
+    async def rogue_view():
+        return "hi"
+
+    async with running_api(db) as api:
+        with pytest.raises(RuntimeError, match="/rogue"):
+            create_app(api.services, blueprints=[rogue])

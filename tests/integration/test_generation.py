@@ -1,0 +1,630 @@
+"""Generation runs against a real PostgreSQL and a real worker: every state and transition, failures and retry,
+course deletion, per-owner limits, a worker killed mid-step, materials and agents.
+
+Models: the offline demo provider (the default config), and the fake OpenAI server for failures. Run as a
+module (``python -m tests.integration.test_generation URL JSON``) it is a worker process for the kill test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from openmaic import errors
+from openmaic.actors.commands import Commands
+from openmaic.actors.worker import Worker
+from openmaic.config import Config, ProviderConfig, Secret, default_config
+from openmaic.courses.events import CourseDocument, evolve_course
+from openmaic.courses.schema import OutlineItem
+from openmaic.events.log import EventLog, RecordedEvent
+from openmaic.events.wakeups import CHANNEL, Wakeups
+from openmaic.materials import UnreadableFile, UnsupportedFileType, get_asset, get_material, store_material
+from openmaic.models.provider import open_model_router
+from openmaic.runs.admission import EXECUTING_RUNS
+from openmaic.runs.agents import BUILTIN_AGENTS, create_agent
+from openmaic.runs.events import RunInput
+from openmaic.runs.kind import GenerationKind, RunServices
+from openmaic.runs.service import RunService, TooManyRuns
+from openmaic.store.database import open_database
+from tests.fakes.provider_server import EndsEarly, Json, Status, open_fake_provider
+from tests.runtime import FAST, wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "sk-test-SECRET-generation"
+OWNER = "alice"
+
+
+def config(*, latency_ms: int = 0, active: int = 2, waiting: int = 10, fake_url: str | None = None,
+           fake_slot: str = "course.content.quiz", fake_retries: int = 0, deadlines: dict[str, float] | None = None,
+           **runtime: Any) -> Config:
+    """The default (demo) configuration with short runtime settings; ``fake_url`` routes ``fake_slot`` to it."""
+    providers = {"demo": ProviderConfig(kind="demo", latency_ms=latency_ms)}
+    slots = {"llm": "demo:course", "agent": "demo:agent"}
+    if fake_url is not None:
+        providers["fake"] = ProviderConfig(kind="openai", base_url=fake_url, api_key=Secret(KEY),
+                                           max_retries=fake_retries, timeout_s=5.0)
+        slots[fake_slot] = "fake:gpt-test"
+    rt = msgspec.structs.replace(FAST, **{"step_retries": 2, **runtime})
+    if deadlines:
+        rt = msgspec.structs.replace(rt, step_deadlines=msgspec.structs.replace(rt.step_deadlines, **deadlines))
+    base = default_config()
+    limits = msgspec.structs.replace(base.limits, active_runs_per_owner=active, waiting_runs_per_owner=waiting)
+    return msgspec.structs.replace(base, providers=providers, slots=slots, runtime=rt, limits=limits)
+
+
+@contextlib.asynccontextmanager
+async def open_generation_worker(url: str, cfg: Config, **kind: Any) -> AsyncIterator[Worker]:
+    """A worker on the generation kind, with its own database pool and model router, shut down on exit."""
+    kind.setdefault("retry_backoff_s", 0.05)
+    kind.setdefault("admission_poll_s", 0.2)
+    async with open_database(url, listen=[CHANNEL], listener_ping_s=1.0) as db, open_model_router(cfg) as models:
+        wakeups = Wakeups()
+        log = EventLog(db, wakeups)
+        worker = Worker(log, wakeups, {"generation": GenerationKind(cfg, **kind)}, cfg.runtime,
+                        services=RunServices(log=log, models=models))
+        async with trio.open_nursery() as nursery:
+            await nursery.start(wakeups.run, db)
+            await nursery.start(worker.run)
+            try:
+                yield worker
+            finally:
+                worker.shutdown()
+                with trio.move_on_after(cfg.runtime.shutdown_grace_s + 10):
+                    while worker.actors:
+                        await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+
+
+@pytest.fixture
+def log(db):
+    return EventLog(db)
+
+
+def service(log: EventLog, **kw: Any) -> RunService:
+    return RunService(log, config(**kw))
+
+
+async def events(log: EventLog, sid: str) -> list[RecordedEvent]:
+    return await log.read_stream(sid, limit=100_000)
+
+
+async def decoded(log: EventLog, sid: str, type_: str) -> list[Any]:
+    return [log.decode(e) for e in await events(log, sid) if e.type == type_]
+
+
+async def course_doc(log: EventLog, course_id: str) -> CourseDocument:
+    doc = CourseDocument()
+    for e in await events(log, course_id):
+        doc = evolve_course(doc, log.decode(e), e.seq)
+    return doc
+
+
+async def wait_state(svc: RunService, run_id: str, *states: str, timeout: float = 30.0, owner: str = OWNER) -> Any:
+    snap = None
+
+    async def reached() -> bool:
+        nonlocal snap
+        snap = await svc.snapshot(owner, run_id)
+        return snap.state in states
+
+    try:
+        await wait_for(reached, timeout=timeout)
+    except trio.TooSlowError:
+        evs = await svc.log.read_stream(run_id, limit=100_000)
+        tail = "\n".join(f"  {e.seq} {e.type} {bytes(e.data)[:160].decode(errors='replace')}" for e in evs[-15:])
+        raise AssertionError(f"run {run_id} did not reach {states}; last events:\n{tail}") from None
+    return snap
+
+
+def requirement(topic: str = "photosynthesis") -> str:
+    return f"Teach 8th graders about {topic}"
+
+
+async def assert_complete_course(log: EventLog, svc: RunService, run_id: str, owner: str = OWNER) -> CourseDocument:
+    """The run completed, every scene is ready with content and actions, the course is unlocked."""
+    snap = await svc.snapshot(owner, run_id)
+    assert (snap.state, snap.status, snap.error) == ("completed", "terminal", None)
+    assert snap.scenes_completed == snap.scenes_total == len(snap.outline)
+    doc = await course_doc(log, snap.course_id)
+    assert doc.locked_by is None and not doc.deleted
+    assert [s.title for s in doc.scenes] == [i.title for i in snap.outline]
+    for scene in doc.scenes:
+        assert scene.status == "ready" and scene.content is not None and scene.actions is not None
+        assert scene.content.kind == scene.kind and getattr(scene.content, scene.kind) is not None
+        assert scene.actions.actions and {a.agent_id for a in scene.actions.actions} <= {a.id for a in doc.agents}
+    ended = await decoded(log, run_id, "session.ended")
+    assert [e.status for e in ended] == ["completed"]
+    return doc
+
+
+def step_completions(evs: list[RecordedEvent], log: EventLog) -> Counter[str]:
+    return Counter(log.decode(e).step for e in evs if e.type == "run.step_completed")
+
+
+# -- confirmation modes -----------------------------------------------------------------------------------------
+
+
+async def test_wait_then_confirm_an_edited_outline_and_complete(db_url, log):
+    svc = service(log)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="wait"))
+    assert (snap.state, snap.status, snap.outline_revision) == ("preparing", "queued", 0)
+    assert (await svc.create_run(OWNER, "c1", RunInput(requirement=requirement()))).id == snap.id  # idempotent
+    async with open_generation_worker(db_url, config()) as worker:
+        await wait_state(svc, snap.id, "awaiting_outline_confirmation")
+
+        async def parked() -> bool:  # the run holds no worker while it waits
+            return not worker.actors and (await svc.snapshot(OWNER, snap.id)).status == "waiting"
+
+        await wait_for(parked, timeout=5)
+        s = await svc.snapshot(OWNER, snap.id)
+        assert s.status == "waiting" and s.outline_revision == 1 and 4 <= len(s.outline) <= 8
+        streamed = await decoded(log, snap.id, "run.outline_item")
+        assert [i.item for i in streamed] == s.outline and [i.index for i in streamed] == list(range(len(s.outline)))
+
+        with pytest.raises(errors.Conflict, match="stale"):
+            await svc.confirm_outline(OWNER, snap.id, "x1", 0)
+        with pytest.raises(errors.InvalidInput):
+            await svc.confirm_outline(OWNER, snap.id, "x2", 1, [])
+        edited = [msgspec.structs.replace(s.outline[0], title="Why plants need light"), *s.outline[1:3]]
+        r = await svc.confirm_outline(OWNER, snap.id, "confirm-1", 1, edited)
+        again = await svc.confirm_outline(OWNER, snap.id, "confirm-1", 1, edited)
+        assert again.replayed and again.seq == r.seq
+        with pytest.raises(errors.Conflict):  # confirmed already: not awaiting any more (and revision 1 is stale)
+            await svc.confirm_outline(OWNER, snap.id, "confirm-2", 1)
+        await wait_state(svc, snap.id, "completed")
+    doc = await assert_complete_course(log, svc, snap.id)
+    assert doc.outline_revision == 2 and [s.title for s in doc.scenes] == [i.title for i in edited]
+    confirmed = await decoded(log, snap.id, "run.outline_confirmed")
+    assert [(c.revision, c.by, c.items) for c in confirmed] == [(2, "user", edited)]
+    states = [e.state for e in await decoded(log, snap.id, "run.state_changed")]
+    assert states == ["outlining", "awaiting_outline_confirmation", "generating", "completed"]
+    with pytest.raises(errors.Conflict, match="only a paused run"):
+        await svc.retry(OWNER, snap.id, "r1")
+
+
+async def test_auto_review_builds_a_complete_demo_course_with_one_checkpoint_per_step(db_url, log):
+    svc = service(log)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement("the water cycle"),
+                                                      outline_review="auto", interactive=True))
+    async with open_generation_worker(db_url, config()):
+        await wait_state(svc, snap.id, "completed")
+    doc = await assert_complete_course(log, svc, snap.id)
+    assert 4 <= len(doc.scenes) <= 8 and doc.title == "Water Cycle: The Essentials"
+    assert {s.kind for s in doc.scenes} >= {"slide", "quiz", "interactive"}
+    assert [c.by for c in await decoded(log, snap.id, "run.outline_confirmed")] == ["auto"]
+    run_events = await events(log, snap.id)
+    steps = step_completions(run_events, log)
+    n = len(doc.scenes)
+    assert set(steps) == {"outline", "agents", *(f"scene:{i}:{p}" for i in range(n) for p in ("content", "actions"))}
+    assert set(steps.values()) == {1}
+    # each step's completion, its output and its course change were committed by one transaction
+    course_tx = {e.tx for e in await events(log, snap.course_id) if e.type != "course.created"}
+    step_tx = {e.tx for e in run_events if e.type == "run.step_completed"}
+    assert step_tx <= course_tx
+    [proposed] = [e for e in run_events if e.type == "run.outline_proposed"]
+    [outline_set] = [e for e in await events(log, snap.course_id) if e.type == "course.outline_set"]
+    assert proposed.tx == outline_set.tx
+
+
+async def test_countdown_confirms_by_itself_after_two_and_a_half_seconds(db_url, log):
+    svc = service(log)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="countdown"))
+    async with open_generation_worker(db_url, config()):
+        s = await wait_state(svc, snap.id, "awaiting_outline_confirmation")
+        assert s.countdown_until is not None
+        await wait_state(svc, snap.id, "completed")
+    await assert_complete_course(log, svc, snap.id)
+    evs = await events(log, snap.id)
+    [proposed] = [e for e in evs if e.type == "run.outline_proposed"]
+    [confirmed] = [e for e in evs if e.type == "run.outline_confirmed"]
+    assert log.decode(confirmed).by == "countdown"
+    waited = (confirmed.recorded_at - proposed.recorded_at).total_seconds()
+    assert 2.3 <= waited <= 8, waited
+
+
+async def test_a_confirmation_during_the_countdown_wins(db_url, log):
+    svc = service(log)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="countdown"))
+    async with open_generation_worker(db_url, config()):
+        s = await wait_state(svc, snap.id, "awaiting_outline_confirmation")
+        with trio.fail_after(2):
+            await svc.confirm_outline(OWNER, snap.id, "confirm-1", s.outline_revision)
+        await wait_state(svc, snap.id, "completed")
+    await assert_complete_course(log, svc, snap.id)
+    assert [c.by for c in await decoded(log, snap.id, "run.outline_confirmed")] == ["user"]
+    assert len(await decoded(log, snap.course_id, "course.outline_set")) == 1
+
+
+# -- failures -----------------------------------------------------------------------------------------------------
+
+QUIZ = {
+    "kind": "quiz", "slide": None, "interactive": None,
+    "quiz": {"title": "Check your understanding", "questions": [
+        {"question": "What do plants make in photosynthesis?", "options": ["Glucose", "Salt", "Iron", "Sand"],
+         "answer": 0, "explanation": "Glucose stores the energy."},
+    ]},
+}  # fmt: skip
+
+
+async def test_a_failing_step_pauses_the_run_and_retry_reruns_exactly_that_step(db_url, log):
+    async with open_fake_provider() as fake:
+        cfg = config(fake_url=fake.openai_url)
+        svc = RunService(log, cfg)
+        fake.push(Status(500), Status(500), Status(500))
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+        async with open_generation_worker(db_url, cfg):
+            await wait_state(svc, snap.id, "paused")
+
+            async def parked() -> bool:
+                return (await svc.snapshot(OWNER, snap.id)).status == "waiting"
+
+            await wait_for(parked, timeout=5)
+            s = await svc.snapshot(OWNER, snap.id)
+            quiz = next(i for i, item in enumerate(s.outline) if item.kind == "quiz")
+            step = f"scene:{quiz}:content"
+            assert s.step == step and s.status == "waiting"
+            assert s.error == "the model provider 'fake' failed after 1 attempt (HTTP 500)"
+            failed = await decoded(log, snap.id, "run.step_failed")
+            assert [(f.step, f.will_retry) for f in failed] == [(step, True), (step, True), (step, False)]
+            assert all(KEY not in bytes(e.data).decode() for e in await events(log, snap.id))
+            with pytest.raises(errors.Conflict):
+                await svc.confirm_outline(OWNER, snap.id, "x", s.outline_revision)
+            before = await events(log, snap.id)
+
+            fake.push(Json(QUIZ))
+            r = await svc.retry(OWNER, snap.id, "retry-1")
+            assert (await svc.retry(OWNER, snap.id, "retry-1")).seq == r.seq
+            await wait_state(svc, snap.id, "completed")
+            assert len(fake.requests) == 4
+            with pytest.raises(errors.Conflict, match="only a paused run"):
+                await svc.retry(OWNER, snap.id, "retry-2")
+    doc = await assert_complete_course(log, svc, snap.id)
+    assert doc.scenes[quiz].content is not None and doc.scenes[quiz].content.quiz.questions[0].options[0] == "Glucose"
+    after = (await events(log, snap.id))[len(before):]
+    started = [log.decode(e).step for e in after if e.type == "run.step_started"]
+    assert started[0] == step  # the retried run resumed with exactly the failed step ...
+    everything = step_completions(await events(log, snap.id), log)
+    assert set(everything.values()) == {1}  # ... and no step ever completed twice
+    assert [e.state for e in await decoded(log, snap.id, "run.state_changed")][-3:] == ["paused", "generating",
+                                                                                        "completed"]
+
+
+OUTLINE = {
+    "title": "Fractions",
+    "items": [
+        {"title": "What is a fraction", "goal": "Read fractions", "kind": "slide", "key_points": ["parts"]},
+        {"title": "Adding fractions", "goal": "Add them", "kind": "slide", "key_points": ["common denominators"]},
+        {"title": "Check", "goal": "Test", "kind": "quiz", "key_points": ["adding"]},
+    ],
+}
+
+
+async def test_outline_items_stream_and_restart_when_the_provider_retries(db_url, log):
+    async with open_fake_provider() as fake:
+        cfg = config(fake_url=fake.openai_url, fake_slot="course.outline", fake_retries=1)
+        svc = RunService(log, cfg)
+        partial = json.dumps(OUTLINE)[:180]  # the first item and a half, then the stream breaks off
+        fake.push(EndsEarly(text=partial), Json(OUTLINE, chunks=6))
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement="Teach fractions"))
+        async with open_generation_worker(db_url, cfg):
+            s = await wait_state(svc, snap.id, "awaiting_outline_confirmation")
+    items = [OutlineItem(**i) for i in OUTLINE["items"]]
+    assert s.outline == items and s.title == "Fractions" and len(fake.requests) == 2
+    types = [e.type for e in await events(log, snap.id)]
+    streamed = await decoded(log, snap.id, "run.outline_item")
+    if "run.outline_restarted" in types:  # the first attempt's item went out before the stream broke
+        assert [i.item.title for i in streamed][:1] == ["What is a fraction"]
+        after = types[types.index("run.outline_restarted"):]
+        assert after.count("run.outline_item") == 3
+    assert [i.item for i in streamed][-3:] == items and [i.index for i in streamed][-3:] == [0, 1, 2]
+    assert types.count("run.step_started") == 1 and "run.step_failed" not in types
+
+
+async def test_a_step_past_its_deadline_pauses_the_run(db_url, log):
+    cfg = config(latency_ms=20, step_retries=1, deadlines={"content": 0.05})
+    svc = RunService(log, cfg)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+    async with open_generation_worker(db_url, cfg):
+        s = await wait_state(svc, snap.id, "paused")
+    assert (s.step, s.error) == ("scene:0:content", "step scene:0:content exceeded its deadline of 0.05 s")
+    failed = await decoded(log, snap.id, "run.step_failed")
+    assert [(f.step, f.will_retry) for f in failed] == [("scene:0:content", True), ("scene:0:content", False)]
+
+
+async def test_cancelling_a_run_stops_it_and_unlocks_its_course(db_url, log):
+    svc = service(log)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement()))
+    async with open_generation_worker(db_url, config()):
+        await wait_state(svc, snap.id, "awaiting_outline_confirmation")
+        await Commands(log).cancel(OWNER, snap.id, "cancel-1")
+        s = await wait_state(svc, snap.id, "stopped")
+    assert s.status == "terminal"
+    assert [e.status for e in await decoded(log, snap.id, "session.ended")] == ["stopped"]
+    assert (await course_doc(log, snap.course_id)).locked_by is None
+
+
+# -- deleting the course -------------------------------------------------------------------------------------------
+
+
+async def test_deleting_the_course_of_a_waiting_run_stops_it(db_url, log):
+    svc = service(log)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement()))
+    async with open_generation_worker(db_url, config()):
+        await wait_state(svc, snap.id, "awaiting_outline_confirmation")
+        with pytest.raises(errors.StreamNotFound):
+            await svc.delete_course("mallory", snap.course_id, "d1")
+        r = await svc.delete_course(OWNER, snap.course_id, "d1")
+        assert (await svc.delete_course(OWNER, snap.course_id, "d1")).seq == r.seq
+        s = await wait_state(svc, snap.id, "stopped", timeout=10)
+    assert s.status == "terminal"
+    assert [e.status for e in await decoded(log, snap.id, "session.ended")] == ["stopped"]
+    assert (await course_doc(log, snap.course_id)).deleted
+    with pytest.raises(errors.StreamNotFound):
+        await svc.delete_course(OWNER, snap.course_id, "d2")
+    with pytest.raises(errors.Conflict, match="stopped"):
+        await svc.confirm_outline(OWNER, snap.id, "c", 1)
+
+
+async def test_a_run_whose_course_was_deleted_takes_no_more_commands(log):
+    svc = service(log)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement()))
+    await svc.delete_course(OWNER, snap.course_id, "d1")
+    s = await svc.snapshot(OWNER, snap.id)
+    assert s.status == "queued" and s.title == "Teach 8th graders about photosynthesis"
+    with pytest.raises(errors.Conflict, match="its course was deleted"):
+        await svc.retry(OWNER, snap.id, "r1")
+
+
+async def test_deleting_the_course_mid_generation_stops_the_run_at_the_next_step_boundary(db_url, log):
+    cfg = config(latency_ms=15)
+    svc = RunService(log, cfg)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+    async with open_generation_worker(db_url, cfg):
+        s = await wait_state(svc, snap.id, "generating")
+        await wait_for(lambda: _has_step_started(log, snap.id, "scene:0:content"))
+        await svc.delete_course(OWNER, snap.course_id, "d1")
+        s = await wait_state(svc, snap.id, "stopped", timeout=10)
+    assert s.scenes_completed < s.scenes_total
+    evs = await events(log, snap.id)
+    types = [e.type for e in evs]
+    stop = types.index("run.stop_requested")
+    # after the request, at most the step in flight committed; no new step started
+    assert "run.step_started" not in types[stop:]
+    assert types[-2:] == ["run.state_changed", "session.ended"]
+    # the deleted course got no unlock, and nothing was written to it after the step in flight
+    course_types = [e.type for e in await events(log, snap.course_id)]
+    assert "course.unlocked" not in course_types
+    assert course_types[course_types.index("course.deleted") + 1:] in ([], ["course.scene_set"])
+
+
+# -- per-owner limits ----------------------------------------------------------------------------------------------
+
+
+async def test_at_most_the_limit_of_an_owners_runs_execute_at_once(db, db_url, log):
+    cfg = config(latency_ms=2, active=2)
+    svc = RunService(log, cfg)
+    runs = [await svc.create_run(OWNER, f"c{i}", RunInput(requirement=requirement(t), outline_review="auto"))
+            for i, t in enumerate(("light", "sound", "heat"))]
+    other = await svc.create_run("bob", "c0", RunInput(requirement=requirement("magnets"), outline_review="auto"))
+    peak = {OWNER: 0, "bob": 0}
+    done = trio.Event()
+
+    async def sample() -> None:
+        while not done.is_set():
+            for owner in peak:
+                row = await db.fetchrow(EXECUTING_RUNS, owner, "")
+                peak[owner] = max(peak[owner], row["active"])
+            await trio.sleep(0.005)
+
+    async with open_generation_worker(db_url, cfg), trio.open_nursery() as nursery:
+        nursery.start_soon(sample)
+        for r in [*runs]:
+            await wait_state(svc, r.id, "completed", timeout=60)
+        await wait_state(svc, other.id, "completed", owner="bob", timeout=60)
+        done.set()
+    assert peak[OWNER] == 2 and peak["bob"] == 1
+    deferred = [d for r in runs for d in await decoded(log, r.id, "run.admission_deferred")]
+    assert deferred and all(d.active == 2 and d.limit == 2 for d in deferred)
+    for r in runs:
+        await assert_complete_course(log, svc, r.id)
+
+
+async def test_too_many_waiting_runs_is_a_429(log):
+    svc = service(log, waiting=2)
+    first = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement()))
+    await svc.create_run(OWNER, "c2", RunInput(requirement=requirement()))
+    with pytest.raises(TooManyRuns) as exc:
+        await svc.create_run(OWNER, "c3", RunInput(requirement=requirement()))
+    assert exc.value.status == 429 and "2 runs waiting" in exc.value.message
+    assert (await svc.create_run(OWNER, "c1", RunInput(requirement=requirement()))).id == first.id  # a replay
+    await svc.create_run("bob", "c3", RunInput(requirement=requirement()))  # another owner is not affected
+    with pytest.raises(errors.StreamNotFound):
+        await svc.snapshot("bob", first.id)
+
+
+async def test_concurrent_creates_do_not_pass_the_waiting_limit(log):
+    svc = service(log, waiting=3)
+    outcomes: list[str] = []
+
+    async def create(i: int) -> None:
+        try:
+            await svc.create_run(OWNER, f"c{i}", RunInput(requirement=requirement()))
+            outcomes.append("ok")
+        except TooManyRuns:
+            outcomes.append("429")
+
+    async with trio.open_nursery() as nursery:
+        for i in range(8):
+            nursery.start_soon(create, i)
+    assert sorted(outcomes) == ["429"] * 5 + ["ok"] * 3
+
+
+# -- validation ------------------------------------------------------------------------------------------------------
+
+
+async def test_run_input_is_validated(log):
+    svc = service(log)
+    cases = [
+        (RunInput(requirement="   "), "requirement"),
+        (RunInput(requirement="x" * 20_001), "requirement"),
+        (RunInput(requirement="ok", material_ids=["mat_nope"]), "material_ids[0]"),
+        (RunInput(requirement="ok", agents=["teacher", "nobody"]), "agents[1]"),
+        (RunInput(requirement="ok", agents=[]), "agents"),
+    ]
+    for i, (inp, path) in enumerate(cases):
+        with pytest.raises(errors.InvalidInput) as exc:
+            await svc.create_run(OWNER, f"v{i}", inp)
+        assert exc.value.details["path"] == path and exc.value.status == 422
+    assert await log.db.fetchval("SELECT count(*) FROM streams") == 0
+    with pytest.raises(errors.StreamNotFound):
+        await svc.snapshot(OWNER, "run_missing")
+    with pytest.raises(errors.StreamNotFound):
+        await svc.retry(OWNER, "run_missing", "r")
+
+
+# -- materials and agents --------------------------------------------------------------------------------------------
+
+
+def pdf(text: str) -> bytes:
+    """A minimal one-page PDF showing ``text`` in Helvetica."""
+    stream = f"BT /F1 18 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % n + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 32
+
+
+async def test_materials_are_stored_extracted_and_owner_scoped(db):
+    txt = await store_material(db, OWNER, "notes.txt", "text/plain", "\ufeffChlorophyll is green.\r\n".encode())
+    assert (txt.text, txt.media_type, txt.asset_id) == ("Chlorophyll is green.\n", "text/plain", None)
+    md = await store_material(db, OWNER, "../../etc/outline.md", "", b"# Light\n\n* photons")
+    assert md.filename == "outline.md" and md.media_type == "text/markdown" and md.text.startswith("# Light")
+    doc = await store_material(db, OWNER, "paper.pdf", "application/octet-stream", pdf("Stomata open at dawn"))
+    assert doc.media_type == "application/pdf" and "Stomata open at dawn" in doc.text
+    img = await store_material(db, OWNER, "leaf.bin", "application/octet-stream", PNG)
+    assert img.media_type == "image/png" and img.text == "" and img.asset_id
+    assert await get_asset(db, OWNER, img.asset_id) == ("image/png", PNG)
+    assert (await get_material(db, OWNER, doc.id)) == doc
+    with pytest.raises(errors.NotFound):
+        await get_material(db, "mallory", doc.id)
+    with pytest.raises(errors.NotFound):
+        await get_asset(db, "mallory", img.asset_id)
+    with pytest.raises(UnsupportedFileType) as exc:
+        await store_material(db, OWNER, "tool.exe", "application/x-msdownload", b"MZ\x90\x00")
+    assert exc.value.status == 415 and "unsupported file type" in exc.value.message
+    with pytest.raises(UnreadableFile) as bad:
+        await store_material(db, OWNER, "latin1.txt", "text/plain", "café".encode("latin-1"))
+    assert bad.value.status == 422
+    with pytest.raises(UnreadableFile):
+        await store_material(db, OWNER, "broken.pdf", "application/pdf", b"%PDF-1.4\nnot really")
+
+
+async def test_a_run_reads_its_materials_and_uses_the_requested_agents(db, db_url, log):
+    svc = service(log)
+    notes = await store_material(db, OWNER, "notes.txt", "text/plain", b"Chlorophyll absorbs red and blue light.")
+    leaf = await store_material(db, OWNER, "leaf.png", "image/png", PNG)
+    theirs = await store_material(db, "mallory", "x.txt", "text/plain", b"secret")
+    mine = await create_agent(db, OWNER, "Professor Oak", "teacher", "Loves plants.")
+    with pytest.raises(errors.InvalidInput):
+        await svc.create_run(OWNER, "bad", RunInput(requirement="x", material_ids=[theirs.id]))
+    with pytest.raises(errors.InvalidInput):
+        await svc.create_run("mallory", "bad", RunInput(requirement="x", agents=[mine.id]))
+    inp = RunInput(requirement=requirement(), outline_review="auto", material_ids=[notes.id, leaf.id],
+                   agents=[mine.id, "assistant", "classmate_1"])
+    snap = await svc.create_run(OWNER, "c1", inp)
+    async with open_generation_worker(db_url, config()):
+        await wait_state(svc, snap.id, "completed")
+    doc = await assert_complete_course(log, svc, snap.id)
+    [extracted] = await decoded(log, snap.id, "run.materials_extracted")
+    assert "Chlorophyll absorbs red and blue light." in extracted.text and extracted.images == [leaf.asset_id]
+    assert list(doc.agents) == [mine, BUILTIN_AGENTS["assistant"], BUILTIN_AGENTS["classmate_1"]]
+    states = [e.state for e in await decoded(log, snap.id, "run.state_changed")]
+    assert states == ["outlining", "generating", "completed"]
+    assert step_completions(await events(log, snap.id), log)["materials"] == 1
+
+
+# -- a worker killed mid-step ------------------------------------------------------------------------------------------
+
+
+async def test_a_worker_killed_mid_step_resumes_from_the_last_checkpoint(db_url, log):
+    cfg_args = {"latency_ms": 12, "lease_ttl_s": 1.0, "heartbeat_s": 0.2}
+    cfg = config(**cfg_args)
+    svc = RunService(log, cfg)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+    proc = subprocess.Popen([sys.executable, "-m", "tests.integration.test_generation", db_url, json.dumps(cfg_args)],
+                            cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        with trio.fail_after(30):
+            assert (await trio.to_thread.run_sync(proc.stdout.readline)).strip()
+        # mid-step: a few scenes are checkpointed and a step has started but not completed
+        await wait_for(lambda: _mid_step(log, snap.id, scenes=2), timeout=30, interval=0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    killed_at = await events(log, snap.id)
+    committed = step_completions(killed_at, log)
+    async with open_generation_worker(db_url, cfg):
+        await wait_state(svc, snap.id, "completed", timeout=60)
+    await assert_complete_course(log, svc, snap.id)
+    evs = await events(log, snap.id)
+    claims = [log.decode(e) for e in evs if e.type == "lease.claimed"]
+    assert [c.reason for c in claims][-1] == "orphaned" and claims[-1].attempt == 2
+    resumed = evs[len(killed_at):]
+    assert step_completions(resumed, log).keys().isdisjoint(committed)  # nothing checkpointed ran again
+    assert set(step_completions(evs, log).values()) == {1}
+    first = next(log.decode(e).step for e in resumed if e.type == "run.step_started")
+    last_started = [log.decode(e).step for e in killed_at if e.type == "run.step_started"][-1]
+    assert first == last_started  # the step in flight is the one that ran again
+    course = Counter((e.scene.id, e.scene.status) for e in await decoded(log, snap.course_id, "course.scene_set"))
+    assert set(course.values()) == {1}
+
+
+async def _mid_step(log: EventLog, sid: str, scenes: int) -> bool:
+    types = [e.type for e in await log.read_stream(sid, limit=100_000)]
+    return types.count("run.scene_actions") >= scenes and types[-1] == "run.step_started"
+
+
+async def _has_step_started(log: EventLog, sid: str, step: str) -> bool:
+    return any(e.type == "run.step_started" and log.decode(e).step == step for e in await events(log, sid))
+
+
+async def _worker_main(url: str, overrides: dict[str, Any]) -> None:
+    async with open_generation_worker(url, config(**overrides)) as worker:
+        print(worker.id, flush=True)
+        await trio.sleep_forever()
+
+
+if __name__ == "__main__":
+    trio.run(_worker_main, sys.argv[1], json.loads(sys.argv[2]))

@@ -1,0 +1,126 @@
+"""The whole server as a user meets it: `openmaic serve` (all roles) on a real socket, the demo provider."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+import trio_websocket
+
+from openmaic.store.postgres import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+async def server(db_url, tmp_path):
+    port = free_port()
+    config = tmp_path / "openmaic.yml"
+    config.write_text(
+        "runtime: {lease_ttl_s: 3, heartbeat_s: 0.5, claim_poll_s: 0.2, wake_poll_s: 1}\n"
+    )
+    env = dict(os.environ, DATABASE_URL=db_url, OPENMAIC_CONFIG=str(config))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "openmaic", "serve", "--port", str(port)],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=10) as client:
+            with trio.fail_after(30):
+                while True:
+                    assert proc.poll() is None, proc.stderr.read()
+                    try:
+                        if (await client.get("/readyz")).status_code == 200:
+                            break
+                    except httpx.TransportError:
+                        pass
+                    await trio.sleep(0.1)
+            yield client, port
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.stderr.close()
+
+
+async def test_a_run_with_outline_review_completes_and_lands_in_the_library(server):
+    client, port = server
+    r = await client.post("/api/runs", json={"command_id": "c1", "requirement": "Photosynthesis for 12-year-olds",
+                                             "outline_review": "wait"})
+    assert r.status_code == 202, r.text
+    run = r.json()
+    again = await client.post("/api/runs", json={"command_id": "c1", "requirement": "Photosynthesis for 12-year-olds",
+                                                 "outline_review": "wait"})
+    assert again.json()["id"] == run["id"]
+    events: list[dict] = []
+    url = f"ws://127.0.0.1:{port}/api/streams/{run['id']}/ws?after=0"
+    async with trio_websocket.open_websocket_url(url) as ws:
+        with trio.fail_after(60):
+            confirmed = False
+            while True:
+                frame = json.loads(await ws.get_message())
+                if frame["type"] != "event":
+                    continue
+                events.append(frame["event"])
+                if frame["event"]["type"] == "run.state_changed" and \
+                        frame["event"]["data"]["state"] == "awaiting_outline_confirmation" and not confirmed:
+                    snap = (await client.get(f"/api/runs/{run['id']}")).json()
+                    await ws.send_message(json.dumps({"type": "confirm_outline", "command_id": "ok1",
+                                                      "outline_revision": snap["outline_revision"]}))
+                    confirmed = True
+                if frame["event"]["type"] == "session.ended":
+                    break
+    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+    assert events[-1]["data"]["status"] == "completed"
+    assert sum(e["type"] == "run.outline_item" for e in events) >= 4
+    snap = (await client.get(f"/api/runs/{run['id']}")).json()
+    assert snap["state"] == "completed" and snap["scenes_completed"] == snap["scenes_total"] >= 4
+    course = (await client.get(f"/api/courses/{snap['course_id']}")).json()
+    assert all(s["status"] == "ready" and s["content"] for s in course["document"]["scenes"])
+    with trio.fail_after(20):
+        while True:
+            cards = (await client.get("/api/library")).json()["cards"]
+            if cards and cards[0]["label"] == "ready":
+                break
+            await trio.sleep(0.2)
+    assert cards[0]["course_id"] == snap["course_id"]
+
+
+async def test_a_workbench_session_edits_its_course_and_goes_idle(server):
+    client, _ = server
+    r = await client.post("/api/sessions", json={"command_id": "s1", "message": "add a scene about fractions"})
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    with trio.fail_after(30):
+        while (snap := (await client.get(f"/api/sessions/{sid}")).json())["status"] != "idle" or not snap["turns"]:
+            await trio.sleep(0.2)
+    course = (await client.get(f"/api/courses/{snap['course_id']}")).json()
+    assert any("fraction" in s["title"].lower() for s in course["document"]["scenes"])
+    page = (await client.get(f"/api/streams/{sid}/events?after=0")).json()
+    types = [e["type"] for e in page["events"]]
+    assert "tool.called" in types and "tool.result" in types and "model.turn_completed" in types
+
+
+async def test_bad_requests_get_clear_errors(server):
+    client, _ = server
+    r = await client.post("/api/runs", content=b"{not json", headers={"content-type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_json"
+    r = await client.post("/api/runs", json={"command_id": "x", "requirement": 5})
+    assert r.status_code == 422 and "requirement" in json.dumps(r.json()["error"])
+    r = await client.post("/api/runs", json={"command_id": "x", "requirement": "a", "api_key": "sk-nope"})
+    assert r.status_code == 422
+    r = await client.get("/api/runs/nope")
+    assert r.status_code == 404
+    r = await client.post("/api/sessions/nope/messages", json={"command_id": "m", "text": "hi"})
+    assert r.status_code == 404
