@@ -81,9 +81,9 @@ def _port(text: str) -> int:
 
 def _register_serve(commands: argparse._SubParsersAction) -> None:
     p = _command(commands, "serve", _cmd_serve, "run the server (all roles unless --role is given)")
-    p.add_argument("--host", help=f"address to listen on (env OPENMAIC_HOST; default {DEFAULT_HOST})")
+    p.add_argument("--host", help=f"address to listen on (env OPENMAIC_HOST; else server.host in openmaic.yml; default {DEFAULT_HOST})")
     p.add_argument(
-        "--port", type=_port, help=f"port to listen on, 0 for any free one (env OPENMAIC_PORT; default {DEFAULT_PORT})"
+        "--port", type=_port, help=f"port to listen on, 0 for any free one (env OPENMAIC_PORT; else server.port; default {DEFAULT_PORT})"
     )
     p.add_argument(
         "--role",
@@ -209,10 +209,11 @@ def _version() -> str:
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
-    args.host = args.host or os.environ.get("OPENMAIC_HOST") or DEFAULT_HOST
-    if args.port is None:
+    # Without a flag, host and port come from openmaic.yml's server section, where OPENMAIC_HOST and
+    # OPENMAIC_PORT override the file (openmaic.config validates them and names the variable on error).
+    if args.port is None and os.environ.get("OPENMAIC_PORT"):
         try:
-            args.port = _port(os.environ.get("OPENMAIC_PORT") or str(DEFAULT_PORT))
+            _port(os.environ["OPENMAIC_PORT"])
         except argparse.ArgumentTypeError as exc:
             raise errors.ConfigError(f"OPENMAIC_PORT: {exc}") from None
     args.roles = list(dict.fromkeys(args.roles or ROLES))
