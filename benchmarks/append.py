@@ -639,7 +639,7 @@ async def amain(args: argparse.Namespace, url: str) -> None:
         f"per call: empty trio→asyncio crossing {overheads['crossing'] * 1e6:.0f} µs; "
         f"SELECT 1 on a held connection inside asyncio {overheads['held'] * 1e6:.0f} µs; "
         f"Database.fetchval('SELECT 1') from trio {overheads['pooled'] * 1e6:.0f} µs "
-        f"(crossing + pool acquire + query + pool release with its reset query)"
+        f"(crossing + pool acquire + query + pool release)"
     )
     print_append_tables(args, results)
     print(

@@ -87,6 +87,18 @@ def translate(exc: BaseException) -> BaseException:
     return new
 
 
+def error_for_sqlstate(state: str, message: str, detail: str | None = None) -> errors.OpenMaicError:
+    """The project's exception for an error a SQL function reports as data rather than raises.
+
+    ``openmaic_append_group`` returns each failed request's SQLSTATE, message and detail in a row (the other
+    requests of the group commit); this maps them exactly as :func:`translate` maps the raised error.
+    """
+    own = _OWN_SQLSTATES.get(state)
+    if own is not None:
+        return own(message, stream_id=detail) if detail else own(message)
+    return errors.DatabaseError(f"PostgreSQL refused a statement ({state}): {message}", sqlstate=state)
+
+
 @contextlib.contextmanager
 def translated() -> Iterator[None]:
     """Re-raise driver errors as project errors. The one place where that happens."""
@@ -228,6 +240,7 @@ class Database:
         self.listener_reconnects = 0
         self._listener_raw: asyncpg.Connection | None = None
         self._listener_lost = trio.Event()
+        self._nursery: trio.Nursery | None = None
 
     # -- units of work: one asyncio coroutine each -------------------------------------------------------------
 
@@ -294,6 +307,26 @@ class Database:
                     await _aio(self._pool.release, raw)
                 except errors.OpenMaicError:
                     log.warning("releasing a broken connection", exc_info=True)
+
+    def start_soon(self, fn: Callable[..., Any], *args: Any, name: str | None = None) -> bool:
+        """Run ``fn(*args)`` as a background task of this database; False when that is not possible.
+
+        The task belongs to :func:`open_database`'s nursery, beside the listener and the NOTIFY sender: it is
+        cancelled when the database closes and never outlives the pool it uses. This is for services that serve
+        every user of the database rather than one caller (the event log's group commit): whoever happens to
+        need one first cannot own it, since its work outlives that caller's request. An exception escaping
+        ``fn`` crashes the database's block, as a failing listener would, so ``fn`` handles its own errors.
+        Returns False once the database is closing (or was not opened by :func:`open_database`); the caller
+        then does the work itself.
+        """
+        nursery = self._nursery
+        if nursery is None:
+            return False
+        try:
+            nursery.start_soon(fn, *args, name=name)
+        except RuntimeError:  # the nursery is closed to new tasks: the database is shutting down
+            return False
+        return True
 
     def statistics(self) -> dict[str, int]:
         """Pool size and idle connections: a leak shows as ``size - idle`` staying above zero at rest."""
@@ -507,9 +540,12 @@ async def open_database(
                     if listen:
                         await nursery.start(db._listen_forever, list(listen), listener_ping_s)
                     nursery.start_soon(db._notify_forever)
+                    db._nursery = nursery
                     try:
                         yield db
                     finally:
+                        # No new background tasks from here on: the block is over and they would be cancelled.
+                        db._nursery = None
                         nursery.cancel_scope.cancel()
         finally:
             # Shielded with a bound: closing waits for borrowed connections; terminate stragglers.

@@ -306,3 +306,270 @@ async def test_an_append_wakes_watchers_here_and_in_other_processes(db, db_url):
                 # a watcher of another stream is not woken: it polls, and finds nothing new
                 assert not await w_other.wait(0.2)
             nursery.cancel_scope.cancel()
+
+
+# -- group commit ---------------------------------------------------------------------------------------------------
+#
+# Concurrent appends share database calls. To put requests in one call deterministically, these tests allow one call
+# in flight and hold it back with a row lock taken by an explicit transaction: whatever is appended meanwhile queues,
+# in call order, and goes out together once the lock is released.
+
+
+class Held:
+    """Row locks on streams, held by explicit transactions until released."""
+
+    def __init__(self, db, nursery: trio.Nursery) -> None:
+        self.db = db
+        self.nursery = nursery
+        self.releases: dict[str, trio.Event] = {}
+
+    async def hold(self, sid: str) -> None:
+        locked = trio.Event()
+        self.releases[sid] = release = trio.Event()
+
+        async def holder() -> None:
+            async with self.db.connection() as conn, conn.transaction():
+                await conn.execute("SELECT 1 FROM streams WHERE id = $1 FOR UPDATE", sid)
+                locked.set()
+                await release.wait()
+
+        self.nursery.start_soon(holder)
+        await locked.wait()
+
+    def release(self, sid: str) -> None:
+        self.releases.pop(sid).set()
+
+
+async def until(predicate, timeout: float = 10.0) -> None:
+    with trio.fail_after(timeout):
+        while not predicate():
+            await trio.sleep(0.002)
+
+
+def one_call_at_a_time(db):
+    from openmaic.events.log import group_commit
+
+    gc = group_commit(db)
+    gc.max_calls = 1
+    return gc
+
+
+async def queue_in_order(gc, nursery: trio.Nursery, sends) -> None:
+    """Start each send once the previous one is queued, so queue order is the order given."""
+    for send in sends:
+        before = gc.statistics()["queued"]
+        nursery.start_soon(send)
+        await until(lambda: gc.statistics()["queued"] == before + 1)
+
+
+async def test_group_commit_a_failed_request_fails_alone(db):
+    log = EventLog(db)
+    gc = one_call_at_a_time(db)
+    for sid in ("blocker", "a", "b", "c"):
+        await create(log, sid)
+    await db.execute("UPDATE streams SET attempt = 2 WHERE id = 'b'")
+    outcomes: dict[str, object] = {}
+
+    def send(key: str, sid: str, **fences):
+        async def run() -> None:
+            try:
+                outcomes[key] = await log.append_one(sid, [SessionMessagePosted(text=key)], **fences)
+            except errors.OpenMaicError as exc:
+                outcomes[key] = exc
+
+        return run
+
+    async with trio.open_nursery() as nursery:
+        held = Held(db, nursery)
+        await held.hold("blocker")
+        nursery.start_soon(send("first", "blocker"))
+        await until(lambda: gc.statistics()["in_flight"] == 1)
+        await queue_in_order(gc, nursery, [
+            send("a1", "a"),
+            send("b-stale", "b", attempt=1),
+            send("c-wrong-seq", "c", expected_seq=5),
+            send("a2", "a", expected_seq=2),  # sees a1: requests of one group are applied in order
+            send("missing", "nope"),
+        ])
+        calls = gc.statistics()["calls"]
+        held.release("blocker")
+    assert gc.statistics()["calls"] == calls + 1, "the five queued requests should have shared one call"
+    assert (outcomes["a1"].first_seq, outcomes["a2"].first_seq) == (2, 3)
+    assert isinstance(outcomes["b-stale"], errors.StaleAttempt)
+    assert isinstance(outcomes["c-wrong-seq"], errors.WrongExpectedSeq)
+    assert isinstance(outcomes["missing"], errors.StreamNotFound)
+    assert "nope" in str(outcomes["missing"])
+    assert [(await log.stream(s))["head_seq"] for s in ("a", "b", "c")] == [3, 1, 1]
+    a_events = await log.read_stream("a")
+    assert [log.decode(e).text for e in a_events[1:]] == ["a1", "a2"]
+    assert a_events[1].tx == a_events[2].tx, "one group, one transaction"
+    assert verify_chain(await chain_of(log, "a")) == (await log.stream("a"))["head_hash"]
+
+
+async def test_group_commit_applies_one_stream_s_requests_in_call_order(db):
+    log = EventLog(db)
+    gc = one_call_at_a_time(db)
+    await create(log, "blocker")
+    await create(log, "s")
+    got: dict[int, int] = {}
+
+    def send(i: int):
+        async def run() -> None:
+            got[i] = (await log.append_one("s", [SessionMessagePosted(text=f"m{i}")] * (1 + i % 3))).first_seq
+
+        return run
+
+    async with trio.open_nursery() as nursery:
+        held = Held(db, nursery)
+        await held.hold("blocker")
+        nursery.start_soon(log.append_one, "blocker", [SessionMessagePosted(text="first")])
+        await until(lambda: gc.statistics()["in_flight"] == 1)
+        await queue_in_order(gc, nursery, [send(i) for i in range(12)])
+        calls = gc.statistics()["calls"]
+        held.release("blocker")
+    assert gc.statistics()["calls"] == calls + 1
+    assert [got[i] for i in range(12)] == sorted(got.values()), "seqs follow the order of the calls"
+    texts = [log.decode(e).text for e in (await log.read_stream("s"))[1:]]
+    assert texts == [f"m{i}" for i in range(12) for _ in range(1 + i % 3)]
+    assert verify_chain(await chain_of(log, "s")) == (await log.stream("s"))["head_hash"]
+
+
+async def test_group_commit_replays_commands_inside_a_group(db):
+    log = EventLog(db)
+    gc = one_call_at_a_time(db)
+    await create(log, "blocker")
+    await create(log, "s")
+    original = await log.append_one("s", [SessionMessagePosted(text="c1"), SessionMessagePosted(text="c1+")],
+                                    command_id="c1")
+    outcomes: dict[str, object] = {}
+
+    def send(key: str, events, **kw):
+        async def run() -> None:
+            try:
+                outcomes[key] = await log.append_one("s", events, **kw)
+            except errors.OpenMaicError as exc:
+                outcomes[key] = exc
+
+        return run
+
+    async with trio.open_nursery() as nursery:
+        held = Held(db, nursery)
+        await held.hold("blocker")
+        nursery.start_soon(log.append_one, "blocker", [SessionMessagePosted(text="first")])
+        await until(lambda: gc.statistics()["in_flight"] == 1)
+        await queue_in_order(gc, nursery, [
+            send("replay-c1", [SessionMessagePosted(text="c1")], command_id="c1"),
+            send("c2", [SessionMessagePosted(text="c2")], command_id="c2"),
+            send("replay-c2", [SessionMessagePosted(text="c2")], command_id="c2"),  # written earlier in this group
+            send("conflict-c1", [SessionEnded(status="cancelled")], command_id="c1"),
+            send("plain", [SessionMessagePosted(text="plain")]),
+        ])
+        calls = gc.statistics()["calls"]
+        held.release("blocker")
+    assert gc.statistics()["calls"] == calls + 1
+    r = outcomes["replay-c1"]
+    assert (r.first_seq, r.last_seq, r.replayed) == (original.first_seq, original.last_seq, True)
+    assert (outcomes["c2"].first_seq, outcomes["c2"].replayed) == (4, False)
+    assert (outcomes["replay-c2"].first_seq, outcomes["replay-c2"].last_seq, outcomes["replay-c2"].replayed) == (4, 4, True)
+    assert isinstance(outcomes["conflict-c1"], errors.CommandConflict)
+    assert (outcomes["plain"].first_seq, outcomes["plain"].replayed) == (5, False)
+    assert [log.decode(e).text for e in (await log.read_stream("s"))[1:]] == ["c1", "c1+", "c2", "plain"]
+
+
+async def test_group_commit_a_cancelled_queued_request_is_never_sent(db):
+    log = EventLog(db)
+    gc = one_call_at_a_time(db)
+    await create(log, "blocker")
+    await create(log, "s")
+    scope = trio.CancelScope()
+    returned: list[object] = []
+
+    async def doomed() -> None:
+        with scope:
+            returned.append(await log.append_one("s", [SessionMessagePosted(text="cancelled")]))
+
+    async def kept() -> None:
+        returned.append(await log.append_one("s", [SessionMessagePosted(text="kept")]))
+
+    async with trio.open_nursery() as nursery:
+        held = Held(db, nursery)
+        await held.hold("blocker")
+        nursery.start_soon(log.append_one, "blocker", [SessionMessagePosted(text="first")])
+        await until(lambda: gc.statistics()["in_flight"] == 1)
+        await queue_in_order(gc, nursery, [doomed, kept])
+        scope.cancel()
+        await until(lambda: gc.statistics()["queued"] == 1)
+        assert scope.cancelled_caught and not returned, "a queued request's caller is released at once"
+        held.release("blocker")
+    assert [r.first_seq for r in returned] == [2]
+    assert [log.decode(e).text for e in (await log.read_stream("s"))[1:]] == ["kept"]
+
+
+async def test_group_commit_a_cancelled_caller_in_flight_gets_the_outcome(db):
+    """Its request shares a call with another caller's: the call goes on and the cancelled caller learns how it
+    ended. Once every caller of a call is cancelled, the call itself is cancelled (and here, blocked on a lock,
+    writes nothing)."""
+    log = EventLog(db)
+    gc = one_call_at_a_time(db)
+    for sid in ("blocker1", "blocker2", "blocker3", "s", "t"):
+        await create(log, sid)
+    scopes = {k: trio.CancelScope() for k in ("a", "b", "c", "d")}
+    returned: dict[str, object] = {}
+
+    def send(key: str, sid: str):
+        async def run() -> None:
+            with scopes[key]:
+                returned[key] = await log.append_one(sid, [SessionMessagePosted(text=key)])
+
+        return run
+
+    async with trio.open_nursery() as nursery:
+        held = Held(db, nursery)
+        for sid in ("blocker1", "blocker2", "blocker3"):
+            await held.hold(sid)
+        # a call in flight, stuck on blocker1; behind it, a and b queue, then c and d
+        nursery.start_soon(log.append_one, "blocker1", [SessionMessagePosted(text="first")])
+        await until(lambda: gc.statistics()["in_flight"] == 1)
+        await queue_in_order(gc, nursery, [send("a", "blocker2"), send("b", "s")])
+        held.release("blocker1")
+        # a and b now share a call, stuck on blocker2's lock
+        await until(lambda: gc.statistics()["in_flight"] == 1 and gc.statistics()["queued"] == 0)
+        await queue_in_order(gc, nursery, [send("c", "blocker3"), send("d", "t")])
+        scopes["a"].cancel()
+        await trio.sleep(0.2)
+        assert "a" not in returned, "a cancelled caller waits for the call its request is in"
+        held.release("blocker2")
+        await until(lambda: "a" in returned and "b" in returned)
+        assert not scopes["a"].cancelled_caught, "the outcome was known: the append returned it"
+        # c and d share the next call, stuck on blocker3; cancelling both cancels the call
+        await until(lambda: gc.statistics()["in_flight"] == 1 and gc.statistics()["queued"] == 0)
+        scopes["c"].cancel()
+        scopes["d"].cancel()
+        with trio.fail_after(5):
+            while not (scopes["c"].cancelled_caught and scopes["d"].cancelled_caught):
+                await trio.sleep(0.01)
+        held.release("blocker3")
+    assert returned.keys() == {"a", "b"}
+    assert [log.decode(e).text for e in (await log.read_stream("blocker2"))[1:]] == ["a"]
+    assert [log.decode(e).text for e in (await log.read_stream("s"))[1:]] == ["b"]
+    assert len(await log.read_stream("blocker3")) == 1
+    assert len(await log.read_stream("t")) == 1
+    assert db.statistics()["size"] - db.statistics()["idle"] == 0, "no pooled connection leaked"
+
+
+async def test_group_commit_an_append_from_a_shielded_cleanup_survives_the_database_closing(db_url):
+    """Everything is being cancelled, the database's own tasks (the group commit's workers) too; an append made
+    from a shielded cleanup still happens: queued requests go back to their callers, who send them alone."""
+    from openmaic.store.database import open_database
+
+    with trio.CancelScope() as everything:
+        async with open_database(db_url) as db:
+            log = EventLog(db)
+            await create(log, "s")  # the workers are running from here on
+            everything.cancel()
+            with trio.CancelScope(shield=True):
+                result = await log.append_one("s", [SessionMessagePosted(text="cleanup")])
+            assert result.first_seq == 2
+    assert everything.cancelled_caught
+    async with open_database(db_url) as db:
+        assert [e.seq for e in await EventLog(db).read_stream("s")] == [1, 2]
