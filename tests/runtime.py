@@ -25,8 +25,10 @@ def settings(**kw: Any) -> RuntimeConfig:
 
 
 @contextlib.asynccontextmanager
-async def open_worker(url: str, rt: RuntimeConfig = FAST, **kw: Any) -> AsyncIterator[Worker]:
-    async with open_database(url, listen=["openmaic_events"], listener_ping_s=1.0) as db:
+async def open_worker(url: str, rt: RuntimeConfig = FAST, *, listener_ping_s: float = 1.0,
+                      **kw: Any) -> AsyncIterator[Worker]:
+    async with open_database(url, listen=["openmaic_events"], listener_ping_s=listener_ping_s,
+                             max_size=20) as db:
         wakeups = Wakeups()
         log = EventLog(db, wakeups)
         worker = Worker(log, wakeups, {"test": TestKind()}, rt, **kw)

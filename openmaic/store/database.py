@@ -50,6 +50,9 @@ _OWN_SQLSTATES: dict[str, type[errors.OpenMaicError]] = {
     "OM004": errors.StreamNotFound,
     "OM005": errors.StreamExists,
     "OM010": errors.DatabaseError,
+    # Text PostgreSQL cannot store (a NUL character, a byte sequence invalid in UTF-8) is the caller's input.
+    "22021": errors.InvalidInput,
+    "22P05": errors.InvalidInput,
 }
 
 _CONNECTION_ERRORS = (
@@ -70,9 +73,13 @@ def translate(exc: BaseException) -> BaseException:
     if isinstance(exc, asyncpg.PostgresError):
         state = getattr(exc, "sqlstate", None) or ""
         own = _OWN_SQLSTATES.get(state)
-        if own is not None:
+        if own is errors.InvalidInput:
+            new: BaseException = errors.InvalidInput(
+                "the input contains text that cannot be stored (such as a NUL character); remove it and retry"
+            )
+        elif own is not None:
             detail = getattr(exc, "detail", None)
-            new: BaseException = own(str(exc), stream_id=detail) if detail else own(str(exc))
+            new = own(str(exc), stream_id=detail) if detail else own(str(exc))
         elif isinstance(exc, _CONNECTION_ERRORS) or state.startswith("08") or state in ("57P01", "57P02", "57P03"):
             new = errors.DatabaseUnavailable(f"PostgreSQL connection lost: {exc}")
         else:
