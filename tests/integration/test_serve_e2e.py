@@ -3,55 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-from pathlib import Path
 
-import httpx
 import pytest
 import trio
 import trio_websocket
 
-from openmaic.store.postgres import free_port
-
-ROOT = Path(__file__).resolve().parents[2]
-
+from tests.serving import running_server
 
 @pytest.fixture
 async def server(db_url, tmp_path):
-    port = free_port()
-    config = tmp_path / "openmaic.yml"
-    config.write_text(
-        "runtime: {lease_ttl_s: 3, heartbeat_s: 0.5, claim_poll_s: 0.2, wake_poll_s: 1}\n"
-    )
-    env = dict(os.environ, DATABASE_URL=db_url, OPENMAIC_CONFIG=str(config))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "openmaic", "serve", "--port", str(port)],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=10) as client:
-            with trio.fail_after(30):
-                while True:
-                    assert proc.poll() is None, proc.stderr.read()
-                    try:
-                        if (await client.get("/readyz")).status_code == 200:
-                            break
-                    except httpx.TransportError:
-                        pass
-                    await trio.sleep(0.1)
-            yield client, port
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.stderr.close()
+    async with running_server(db_url, tmp_path) as (client, port):
+        yield client, port
 
 
 async def test_a_run_with_outline_review_completes_and_lands_in_the_library(server):

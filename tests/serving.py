@@ -1,0 +1,75 @@
+"""`openmaic serve` processes for tests: real servers on real sockets, short runtime settings, stderr kept."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+
+import httpx
+import trio
+
+from openmaic.store.postgres import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST_CONFIG = "runtime: {lease_ttl_s: 3, heartbeat_s: 0.5, claim_poll_s: 0.2, wake_poll_s: 1}\n"
+
+
+@contextlib.contextmanager
+def serve_processes(
+    db_url: str, tmp_path: Path, roles: Sequence[tuple[str | None, int | None]], config: str = FAST_CONFIG
+) -> Iterator[list[subprocess.Popen]]:
+    """Start one `openmaic serve` per ``(role or None for all roles, port or None)``; SIGTERM them all at the end."""
+    config_file = tmp_path / "openmaic.yml"
+    config_file.write_text(config)
+    env = dict(os.environ, DATABASE_URL=db_url, OPENMAIC_CONFIG=str(config_file))
+    procs: list[subprocess.Popen] = []
+    try:
+        for i, (role, port) in enumerate(roles):
+            args = [sys.executable, "-m", "openmaic", "serve"]
+            args += ["--role", role] if role else []
+            args += ["--port", str(port)] if port is not None else []
+            with (tmp_path / f"{i}-{role or 'all'}.stderr").open("w") as err:
+                procs.append(subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err))
+        yield procs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
+def stderr_of(tmp_path: Path) -> str:
+    return "\n".join(f"--- {f.name}\n{f.read_text()[-3000:]}" for f in sorted(tmp_path.glob("*.stderr")))
+
+
+async def wait_ready(client: httpx.AsyncClient, procs: Sequence[subprocess.Popen], tmp_path: Path) -> None:
+    """Until ``/readyz`` answers 200 (failing at once, with the servers' stderr, if one of them exited)."""
+    with trio.fail_after(30):
+        while True:
+            assert all(p.poll() is None for p in procs), stderr_of(tmp_path)
+            try:
+                if (await client.get("/readyz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            await trio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def running_server(db_url: str, tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, int]]:
+    """One `openmaic serve` with every role, ready; yields a client for it and its port."""
+    port = free_port()
+    with serve_processes(db_url, tmp_path, [(None, port)]) as procs:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=10) as client:
+            await wait_ready(client, procs, tmp_path)
+            yield client, port
