@@ -16,6 +16,7 @@ from quart import Blueprint, Response
 
 from openmaic import errors, materials
 from openmaic.actors.commands import Commands as SessionCommands
+from openmaic.api import web
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices, CommandResult
 from openmaic.courses.events import CourseDocument, evolve_course
@@ -62,7 +63,7 @@ def api_services(services: Any) -> ApiServices:
 
 
 def resource_blueprints() -> list[Blueprint]:
-    return [bp]
+    return [bp, web.bp]
 
 
 def _runs(call: Call) -> RunService:

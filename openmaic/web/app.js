@@ -1,0 +1,995 @@
+// The web workbench: library, new course, run, course and Pro session views, routed by the URL's #fragment.
+
+import { api, commandId, explain, fill, h } from "./api.js";
+import {
+  foldRun, foldSession, initialRun, initialSession, runLabel, runOutline, sceneInProgress, scenesCompleted,
+  sessionBusy, sessionLabel,
+} from "./fold.js";
+import { LibraryFeed, StreamSocket } from "./stream.js";
+
+const main = document.getElementById("main");
+const announcer = document.getElementById("announcer");
+let leave = null; // the current view's cleanup
+let navigated = false;
+
+// -- small shared pieces ------------------------------------------------------------------------------------------
+
+function announce(text) {
+  announcer.textContent = "";
+  setTimeout(() => {
+    announcer.textContent = text;
+  }, 60);
+}
+
+/** Call `fn` once soon, however often this is asked for before then (events arrive in bursts). */
+function batched(fn) {
+  let timer = null;
+  return () => {
+    if (timer === null) {
+      timer = setTimeout(() => {
+        timer = null;
+        fn();
+      }, 30);
+    }
+  };
+}
+
+const CONNECTION_TEXT = {
+  connecting: "Connecting…",
+  live: "Live",
+  reconnecting: "Reconnecting…",
+  gone: "No longer available",
+  error: "Offline",
+};
+
+/** A small "Live / Reconnecting…" indicator. */
+function connectionIndicator() {
+  const text = h("span", {}, CONNECTION_TEXT.connecting);
+  const el = h("span", { class: "connection connecting", title: "Connection to the server" }, h("span", { class: "dot", "aria-hidden": "true" }), text);
+  return {
+    el,
+    set(status) {
+      el.className = `connection ${status}`;
+      text.textContent = CONNECTION_TEXT[status] || status;
+    },
+  };
+}
+
+function heading(text) {
+  return h("h1", { tabindex: "-1" }, text);
+}
+
+function stateClass(label) {
+  if (!label) return "state-none";
+  if (label.startsWith("generating")) return "state-generating";
+  return `state-${label.replace(/[^a-z]+/g, "-")}`;
+}
+
+function badge(label) {
+  return h("span", { class: `badge ${stateClass(label)}` }, label);
+}
+
+function setBadge(el, label) {
+  el.className = `badge ${stateClass(label)}`;
+  el.textContent = label;
+}
+
+function errorBox(message, ...extra) {
+  return h("div", { class: "notice error", role: "alert" }, h("p", {}, message), ...extra);
+}
+
+const KIND_NAMES = { slide: "Slide", quiz: "Quiz", interactive: "Interactive page" };
+const LETTERS = "ABCDEFGHIJ";
+
+function sceneContent(content, sceneTitle) {
+  if (!content) return null;
+  const titled = (t) => (t && t !== sceneTitle ? h("p", { class: "slide-title" }, t) : null);
+  if (content.kind === "slide" && content.slide) {
+    const s = content.slide;
+    return h("div", { class: "slide" },
+      titled(s.title),
+      h("ul", { class: "bullets" }, s.bullets.map((b) => h("li", {}, b))),
+      s.notes ? h("details", {}, h("summary", {}, "Speaker notes"), h("p", {}, s.notes)) : null);
+  }
+  if (content.kind === "quiz" && content.quiz) {
+    const q = content.quiz;
+    return h("div", { class: "quiz" },
+      titled(q.title),
+      h("ol", { class: "questions" }, q.questions.map((x) => h("li", {},
+        h("p", { class: "question" }, x.question),
+        h("ul", { class: "options" }, x.options.map((o, i) => h("li", { class: i === x.answer ? "correct" : "" },
+          h("span", { class: "letter", "aria-hidden": "true" }, LETTERS[i] || "•"),
+          h("span", {}, o),
+          i === x.answer ? h("strong", { class: "answer-mark" }, " ✓ correct answer") : null))),
+        x.explanation ? h("p", { class: "explanation" }, h("strong", {}, "Why: "), x.explanation) : null))));
+  }
+  if (content.kind === "interactive" && content.interactive) {
+    const it = content.interactive;
+    return h("div", { class: "interactive" },
+      h("p", { class: "slide-title" }, it.title),
+      h("p", {}, it.instructions),
+      h("iframe", { sandbox: "allow-scripts", srcdoc: it.html, title: `Interactive page: ${it.title}`, loading: "lazy" }));
+  }
+  return null;
+}
+
+function sceneStatus(status) {
+  return status === "pending" ? "not written yet" : status;
+}
+
+function sceneScript(actions, agents) {
+  const list = actions?.actions || [];
+  if (!list.length) return null;
+  const names = new Map((agents || []).map((a) => [a.id, a.name]));
+  return h("details", { class: "script" },
+    h("summary", {}, `Classroom script (${list.length} steps)`),
+    h("ol", {}, list.map((a) => h("li", {},
+      h("strong", {}, names.get(a.agent_id) || a.agent_id || "Teacher"),
+      a.kind && a.kind !== "speech" ? h("span", { class: "action-kind" }, ` (${a.kind})`) : null,
+      `: ${a.text || ""}`))));
+}
+
+// -- library ------------------------------------------------------------------------------------------------------
+
+function cardTarget(card) {
+  if (card.label === "ready" || !card.run_id) return `#/courses/${encodeURIComponent(card.course_id)}`;
+  return `#/runs/${encodeURIComponent(card.run_id)}`;
+}
+
+function libraryView() {
+  document.title = "Your courses · openmaic";
+  const conn = connectionIndicator();
+  const list = h("ul", { class: "cards", "aria-label": "Courses" });
+  const empty = h("div", { class: "empty", hidden: true },
+    h("p", {}, "No courses yet."),
+    h("a", { class: "button primary", href: "#/new" }, "Create your first course"));
+  const problem = h("div", {});
+  fill(main,
+    h("div", { class: "view-head" }, heading("Your courses"), conn.el),
+    h("div", { class: "toolbar" },
+      h("p", { class: "lead" }, "Each card is one course. Courses being written update here by themselves."),
+      h("a", { class: "button primary", href: "#/new" }, "New course")),
+    problem, empty, list);
+
+  const shown = new Map(); // course_id -> {el, update}
+  const feed = new LibraryFeed({
+    onConnection(status, err) {
+      conn.set(status);
+      if (status === "error") fill(problem, errorBox(explain(err)));
+      else if (status === "live") fill(problem);
+    },
+    onCards(cards) {
+      const ids = new Set(cards.map((c) => c.course_id));
+      for (const [id, c] of shown) {
+        if (!ids.has(id)) {
+          c.el.remove();
+          shown.delete(id);
+        }
+      }
+      let before = null;
+      for (let i = cards.length - 1; i >= 0; i--) {
+        const card = cards[i];
+        let c = shown.get(card.course_id);
+        if (!c) {
+          c = courseCard(card, feed, problem);
+          shown.set(card.course_id, c);
+        } else c.update(card);
+        // Move a card only when it is out of place: moving the element that holds the focus would drop it.
+        if (c.el.nextElementSibling !== before || c.el.parentNode !== list) list.insertBefore(c.el, before);
+        before = c.el;
+      }
+      empty.hidden = cards.length > 0;
+    },
+  });
+  feed.start();
+  return () => feed.stop();
+}
+
+function courseCard(card, feed, problem) {
+  const link = h("a", { class: "card-link" });
+  const label = h("span", {});
+  const progress = h("progress", { "aria-label": "Scenes written" });
+  const updated = h("p", { class: "meta" });
+  const open = h("a", { class: "button small primary" }, "Open");
+  const pro = h("a", { class: "button small" }, "Ask the agent");
+  const del = h("button", { type: "button", class: "button small danger-outline" }, "Delete");
+  const el = h("li", { class: "card" },
+    h("h2", { class: "card-title" }, link),
+    h("div", { class: "card-status" }, label, progress),
+    updated,
+    h("div", { class: "card-actions" }, open, pro, del));
+  let current = card;
+  del.addEventListener("click", async () => {
+    if (!window.confirm(`Delete the course “${current.title}”? This cannot be undone.`)) return;
+    del.disabled = true;
+    try {
+      await api("DELETE", `/api/courses/${encodeURIComponent(current.course_id)}?command_id=${commandId()}`);
+      feed.remove(current.course_id);
+      announce(`Deleted “${current.title}”.`);
+      main.focus();
+    } catch (err) {
+      del.disabled = false;
+      fill(problem, errorBox(`Could not delete “${current.title}”: ${explain(err)}`));
+    }
+  });
+  function update(c) {
+    current = c;
+    link.textContent = c.title || "Untitled course";
+    link.href = cardTarget(c);
+    open.href = link.href;
+    open.setAttribute("aria-label", `Open “${c.title || "Untitled course"}”`);
+    setBadge(label, c.label);
+    const generating = c.label.startsWith("generating");
+    progress.hidden = !generating;
+    progress.max = Math.max(1, c.scenes_total);
+    progress.value = c.scenes_completed;
+    updated.textContent = c.updated_at ? `Updated ${new Date(c.updated_at).toLocaleString()}` : "";
+    pro.hidden = c.label !== "ready";
+    pro.href = `#/courses/${encodeURIComponent(c.course_id)}`;
+    pro.setAttribute("aria-label", `Ask the agent to change “${c.title || "Untitled course"}”`);
+    del.setAttribute("aria-label", `Delete “${c.title || "Untitled course"}”`);
+    el.dataset.courseId = c.course_id;
+  }
+  update(card);
+  return { el, update };
+}
+
+// -- new course ---------------------------------------------------------------------------------------------------
+
+const REVIEW_CHOICES = [
+  ["wait", "Let me review the outline first", "Writing stops after the outline until you confirm it. You can change titles and goals."],
+  ["countdown", "Show me the outline, then continue by itself", "You get a few seconds to look at the outline before the scenes are written."],
+  ["auto", "Write the whole course straight away", "No stop after the outline."],
+];
+
+function newCourseView() {
+  document.title = "New course · openmaic";
+  const command = commandId(); // one per form: pressing Create twice starts one course
+  const requirement = h("textarea", {
+    id: "requirement", name: "requirement", rows: 5, required: true, "aria-describedby": "requirement-hint",
+    placeholder: "For example: Photosynthesis for 12-year-olds, with a short quiz at the end",
+  });
+  const files = h("input", {
+    id: "materials", type: "file", multiple: true, "aria-describedby": "materials-hint",
+    accept: ".pdf,.txt,.md,.markdown,image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain,text/markdown",
+  });
+  const status = h("p", { class: "form-status", role: "status" });
+  const problem = h("div", {});
+  const submit = h("button", { type: "submit", class: "button primary" }, "Create course");
+  const radios = REVIEW_CHOICES.map(([value, text, hint], i) => h("div", { class: "choice" },
+    h("input", { type: "radio", name: "outline_review", id: `review-${value}`, value, checked: i === 0, "aria-describedby": `review-${value}-hint` }),
+    h("label", { for: `review-${value}` }, text),
+    h("p", { class: "hint", id: `review-${value}-hint` }, hint)));
+  const form = h("form", { class: "stack", novalidate: false },
+    h("div", { class: "field" },
+      h("label", { for: "requirement" }, "What should the course teach?"),
+      h("p", { class: "hint", id: "requirement-hint" }, "Describe the topic and who it is for. A sentence or two is enough."),
+      requirement),
+    h("div", { class: "field" },
+      h("label", { for: "materials" }, "Materials (optional)"),
+      h("p", { class: "hint", id: "materials-hint" }, "PDF, text, Markdown or images. The course is written from what they say."),
+      files),
+    h("fieldset", { class: "field" }, h("legend", {}, "Outline review"), radios),
+    problem,
+    h("div", { class: "actions" }, submit, h("a", { class: "button", href: "#/" }, "Back to the library")),
+    status);
+  fill(main, h("div", { class: "view-head" }, heading("New course")), form);
+
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    fill(problem);
+    const text = requirement.value.trim();
+    if (!text) {
+      fill(problem, errorBox("Describe what the course should teach."));
+      requirement.focus();
+      return;
+    }
+    submit.disabled = true;
+    try {
+      const materialIds = [];
+      for (const file of files.files) {
+        status.textContent = `Uploading ${file.name}…`;
+        const body = new FormData();
+        body.append("file", file, file.name);
+        const material = await api("POST", "/api/materials", { form: body });
+        materialIds.push(material.id);
+      }
+      status.textContent = "Starting…";
+      const review = form.querySelector("input[name=outline_review]:checked").value;
+      const run = await api("POST", "/api/runs", {
+        json: { command_id: command, requirement: text, outline_review: review, material_ids: materialIds },
+      });
+      location.hash = `#/runs/${encodeURIComponent(run.id)}`;
+    } catch (err) {
+      status.textContent = "";
+      submit.disabled = false;
+      fill(problem, errorBox(explain(err)));
+    }
+  });
+  return null;
+}
+
+// -- a generation run ---------------------------------------------------------------------------------------------
+
+function draftKey(runId, revision) {
+  return `openmaic:outline:${runId}:${revision}`;
+}
+
+function runView(runId) {
+  document.title = "Course in progress · openmaic";
+  const conn = connectionIndicator();
+  const title = heading("Loading…");
+  const requirement = h("p", { class: "requirement" });
+  const label = badge("preparing");
+  const progress = h("progress", { hidden: true, "aria-label": "Scenes written" });
+  const progressText = h("span", { class: "progress-text" });
+  const alerts = h("div", {});
+  const outlineHead = h("h2", { id: "outline-heading" }, "Outline");
+  const outlineBody = h("div", {});
+  const done = h("div", {});
+  fill(main,
+    h("div", { class: "view-head" }, title, conn.el),
+    requirement,
+    h("div", { class: "status-row" }, label, progress, progressText),
+    alerts,
+    done,
+    h("section", { "aria-labelledby": "outline-heading" }, outlineHead, outlineBody));
+
+  let state = initialRun();
+  let shownKey = "";
+  let alertKey = "";
+  let caughtUp = false;
+  let lastState = null;
+  let countdownTimer = null;
+  const sceneCache = new Map(); // index -> {key, el}
+
+  const sock = new StreamSocket(runId, {
+    onEvent(e) {
+      state = foldRun(state, e);
+      render();
+    },
+    onCaughtUp() {
+      caughtUp = true;
+      render();
+    },
+    onConnection: conn.set,
+  });
+
+  const render = batched(() => {
+    const s = state;
+    title.textContent = s.title || "New course";
+    document.title = `${s.title || "New course"} · openmaic`;
+    requirement.textContent = s.requirement ? `You asked for: ${s.requirement}` : "";
+    const text = runLabel(s);
+    setBadge(label, text);
+    main.dataset.runState = s.state;
+    main.dataset.seq = String(s.seq);
+    const total = s.scenes.length;
+    const completed = scenesCompleted(s);
+    progress.hidden = !total;
+    progress.max = Math.max(1, total);
+    progress.value = completed;
+    progressText.textContent = total ? `${completed} of ${total} scenes written` : "";
+    renderAlerts(s);
+    renderOutline(s);
+    renderDone(s);
+    if (caughtUp && lastState !== null && lastState !== s.state) {
+      if (s.state === "awaiting_outline_confirmation") announce("The outline is ready for your review.");
+      else if (s.state === "completed") announce("The course is ready.");
+      else if (s.state === "paused") announce("Writing paused after a failure.");
+    }
+    if (caughtUp) lastState = s.state;
+  });
+
+  function renderAlerts(s) {
+    const key = `${s.state}:${s.error}:${s.retryRequested}:${s.deferredUntil}:${s.stopRequested}`;
+    if (key === alertKey) return;
+    alertKey = key;
+    if (s.state === "paused") {
+      const retry = h("button", { type: "button", class: "button primary", disabled: s.retryRequested },
+        s.retryRequested ? "Retrying…" : "Retry");
+      const note = h("p", { class: "form-status", role: "status" });
+      retry.addEventListener("click", async () => {
+        retry.disabled = true;
+        retry.textContent = "Retrying…";
+        try {
+          await sock.send({ type: "retry" });
+        } catch (err) {
+          retry.disabled = false;
+          retry.textContent = "Retry";
+          note.textContent = explain(err);
+        }
+      });
+      fill(alerts, h("div", { class: "notice error", role: "alert" },
+        h("p", {}, h("strong", {}, "Writing paused after a failure. ")),
+        h("p", {}, s.error || "A step failed."),
+        s.failedStep ? h("p", { class: "hint" }, `Failed step: ${stepName(s.failedStep)}. Retry runs only that step again.`) : null,
+        h("div", { class: "actions" }, retry), note));
+    } else if (s.state === "stopped" || s.stopRequested) {
+      fill(alerts, h("div", { class: "notice" }, h("p", {}, "This course was deleted, so writing stopped.")));
+    } else if (s.deferredUntil && s.state !== "completed") {
+      fill(alerts, h("div", { class: "notice" },
+        h("p", {}, "Waiting: other courses of yours are being written. This one starts as soon as one finishes.")));
+    } else {
+      fill(alerts);
+    }
+  }
+
+  function renderOutline(s) {
+    if (s.confirmedRevision) {
+      if (shownKey !== "scenes") {
+        shownKey = "scenes";
+        outlineHead.textContent = "Scenes";
+        fill(outlineBody, h("ol", { class: "scenes" }));
+        sceneCache.clear();
+      }
+      renderScenes(s, outlineBody.firstChild);
+      return;
+    }
+    if (s.proposedRevision && s.state === "awaiting_outline_confirmation") {
+      const key = `review:${s.proposedRevision}`;
+      if (shownKey !== key) {
+        shownKey = key;
+        outlineHead.textContent = "Review the outline";
+        fill(outlineBody, reviewForm(s));
+      }
+      return;
+    }
+    const items = runOutline(s);
+    const busy = !s.proposedRevision && ["preparing", "outlining"].includes(s.state);
+    const key = `list:${items.length}:${busy}:${s.proposedRevision}`;
+    if (shownKey === key) return;
+    shownKey = key;
+    outlineHead.textContent = "Outline";
+    fill(outlineBody,
+      h("ol", { class: "outline", "aria-busy": busy ? "true" : "false" }, items.map((item) => outlineEntry(item))),
+      busy ? h("p", { class: "working" }, h("span", { class: "spinner", "aria-hidden": "true" }),
+        s.state === "preparing" ? "Getting ready…" : "Writing the outline…") : null);
+  }
+
+  function outlineEntry(item) {
+    return h("li", { class: "outline-item" },
+      h("p", { class: "item-title" }, item.title, " ", h("span", { class: "kind" }, KIND_NAMES[item.kind] || item.kind)),
+      h("p", { class: "item-goal" }, item.goal));
+  }
+
+  function reviewForm(s) {
+    const key = draftKey(runId, s.proposedRevision);
+    let draft = null;
+    try {
+      draft = JSON.parse(sessionStorage.getItem(key) || "null");
+    } catch {
+      draft = null;
+    }
+    const fields = s.proposed.map((item, i) => {
+      const t = h("input", { id: `item-${i}-title`, type: "text", required: true, value: draft?.[i]?.title ?? item.title });
+      const g = h("textarea", { id: `item-${i}-goal`, rows: 2, required: true }, draft?.[i]?.goal ?? item.goal);
+      return { item, t, g };
+    });
+    const status = h("p", { class: "form-status", role: "status" });
+    const confirm = h("button", { type: "submit", class: "button primary" }, "Confirm outline and write the course");
+    const countdown = h("p", { class: "countdown", hidden: true });
+    const form = h("form", { class: "review" },
+      h("p", {}, "Check the outline. Change any title or goal, then confirm: the scenes are written after that."),
+      countdown,
+      h("ol", { class: "outline-edit" }, fields.map(({ item, t, g }, i) => h("li", {},
+        h("fieldset", {},
+          h("legend", {}, `Scene ${i + 1} · ${KIND_NAMES[item.kind] || item.kind}`),
+          h("div", { class: "field" }, h("label", { for: t.id }, "Title"), t),
+          h("div", { class: "field" }, h("label", { for: g.id }, "Goal"), g),
+          item.key_points?.length ? h("p", { class: "hint" }, `Key points: ${item.key_points.join(" · ")}`) : null)))),
+      h("div", { class: "actions" }, confirm),
+      status);
+    form.addEventListener("input", () => {
+      sessionStorage.setItem(key, JSON.stringify(fields.map(({ t, g }) => ({ title: t.value, goal: g.value }))));
+    });
+    form.addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      if (!form.reportValidity()) return;
+      const edited = fields.map(({ item, t, g }) => ({ ...item, title: t.value.trim(), goal: g.value.trim() }));
+      const changed = edited.some((x, i) => x.title !== s.proposed[i].title || x.goal !== s.proposed[i].goal);
+      confirm.disabled = true;
+      status.textContent = "Confirming…";
+      try {
+        const command = { type: "confirm_outline", outline_revision: s.proposedRevision };
+        if (changed) command.outline = edited;
+        await sock.send(command);
+        sessionStorage.removeItem(key);
+        status.textContent = "Confirmed. Writing the scenes…";
+      } catch (err) {
+        confirm.disabled = false;
+        status.textContent = `Not confirmed: ${explain(err)}`;
+      }
+    });
+    clearInterval(countdownTimer);
+    if (s.countdownUntil) {
+      const until = Date.parse(s.countdownUntil);
+      const tick = () => {
+        const left = Math.ceil((until - Date.now()) / 1000);
+        countdown.hidden = false;
+        countdown.textContent = left > 0
+          ? `Continues by itself in ${left} s unless you confirm first.`
+          : "Continuing with this outline…";
+      };
+      tick();
+      countdownTimer = setInterval(tick, 1000);
+    }
+    return form;
+  }
+
+  function renderScenes(s, list) {
+    const current = sceneInProgress(s);
+    s.confirmed.forEach((item, i) => {
+      const scene = s.scenes[i] || {};
+      const status = scene.actions ? "ready" : scene.content ? "finishing" : i === current ? "writing" : "waiting";
+      const key = `${status}:${s.state}`;
+      const cached = sceneCache.get(i);
+      if (cached && cached.key === key) return;
+      const failed = s.state === "paused" && i === current && !scene.actions;
+      const el = h("li", { class: `scene scene-${failed ? "failed" : status}`, dataset: { status: failed ? "failed" : status } },
+        h("div", { class: "scene-head" },
+          h("h3", {}, `${i + 1}. ${item.title}`),
+          h("span", { class: "kind" }, KIND_NAMES[item.kind] || item.kind),
+          h("span", { class: `scene-status ${failed ? "failed" : status}` },
+            failed ? "✗ failed" :
+            status === "ready" ? "✓ ready" :
+            status === "finishing" ? "writing the script…" :
+            status === "writing" ? "writing…" : "waiting")),
+        h("p", { class: "item-goal" }, item.goal),
+        sceneContent(scene.content, item.title));
+      if (cached) cached.el.replaceWith(el);
+      else list.append(el);
+      sceneCache.set(i, { key, el });
+    });
+  }
+
+  function renderDone(s) {
+    const key = `${s.state}:${s.courseId}`;
+    if (done.dataset.key === key) return;
+    done.dataset.key = key;
+    if (s.state !== "completed") {
+      fill(done);
+      return;
+    }
+    const course = `#/courses/${encodeURIComponent(s.courseId)}`;
+    fill(done, h("div", { class: "notice success" },
+      h("p", {}, h("strong", {}, "The course is ready.")),
+      h("div", { class: "actions" },
+        h("a", { class: "button primary", href: course }, "Open the course"),
+        h("a", { class: "button", href: "#/" }, "Back to the library"))));
+  }
+
+  // An HTTP call first: a missing run is a clear message, and an anonymous owner gets its cookie.
+  let stopped = false;
+  api("GET", `/api/runs/${encodeURIComponent(runId)}`).then(
+    () => {
+      if (!stopped) sock.start();
+    },
+    (err) => {
+      if (stopped) return;
+      conn.set(err.status === 404 ? "gone" : "error");
+      title.textContent = err.status === 404 ? "Course not found" : "Could not load this course";
+      fill(alerts, errorBox(err.status === 404 ? "There is no such course in your library. It may have been deleted." : explain(err),
+        h("a", { href: "#/" }, "Back to the library")));
+    },
+  );
+  return () => {
+    stopped = true;
+    clearInterval(countdownTimer);
+    sock.stop();
+  };
+}
+
+function stepName(step) {
+  const m = /^scene:(\d+):(content|actions)$/.exec(step || "");
+  if (m) return `scene ${Number(m[1]) + 1} ${m[2] === "content" ? "content" : "script"}`;
+  return step;
+}
+
+// -- a course -----------------------------------------------------------------------------------------------------
+
+function courseView(courseId) {
+  document.title = "Course · openmaic";
+  const conn = connectionIndicator();
+  const title = heading("Loading…");
+  const meta = h("div", { class: "course-meta" });
+  const body = h("div", {});
+  const problem = h("div", {});
+  const message = h("textarea", {
+    id: "pro-message", rows: 3, required: true, "aria-describedby": "pro-hint",
+    placeholder: "For example: add a quiz about chlorophyll after the second scene",
+  });
+  const start = h("button", { type: "submit", class: "button primary" }, "Start");
+  const startStatus = h("p", { class: "form-status", role: "status" });
+  const command = commandId();
+  const proForm = h("form", { class: "panel stack", "aria-labelledby": "pro-heading" },
+    h("h2", { id: "pro-heading" }, "Change it with the agent"),
+    h("div", { class: "field" },
+      h("label", { for: "pro-message" }, "What should change?"),
+      h("p", { class: "hint", id: "pro-hint" }, "The agent edits this course: it can add, rewrite, reorder or remove scenes. You can follow its work and stop it."),
+      message),
+    h("div", { class: "actions" }, start),
+    startStatus);
+  fill(main, h("div", { class: "view-head" }, title, conn.el), meta, problem, proForm, body);
+
+  proForm.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const text = message.value.trim();
+    if (!text) {
+      startStatus.textContent = "Write what the agent should do first.";
+      message.focus();
+      return;
+    }
+    start.disabled = true;
+    startStatus.textContent = "Starting…";
+    try {
+      const session = await api("POST", "/api/sessions", { json: { command_id: command, course_id: courseId, message: text } });
+      location.hash = `#/sessions/${encodeURIComponent(session.id)}`;
+    } catch (err) {
+      start.disabled = false;
+      startStatus.textContent = explain(err);
+    }
+  });
+
+  let stopped = false;
+  let sock = null;
+  let loadedSeq = -1;
+  const reload = batched(load);
+
+  async function load() {
+    let course;
+    try {
+      course = await api("GET", `/api/courses/${encodeURIComponent(courseId)}`);
+    } catch (err) {
+      if (stopped) return;
+      title.textContent = err.status === 404 ? "Course not found" : "Could not load the course";
+      fill(problem, errorBox(err.status === 404 ? "There is no such course in your library. It may have been deleted." : explain(err),
+        h("a", { href: "#/" }, "Back to the library")));
+      proForm.hidden = true;
+      conn.set(err.status === 404 ? "gone" : "error");
+      return;
+    }
+    if (stopped || course.seq === loadedSeq) return;
+    loadedSeq = course.seq;
+    render(course.document);
+    if (!sock) {
+      // The course's own stream says when it changes (a run writing it, an agent editing it).
+      sock = new StreamSocket(courseId, {
+        onEvent: () => {
+          if (sock.live) reload();
+        },
+        onCaughtUp: () => reload(),
+        onConnection: conn.set,
+      });
+      sock.seq = course.seq;
+      sock.start();
+    }
+  }
+
+  function render(doc) {
+    title.textContent = doc.title || "Untitled course";
+    document.title = `${doc.title || "Course"} · openmaic`;
+    const ready = doc.scenes.filter((s) => s.status === "ready").length;
+    fill(meta,
+      doc.requirement ? h("p", { class: "requirement" }, `You asked for: ${doc.requirement}`) : null,
+      h("p", { class: "meta" }, `${doc.scenes.length} scenes${ready < doc.scenes.length ? ` (${ready} ready)` : ""}`,
+        doc.agents?.length ? ` · Classroom: ${doc.agents.map((a) => `${a.name} (${a.role})`).join(", ")}` : ""));
+    // While a run writes the course it is read-only to the agent: point to the run instead.
+    proForm.hidden = Boolean(doc.locked_by);
+    fill(problem, doc.locked_by ? h("div", { class: "notice" },
+      h("p", {}, "This course is still being written. You can change it with the agent once it is ready."),
+      h("p", {}, h("a", { href: `#/runs/${encodeURIComponent(doc.locked_by)}` }, "Follow its progress"))) : null);
+    fill(body,
+      h("section", { "aria-labelledby": "course-outline-heading" },
+        h("h2", { id: "course-outline-heading" }, "Outline"),
+        h("ol", { class: "toc" }, doc.scenes.map((s, i) => h("li", {},
+          h("a", { href: `#/courses/${encodeURIComponent(courseId)}`, onclick: (ev) => { ev.preventDefault(); document.getElementById(`scene-${i}`)?.focus(); } }, s.title),
+          " ", h("span", { class: "kind" }, KIND_NAMES[s.kind] || s.kind))))),
+      h("section", { "aria-labelledby": "course-scenes-heading" },
+        h("h2", { id: "course-scenes-heading" }, "Scenes"),
+        h("ol", { class: "scenes" }, doc.scenes.map((s, i) => h("li", { class: `scene scene-${s.status}` },
+          h("div", { class: "scene-head" },
+            h("h3", { id: `scene-${i}`, tabindex: "-1" }, `${i + 1}. ${s.title}`),
+            h("span", { class: "kind" }, KIND_NAMES[s.kind] || s.kind),
+            s.status !== "ready" ? h("span", { class: "scene-status waiting" }, sceneStatus(s.status)) : null),
+          h("p", { class: "item-goal" }, s.goal),
+          sceneContent(s.content, s.title),
+          sceneScript(s.actions, doc.agents))))));
+  }
+
+  load();
+  return () => {
+    stopped = true;
+    sock?.stop();
+  };
+}
+
+// -- a Pro workbench session --------------------------------------------------------------------------------------
+
+const TOOL_NAMES = {
+  read_course: "Reading the course",
+  read_outline: "Reading the outline",
+  add_scene: "Adding a scene",
+  update_scene: "Changing a scene",
+  delete_scene: "Removing a scene",
+  reorder_scenes: "Reordering the scenes",
+  retitle_course: "Renaming the course",
+  retitle: "Renaming the course",
+  generate_scene: "Writing a scene",
+  ask_user: "Asking you a question",
+};
+
+const TOOL_STATES = { planned: "about to run", running: "running…", ok: "done", error: "failed", interrupted: "interrupted" };
+
+function argumentSummary(args) {
+  const parts = Object.entries(args || {})
+    .filter(([, v]) => v !== null && v !== undefined && v !== "")
+    .map(([k, v]) => `${k.replace(/_/g, " ")}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
+  const text = parts.join(" · ");
+  return text.length > 160 ? `${text.slice(0, 157)}…` : text;
+}
+
+function sessionItem(item) {
+  switch (item.kind) {
+    case "user":
+      return h("li", { class: "msg user" },
+        h("p", { class: "who" }, "You", item.delivered ? null : h("span", { class: "pending" }, " · not read yet")),
+        h("p", { class: "text" }, item.text));
+    case "assistant":
+      return h("li", { class: "msg assistant" }, h("p", { class: "who" }, "Agent"), h("p", { class: "text" }, item.text));
+    case "notice":
+      return h("li", { class: `msg ended ${item.status}` }, h("p", { class: "text" }, item.text));
+    case "tool": {
+      if (item.name === "ask_user" && item.state === "ok") {
+        const q = item.result?.question || item.arguments?.question || "";
+        return h("li", { class: "msg assistant question" }, h("p", { class: "who" }, "Agent asks"), h("p", { class: "text" }, q));
+      }
+      const detail = [
+        `arguments: ${JSON.stringify(item.arguments ?? {}, null, 2)}`,
+        item.state === "ok" ? `result: ${JSON.stringify(item.result, null, 2)}` : null,
+        item.error ? `error: ${item.error}` : null,
+      ].filter(Boolean).join("\n");
+      return h("li", { class: `msg tool tool-${item.state}`, dataset: { tool: item.name || "", state: item.state } },
+        h("p", { class: "tool-head" },
+          h("span", { class: "tool-icon", "aria-hidden": "true" }, item.state === "ok" ? "✓" : item.state === "error" ? "✗" : "⚙"),
+          h("span", { class: "tool-name" }, TOOL_NAMES[item.name] || item.name),
+          h("span", { class: "tool-state" }, ` — ${TOOL_STATES[item.state] || item.state}`)),
+        argumentSummary(item.arguments) ? h("p", { class: "tool-args" }, argumentSummary(item.arguments)) : null,
+        item.error ? h("p", { class: "tool-error" }, item.error) : null,
+        h("details", {}, h("summary", {}, "Details"), h("pre", {}, detail)));
+    }
+    default:
+      return h("li", {});
+  }
+}
+
+function itemKey(item) {
+  return JSON.stringify([item.kind, item.seq, item.callId, item.state, item.delivered, item.text]);
+}
+
+function sessionView(sessionId) {
+  document.title = "Agent workbench · openmaic";
+  const conn = connectionIndicator();
+  const title = heading("Agent workbench");
+  const courseLink = h("a", {}, "the course");
+  const status = badge("starting…");
+  const log = h("ol", { class: "log", role: "log", "aria-label": "Conversation with the agent", tabindex: "0" });
+  const draft = h("div", { class: "msg assistant draft", hidden: true, "aria-hidden": "true" },
+    h("p", { class: "who" }, "Agent ", h("span", { class: "typing" }, "is writing…")), h("p", { class: "text" }));
+  const working = h("p", { class: "working", hidden: true }, h("span", { class: "spinner", "aria-hidden": "true" }), "The agent is working…");
+  const input = h("textarea", {
+    id: "composer-input", rows: 3, "aria-describedby": "composer-hint",
+    placeholder: "Ask for a change, for example: add a scene about chlorophyll",
+  });
+  const send = h("button", { type: "submit", class: "button primary" }, "Send");
+  const cancel = h("button", { type: "button", class: "button danger" }, "Cancel");
+  const composerStatus = h("p", { class: "form-status", role: "status" });
+  const problem = h("div", {});
+  const scenes = h("ol", { class: "scene-list" });
+  const storeKey = `openmaic:composer:${sessionId}`;
+  input.value = sessionStorage.getItem(storeKey) || "";
+  const composer = h("form", { class: "composer" },
+    h("label", { for: "composer-input" }, "Message to the agent"),
+    input,
+    h("p", { class: "hint", id: "composer-hint" }, "Enter sends, Shift+Enter starts a new line. You can write while the agent works: it reads your message at its next step."),
+    h("div", { class: "actions" }, send, cancel),
+    composerStatus);
+  fill(main,
+    h("div", { class: "view-head" }, title, conn.el),
+    h("p", { class: "status-row" }, "Editing ", courseLink, " · ", status),
+    problem,
+    h("div", { class: "workbench" },
+      h("section", { class: "chat", "aria-labelledby": "chat-heading" },
+        h("h2", { id: "chat-heading", class: "visually-hidden" }, "Conversation"),
+        log, draft, working, composer),
+      h("aside", { class: "panel course-panel", "aria-labelledby": "scenes-heading" },
+        h("h2", { id: "scenes-heading" }, "Scenes of the course"), scenes)));
+
+  let state = initialSession();
+  let caughtUp = false;
+  let courseSeq = -1;
+  let lastEdited = -1;
+  let lastStatus = null;
+  const cache = []; // index -> {key, el}
+  let stick = true; // keep the newest message in view, unless the reader scrolled up
+  log.addEventListener("scroll", () => {
+    stick = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+  });
+  const onResize = () => {
+    if (stick) log.scrollTop = log.scrollHeight;
+  };
+  window.addEventListener("resize", onResize);
+
+  const sock = new StreamSocket(sessionId, {
+    onEvent(e) {
+      state = foldSession(state, e);
+      render();
+    },
+    onCaughtUp() {
+      caughtUp = true;
+      render();
+    },
+    onConnection: conn.set,
+  });
+
+  const render = batched(() => {
+    const s = state;
+    main.dataset.sessionStatus = s.status;
+    main.dataset.seq = String(s.seq);
+    setBadge(status, sessionLabel(s));
+    s.items.forEach((item, i) => {
+      const key = itemKey(item);
+      if (cache[i]?.key === key) return;
+      const el = sessionItem(item);
+      if (cache[i]) cache[i].el.replaceWith(el);
+      else log.append(el);
+      cache[i] = { key, el };
+    });
+    draft.hidden = !s.draft;
+    draft.lastChild.textContent = s.draft;
+    working.hidden = !(sessionBusy(s) && !s.draft);
+    working.lastChild.textContent = s.cancelRequested ? "Cancelling…" : "The agent is working…";
+    cancel.disabled = !sessionBusy(s) || s.cancelRequested;
+    if (stick) log.scrollTop = log.scrollHeight;
+    if (s.courseId && (courseSeq < 0 || (caughtUp && (s.editedAt !== lastEdited || s.status !== lastStatus)))) {
+      lastEdited = s.editedAt;
+      refreshCourse(s.courseId);
+    }
+    if (caughtUp && lastStatus !== null && lastStatus !== s.status) {
+      if (s.status === "idle") announce("The agent is done and waiting for you.");
+      else if (s.status === "cancelled") announce("The agent was cancelled.");
+      else if (s.status === "failed") announce("The agent stopped after an error.");
+    }
+    if (caughtUp) lastStatus = s.status;
+  });
+
+  async function refreshCourse(courseId) {
+    courseSeq = Math.max(courseSeq, 0);
+    courseLink.href = `#/courses/${encodeURIComponent(courseId)}`;
+    try {
+      const course = await api("GET", `/api/courses/${encodeURIComponent(courseId)}`);
+      if (course.seq === courseSeq) return;
+      courseSeq = course.seq;
+      courseLink.textContent = `“${course.document.title || "Untitled course"}”`;
+      fill(scenes, course.document.scenes.map((sc) => h("li", {},
+        h("span", {}, sc.title), " ", h("span", { class: "kind" }, KIND_NAMES[sc.kind] || sc.kind),
+        sc.status !== "ready" ? h("span", { class: "scene-status waiting" }, ` ${sceneStatus(sc.status)}`) : null)));
+    } catch (err) {
+      fill(scenes, h("li", {}, explain(err)));
+    }
+  }
+
+  async function post() {
+    const text = input.value.trim();
+    if (!text) {
+      composerStatus.textContent = "Write a message first.";
+      input.focus();
+      return;
+    }
+    const delivery = sessionBusy(state) ? "steer" : "queued";
+    input.value = "";
+    sessionStorage.removeItem(storeKey);
+    composerStatus.textContent = "Sending…";
+    try {
+      await sock.send({ type: "message", text, delivery });
+      composerStatus.textContent = "";
+    } catch (err) {
+      if (!input.value) input.value = text;
+      composerStatus.textContent = `Not sent: ${explain(err)}`;
+    }
+  }
+
+  composer.addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    post();
+  });
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+      ev.preventDefault();
+      post();
+    }
+  });
+  input.addEventListener("input", () => sessionStorage.setItem(storeKey, input.value));
+  cancel.addEventListener("click", async () => {
+    cancel.disabled = true;
+    composerStatus.textContent = "Cancelling…";
+    try {
+      await sock.send({ type: "cancel" });
+      composerStatus.textContent = "";
+    } catch (err) {
+      composerStatus.textContent = `Could not cancel: ${explain(err)}`;
+      render();
+    }
+  });
+
+  let stopped = false;
+  api("GET", `/api/sessions/${encodeURIComponent(sessionId)}`).then(
+    (snap) => {
+      if (stopped) return;
+      if (snap.course_id) refreshCourse(snap.course_id);
+      sock.start();
+    },
+    (err) => {
+      if (stopped) return;
+      conn.set(err.status === 404 ? "gone" : "error");
+      fill(problem, errorBox(err.status === 404 ? "There is no such session." : explain(err), h("a", { href: "#/" }, "Back to the library")));
+    },
+  );
+  return () => {
+    stopped = true;
+    window.removeEventListener("resize", onResize);
+    sock.stop();
+  };
+}
+
+// -- routing ------------------------------------------------------------------------------------------------------
+
+function notFoundView() {
+  document.title = "Not found · openmaic";
+  fill(main, heading("Page not found"), h("p", {}, h("a", { href: "#/" }, "Go to your courses")));
+  return null;
+}
+
+const ROUTES = [
+  [/^#?\/?$/, libraryView, "library"],
+  [/^#\/new$/, newCourseView, "new"],
+  [/^#\/runs\/([^/]+)$/, runView, null],
+  [/^#\/courses\/([^/]+)$/, courseView, null],
+  [/^#\/sessions\/([^/]+)$/, sessionView, null],
+];
+
+function route() {
+  if (leave) leave();
+  leave = null;
+  const hash = location.hash || "#/";
+  let nav = null;
+  let view = notFoundView;
+  let args = [];
+  for (const [re, fn, name] of ROUTES) {
+    const m = re.exec(hash);
+    if (m) {
+      view = fn;
+      nav = name;
+      args = m.slice(1).map(decodeURIComponent);
+      break;
+    }
+  }
+  for (const a of document.querySelectorAll("[data-nav]")) {
+    if (a.dataset.nav === nav) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  delete main.dataset.runState;
+  delete main.dataset.sessionStatus;
+  delete main.dataset.seq;
+  leave = view(...args);
+  // After a navigation, start reading (and tabbing) at the new view's heading.
+  if (navigated) main.querySelector("h1")?.focus();
+  navigated = true;
+}
+
+document.getElementById("skip-link").addEventListener("click", (ev) => {
+  ev.preventDefault();
+  (main.querySelector("h1") || main).focus();
+});
+window.addEventListener("hashchange", route);
+route();

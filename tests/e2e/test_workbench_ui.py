@@ -1,0 +1,304 @@
+"""The web workbench as a teacher meets it: `openmaic serve` (all roles, the offline demo provider) driven by
+headless Chromium through Playwright.
+
+The browser runs in a worker thread (Playwright's sync API) while trio keeps the server fixture. Screenshots land
+in tests/artifacts/. The tests skip, saying why, when Chromium or Playwright is not installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+import trio
+
+from openmaic.store.postgres import free_port
+from tests.fakes.provider_server import Json, Status, open_fake_provider
+from tests.serving import serve_processes, wait_ready
+
+try:
+    from playwright.sync_api import Page, expect, sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+    "--disable-sync", "--no-first-run",
+]  # fmt: skip
+
+pytestmark = [
+    pytest.mark.skipif(sync_playwright is None,
+                       reason="the playwright package is not installed (pip install -e '.[test]')"),
+    pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"no browser at {CHROMIUM} (apt-get install chromium)"),
+]  # fmt: skip
+
+TIMEOUT_MS = 30_000
+
+
+def config_text(fake_url: str | None = None) -> str:
+    """Course writing is quick; the agent's replies stream slowly enough to be seen (and cancelled) mid-turn.
+    With ``fake_url``, quizzes come from the scriptable fake provider there (to make a step fail)."""
+    providers = ["  demo: {kind: demo, latency_ms: 10}", "  slow: {kind: demo, latency_ms: 120}"]
+    slots = 'llm: "demo:course", agent: "slow:agent"'
+    if fake_url is not None:
+        providers.append(
+            f"  fake: {{kind: openai, base_url: '{fake_url}', api_key: sk-e2e, max_retries: 0, timeout_s: 5}}"
+        )
+        slots += ', course.content.quiz: "fake:gpt-test"'
+    return (
+        "runtime: {lease_ttl_s: 3, heartbeat_s: 0.5, claim_poll_s: 0.2, wake_poll_s: 1, step_retries: 1}\n"
+        "providers:\n" + "\n".join(providers) + f"\nslots: {{{slots}}}\n"
+    )
+
+
+@asynccontextmanager
+async def running_server(db_url: str, tmp_path: Path, config: str) -> AsyncIterator[str]:
+    """`openmaic serve` (all roles) on a free port with ``config``; yields its base URL once it is ready."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with serve_processes(db_url, tmp_path, [(None, port)], config) as procs:
+        async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=10) as client:
+            await wait_ready(client, procs, tmp_path)
+        yield base
+
+
+@pytest.fixture
+async def base_url(db_url, tmp_path):
+    async with running_server(db_url, tmp_path, config_text()) as base:
+        yield base
+
+
+async def in_browser(scenario: Callable[[Page], None], base: str) -> None:
+    """Run ``scenario(page)`` in headless Chromium, in a worker thread; fail on any error the page reports."""
+
+    def run() -> None:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        # Playwright runs a plain asyncio loop of its own. trio-asyncio (the database layer's bridge) makes new
+        # loops trio-asyncio loops; a policy set in this thread (outside trio) gives this thread plain ones.
+        asyncio.set_event_loop_policy(asyncio.DefaultEventLoopPolicy())
+        try:
+            browse()
+        finally:
+            asyncio.set_event_loop_policy(None)
+
+    def browse() -> None:
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            try:
+                context = browser.new_context(base_url=base, viewport={"width": 1280, "height": 900})
+                page = context.new_page()
+                page.set_default_timeout(TIMEOUT_MS)
+                expect.set_options(timeout=TIMEOUT_MS)
+                errors: list[str] = []
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+                scenario(page)
+                assert not errors, errors
+            finally:
+                browser.close()
+
+    await trio.to_thread.run_sync(run)
+
+
+def shot(page: Page, name: str, *, full_page: bool = True) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"workbench-{name}.png"), full_page=full_page)
+
+
+def main_text(page: Page) -> str:
+    return page.locator("main").inner_text()
+
+
+async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_url):
+    def scenario(page: Page) -> None:
+        page.goto("/")
+        expect(page.get_by_role("heading", name="Your courses")).to_be_visible()
+        expect(page.get_by_text("No courses yet.")).to_be_visible()
+        page.get_by_role("link", name="New course").first.click()
+
+        expect(page.get_by_role("heading", name="New course")).to_be_focused()
+        page.get_by_label("What should the course teach?").fill("Photosynthesis for 12-year-olds")
+        expect(page.get_by_label("Let me review the outline first")).to_be_checked()
+        notes = b"Plants make glucose from light, water and carbon dioxide. Chlorophyll makes leaves green.\n"
+        page.get_by_label("Materials (optional)").set_input_files(
+            files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": notes}]
+        )
+        shot(page, "new-course")
+        page.get_by_role("button", name="Create course").click()
+
+        # The outline streams in item by item, then waits for the teacher.
+        expect(page.locator("main")).to_have_attribute("data-run-state", "awaiting_outline_confirmation")
+        expect(page.locator(".badge").first).to_have_text("waiting for confirmation")
+        titles = page.get_by_label("Title", exact=True)
+        assert titles.count() >= 4
+        first = titles.first
+        original = first.input_value()
+        first.fill("What plants eat")
+        page.get_by_label("Goal", exact=True).first.fill("See that plants make food from light, water and air.")
+        shot(page, "outline-review")
+
+        # A reload shows the same run (a pure fold of its events) and keeps the unconfirmed edit.
+        before = main_text(page)
+        page.reload()
+        expect(page.locator("main")).to_have_attribute("data-run-state", "awaiting_outline_confirmation")
+        expect(page.get_by_label("Title", exact=True).first).to_have_value("What plants eat")
+        assert main_text(page) == before
+        assert original != "What plants eat"
+
+        # Keyboard only: tab to the Confirm button and press Enter.
+        page.get_by_label("Goal", exact=True).last.focus()
+        page.keyboard.press("Tab")
+        expect(page.get_by_role("button", name="Confirm outline and write the course")).to_be_focused()
+        page.keyboard.press("Enter")
+
+        expect(page.get_by_role("heading", name="Scenes", exact=True)).to_be_visible()
+        expect(page.locator(".badge").first).to_have_text(re.compile(r"^(generating \d+/\d+|ready)$"))
+        expect(page.locator(".scene").first).to_contain_text("What plants eat")
+        n = page.locator(".scene").count()
+        if page.locator("main").get_attribute("data-run-state") == "generating":
+            shot(page, "run-generating")
+            page.reload()  # mid-run: the view replays the events and follows on live
+        expect(page.locator("main")).to_have_attribute("data-run-state", "completed")
+        expect(page.locator(".badge").first).to_have_text("ready")
+        expect(page.locator(".scene")).to_have_count(n)
+        expect(page.locator(".scene-status.ready")).to_have_count(n)
+        expect(page.get_by_text(f"{n} of {n} scenes written")).to_be_visible()
+        shot(page, "run-completed")
+
+        # The course view: slides with bullets, quizzes with options and the right answer.
+        page.get_by_role("link", name="Open the course").click()
+        expect(page.get_by_role("heading", name="Scenes", exact=True)).to_be_visible()
+        expect(page.get_by_role("heading", name="1. What plants eat")).to_be_visible()
+        assert page.locator(".slide .bullets li").count() >= 3
+        expect(page.locator(".quiz .options li.correct").first).to_contain_text("correct answer")
+        shot(page, "course")
+
+        # The library shows the card as ready; deleting it (after confirming) removes it.
+        page.get_by_role("link", name="Library", exact=True).click()
+        card = page.locator(".card")
+        expect(card).to_have_count(1)
+        expect(card.locator(".badge")).to_have_text("ready")
+        shot(page, "library", full_page=False)
+        page.set_viewport_size({"width": 390, "height": 844})
+        shot(page, "library-phone", full_page=False)
+        page.once("dialog", lambda d: d.accept())
+        card.get_by_role("button", name=re.compile("^Delete")).click()
+        expect(page.locator(".card")).to_have_count(0)
+        expect(page.get_by_text("No courses yet.")).to_be_visible()
+
+    await in_browser(scenario, base_url)
+
+
+async def _ready_course(base: str) -> str:
+    async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=10) as client:
+        r = await client.post("/api/runs", json={"command_id": "e2e-course", "requirement": "The water cycle",
+                                                 "outline_review": "auto"})  # fmt: skip
+        assert r.status_code == 202, r.text
+        run_id = r.json()["id"]
+        with trio.fail_after(30):
+            while (snap := (await client.get(f"/api/runs/{run_id}")).json())["state"] != "completed":
+                assert snap["state"] != "paused", snap
+                await trio.sleep(0.2)
+        return snap["course_id"]
+
+
+async def test_a_pro_session_with_a_follow_up_and_a_cancel(base_url):
+    course_id = await _ready_course(base_url)
+
+    def scenario(page: Page) -> None:
+        page.goto(f"/#/courses/{course_id}")
+        expect(page.get_by_role("heading", name="Change it with the agent")).to_be_visible()
+        page.get_by_label("What should change?").fill("Describe this course for me")
+        page.get_by_role("button", name="Start").click()
+
+        log = page.get_by_role("log", name="Conversation with the agent")
+        expect(log.locator(".msg.user").first).to_contain_text("Describe this course for me")
+        # Tool calls show as they happen; the reply streams in, then stays.
+        expect(log.locator(".msg.tool").first).to_contain_text("Reading the course")
+        # A follow-up while the agent works (Enter sends).
+        composer = page.get_by_label("Message to the agent")
+        composer.fill("add a scene about chlorophyll")
+        composer.press("Enter")
+        expect(log.locator(".msg.user")).to_have_count(2)
+        expect(log.locator(".msg.assistant").filter(has_text="has ")).to_have_count(1)
+        expect(log.locator(".msg.tool").filter(has_text="Adding a scene")).to_contain_text("done")
+        expect(log.locator(".msg.assistant").filter(has_text="Chlorophyll")).to_have_count(1)
+        expect(page.locator(".course-panel")).to_contain_text("Chlorophyll")
+        expect(page.locator("main")).to_have_attribute("data-session-status", "idle")
+        shot(page, "session")
+
+        # Another request, cancelled while the agent answers it.
+        composer.fill("describe the course again")
+        composer.press("Enter")
+        expect(log.locator(".msg.user")).to_have_count(3)
+        draft = page.locator(".msg.draft")
+        expect(draft).to_contain_text("The course")  # the reply streams in, not yet part of the conversation
+        page.get_by_role("button", name="Cancel").click()
+        expect(page.locator("main")).to_have_attribute("data-session-status", "cancelled")
+        expect(log.get_by_text("Stopped: the agent was cancelled.")).to_be_visible()
+        expect(draft).to_be_hidden()  # the uncommitted text is dropped (model.output_reset)
+        expect(log.locator(".msg.assistant").filter(has_text="has ")).to_have_count(1)
+        expect(page.get_by_role("button", name="Cancel")).to_be_disabled()
+        shot(page, "session-cancelled")
+
+        # A reload replays the session's events into the same conversation.
+        before = log.inner_text()
+        page.reload()
+        expect(page.locator("main")).to_have_attribute("data-session-status", "cancelled")
+        expect(page.locator(".connection")).to_have_text("Live")
+        assert log.inner_text() == before
+        page.set_viewport_size({"width": 390, "height": 844})
+        shot(page, "session-phone")
+
+    await in_browser(scenario, base_url)
+
+
+QUIZ = {
+    "kind": "quiz", "slide": None, "interactive": None,
+    "quiz": {"title": "Check your understanding", "questions": [
+        {"question": "What do plants make in photosynthesis?", "options": ["Glucose", "Salt", "Iron", "Sand"],
+         "answer": 0, "explanation": "Glucose stores the energy."},
+    ]},
+}  # fmt: skip
+
+
+async def test_a_paused_run_shows_its_error_and_retry_finishes_it(db_url, tmp_path):
+    async with open_fake_provider() as fake:
+        # The quiz fails on its first try and its one automatic retry; the teacher's Retry then gets a quiz.
+        fake.push(Status(500), Status(500), Json(QUIZ))
+        async with running_server(db_url, tmp_path, config_text(fake.openai_url)) as base:
+
+            def scenario(page: Page) -> None:
+                page.goto("/#/new")
+                page.get_by_label("What should the course teach?").fill("Photosynthesis for 12-year-olds")
+                page.get_by_label("Write the whole course straight away").check()
+                page.get_by_role("button", name="Create course").click()
+
+                expect(page.locator("main")).to_have_attribute("data-run-state", "paused")
+                alert = page.get_by_role("alert")
+                expect(alert).to_contain_text("Writing paused after a failure.")
+                expect(alert).to_contain_text("HTTP 500")
+                expect(alert).to_contain_text(re.compile(r"Failed step: scene \d+ content"))
+                shot(page, "run-paused")
+
+                # The library says so too, and leads back to the run.
+                page.get_by_role("link", name="Library", exact=True).click()
+                card = page.locator(".card")
+                expect(card.locator(".badge")).to_have_text("paused after a failure")
+                card.get_by_role("link", name=re.compile("^Open")).click()
+
+                page.get_by_role("button", name="Retry").click()
+                expect(page.locator("main")).to_have_attribute("data-run-state", "completed")
+                expect(page.get_by_role("alert")).to_have_count(0)
+                expect(page.get_by_text("What do plants make in photosynthesis?")).to_be_visible()
+                expect(page.locator(".options li.correct")).to_contain_text("Glucose")
+
+            await in_browser(scenario, base)
+    assert fake.pending == 0
