@@ -11,9 +11,11 @@ import trio
 
 from openmaic.actors.commands import create_session
 from openmaic.actors.worker import Worker
-from openmaic.config import RuntimeConfig
+from openmaic.config import Config, RuntimeConfig, default_config
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import Wakeups
+from openmaic.models.provider import open_model_router
+from openmaic.services import Services
 from openmaic.store.database import open_database
 from tests.kinds import TestKind
 
@@ -25,13 +27,25 @@ def settings(**kw: Any) -> RuntimeConfig:
 
 
 @contextlib.asynccontextmanager
-async def open_worker(url: str, rt: RuntimeConfig = FAST, *, listener_ping_s: float = 1.0,
-                      **kw: Any) -> AsyncIterator[Worker]:
+async def open_worker(
+    url: str,
+    rt: RuntimeConfig = FAST,
+    *,
+    kinds: dict[str, Any] | None = None,
+    config: Config | None = None,
+    listener_ping_s: float = 1.0,
+    **kw: Any,
+) -> AsyncIterator[Worker]:
+    """A worker (test kind unless ``kinds`` says otherwise) with its own pool, wake-ups and model router, wired
+    like `openmaic serve` wires it (``ctx.services`` is a real :class:`~openmaic.services.Services`); on exit it
+    shuts down gracefully."""
+    config = config or default_config()
     async with open_database(url, listen=["openmaic_events"], listener_ping_s=listener_ping_s,
-                             max_size=20) as db:
+                             max_size=20) as db, open_model_router(config) as models:
         wakeups = Wakeups()
         log = EventLog(db, wakeups)
-        worker = Worker(log, wakeups, {"test": TestKind()}, rt, **kw)
+        services = Services(config=config, db=db, log=log, wakeups=wakeups, models=models)
+        worker = Worker(log, wakeups, kinds or {"test": TestKind()}, rt, services=services, **kw)
         async with trio.open_nursery() as nursery:
             await nursery.start(wakeups.run, db)
             await nursery.start(worker.run)

@@ -7,13 +7,11 @@ module (``python -m tests.integration.test_generation URL JSON``) it is a worker
 
 from __future__ import annotations
 
-import contextlib
 import json
 import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +21,18 @@ import trio
 
 from openmaic import errors
 from openmaic.actors.commands import Commands
-from openmaic.actors.worker import Worker
 from openmaic.config import Config, ProviderConfig, Secret, default_config
 from openmaic.courses.events import CourseDocument, evolve_course
 from openmaic.courses.schema import OutlineItem
 from openmaic.events.log import EventLog, RecordedEvent
-from openmaic.events.wakeups import CHANNEL, Wakeups
 from openmaic.materials import UnreadableFile, UnsupportedFileType, get_asset, get_material, store_material
-from openmaic.models.provider import open_model_router
 from openmaic.runs.admission import EXECUTING_RUNS
 from openmaic.runs.agents import BUILTIN_AGENTS, create_agent
 from openmaic.runs.events import RunInput
-from openmaic.runs.kind import GenerationKind, RunServices
+from openmaic.runs.kind import GenerationKind
 from openmaic.runs.service import RunService, TooManyRuns
-from openmaic.store.database import open_database
 from tests.fakes.provider_server import EndsEarly, Json, Status, open_fake_provider
-from tests.runtime import FAST, wait_for
+from tests.runtime import FAST, open_worker, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "sk-test-SECRET-generation"
@@ -63,27 +57,11 @@ def config(*, latency_ms: int = 0, active: int = 2, waiting: int = 10, fake_url:
     return msgspec.structs.replace(base, providers=providers, slots=slots, runtime=rt, limits=limits)
 
 
-@contextlib.asynccontextmanager
-async def open_generation_worker(url: str, cfg: Config, **kind: Any) -> AsyncIterator[Worker]:
-    """A worker on the generation kind, with its own database pool and model router, shut down on exit."""
+def open_generation_worker(url: str, cfg: Config, **kind: Any) -> Any:
+    """A worker on the generation kind (short retry backoff and admission poll), shut down on exit."""
     kind.setdefault("retry_backoff_s", 0.05)
     kind.setdefault("admission_poll_s", 0.2)
-    async with open_database(url, listen=[CHANNEL], listener_ping_s=1.0) as db, open_model_router(cfg) as models:
-        wakeups = Wakeups()
-        log = EventLog(db, wakeups)
-        worker = Worker(log, wakeups, {"generation": GenerationKind(cfg, **kind)}, cfg.runtime,
-                        services=RunServices(log=log, models=models))
-        async with trio.open_nursery() as nursery:
-            await nursery.start(wakeups.run, db)
-            await nursery.start(worker.run)
-            try:
-                yield worker
-            finally:
-                worker.shutdown()
-                with trio.move_on_after(cfg.runtime.shutdown_grace_s + 10):
-                    while worker.actors:
-                        await trio.sleep(0.01)
-                nursery.cancel_scope.cancel()
+    return open_worker(url, cfg.runtime, kinds={"generation": GenerationKind(cfg, **kind)}, config=cfg)
 
 
 @pytest.fixture

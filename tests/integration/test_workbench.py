@@ -3,10 +3,7 @@ OpenAI server (scripted replies, recorded requests) where the exact transcript m
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -14,30 +11,18 @@ import trio
 
 from openmaic import errors
 from openmaic.actors.commands import create_session
-from openmaic.actors.worker import Worker
 from openmaic.config import Config, ProviderConfig, Secret
 from openmaic.courses.events import CourseCreated, CourseRetitled, CourseUnlocked
 from openmaic.events.core import LeaseClaimed, ModelTurnCompleted, ToolCalled
 from openmaic.events.log import EventLog, NewStream, StreamAppend
-from openmaic.events.wakeups import Wakeups
-from openmaic.models.provider import ModelRouter, open_model_router
 from openmaic.models.types import ToolCall
-from openmaic.store.database import Database, open_database
 from openmaic.workbench import WorkbenchKind, WorkbenchSessions
 from openmaic.workbench.kind import OVER_CAP_ERROR
 from openmaic.workbench.tools import INTERRUPTED, ToolEnv, fold_course, run_tool
 from tests.fakes.provider_server import FakeProviderServer, Stall, Status, Text, ToolCalls, open_fake_provider
-from tests.runtime import FAST, wait_for
+from tests.runtime import FAST, open_worker, wait_for
 
 KEY = "sk-workbench-test-key"
-
-
-@dataclass
-class Services:
-    config: Config
-    models: ModelRouter
-    log: EventLog
-    db: Database
 
 
 def make_config(fake: FakeProviderServer | None = None) -> Config:
@@ -50,25 +35,8 @@ def make_config(fake: FakeProviderServer | None = None) -> Config:
     return Config(providers=providers, slots=slots, runtime=FAST)
 
 
-@contextlib.asynccontextmanager
-async def open_workbench_worker(url: str, config: Config) -> AsyncIterator[Worker]:
-    async with open_database(url, listen=["openmaic_events"], listener_ping_s=1.0) as db:
-        wakeups = Wakeups()
-        log = EventLog(db, wakeups)
-        async with open_model_router(config) as models:
-            services = Services(config, models, log, db)
-            worker = Worker(log, wakeups, {"workbench": WorkbenchKind(config)}, config.runtime, services=services)
-            async with trio.open_nursery() as nursery:
-                await nursery.start(wakeups.run, db)
-                await nursery.start(worker.run)
-                try:
-                    yield worker
-                finally:
-                    worker.shutdown()
-                    with trio.move_on_after(config.runtime.shutdown_grace_s + 10):
-                        while worker.actors:
-                            await trio.sleep(0.01)
-                    nursery.cancel_scope.cancel()
+def open_workbench_worker(url: str, config: Config) -> Any:
+    return open_worker(url, config.runtime, kinds={"workbench": WorkbenchKind(config)}, config=config)
 
 
 @pytest.fixture
