@@ -29,6 +29,7 @@ import trio
 from openmaic import metrics
 from openmaic.api.errors import ServiceUnavailable, describe
 from openmaic.api.routing import Call, api_route
+from openmaic.api.shared_reads import live_pages
 from openmaic.api.services import ApiServices, CommandResult
 from openmaic.api.streams import bp, check_cursor, visible_stream
 from openmaic.api.wire import (
@@ -129,17 +130,27 @@ class _Connection:
                 while True:  # live: never wait for room
                     await watch.wait(wake_poll_s)  # a hint, or the poll backstop: read either way
                     while True:
-                        batch = await log_.read_stream(self.stream_id, cursor, MAX_PAGE)
-                        for e in batch:
+                        frames = await self._live_page(cursor)
+                        for seq, frame in frames:
                             try:
-                                send.send_nowait(encode(EventFrame(e.seq, envelope(e))))
+                                send.send_nowait(frame)
                             except trio.WouldBlock:
                                 # The queue is full: the client cannot keep up. The writer closes with 1013.
                                 self.too_slow = True
                                 return
-                            cursor = e.seq
-                        if len(batch) < MAX_PAGE:
+                            cursor = seq
+                        if len(frames) < MAX_PAGE:
                             break
+
+    async def _live_page(self, cursor: int) -> list[tuple[int, bytes]]:
+        """The encoded frames after ``cursor``; every live socket of the stream at that cursor shares the read."""
+        log_, stream_id = self.services.log, self.stream_id
+
+        async def read() -> list[tuple[int, bytes]]:
+            batch = await log_.read_stream(stream_id, cursor, MAX_PAGE)
+            return [(e.seq, encode(EventFrame(e.seq, envelope(e)))) for e in batch]
+
+        return await live_pages.run(("ws", id(log_), stream_id, cursor), read)
 
     async def _read_commands(self, send: trio.MemorySendChannel[bytes]) -> None:
         async with send:

@@ -29,10 +29,11 @@ from quart import Blueprint, Response
 
 from openmaic import metrics
 from openmaic.api.routing import Call, api_route
+from openmaic.api.shared_reads import live_pages
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import MAX_PAGE, EventPage, encode
 from openmaic.errors import InvalidInput, StreamNotFound
-from openmaic.events.log import RecordedEvent, envelope
+from openmaic.events.log import EventLog, RecordedEvent, envelope
 from openmaic.store.database import Record
 
 __all__ = ["bp", "check_cursor", "visible_stream"]
@@ -139,6 +140,16 @@ def _chunks(events: list[RecordedEvent]) -> list[bytes]:
     return out
 
 
+async def _live_chunks(log: EventLog, stream_id: str, cursor: int, limit: int) -> tuple[int, int, list[bytes]]:
+    """``(count, last seq, SSE chunks)`` after ``cursor``; every live SSE client at that cursor shares the read."""
+
+    async def read() -> tuple[int, int, list[bytes]]:
+        batch = await log.read_stream(stream_id, cursor, limit)
+        return len(batch), batch[-1].seq if batch else cursor, _chunks(batch)
+
+    return await live_pages.run(("sse", id(log), stream_id, cursor, limit), read)
+
+
 async def _sse(services: ApiServices, stream_id: str, start: int) -> AsyncIterator[bytes]:
     log = services.log
     ping_s = services.config.server.sse_ping_s
@@ -163,14 +174,14 @@ async def _sse(services: ApiServices, stream_id: str, start: int) -> AsyncIterat
                 idle = trio.current_time() - last_write
                 # A hint or the poll backstop, whichever comes first; never later than the next ping is due.
                 await watch.wait(max(0.0, min(wake_poll_s, ping_s - idle)))
-                batch = await log.read_stream(stream_id, cursor, max_behind + 1)
-                if len(batch) > max_behind:
+                count, last_seq, chunks = await _live_chunks(log, stream_id, cursor, max_behind + 1)
+                if count > max_behind:
                     # More than a queue's worth behind the live head: end, the client resumes from its last seq.
                     return
-                if batch:
-                    for chunk in _chunks(batch):
+                if count:
+                    for chunk in chunks:
                         yield chunk
-                    cursor = batch[-1].seq
+                    cursor = last_seq
                     last_write = trio.current_time()
                 elif trio.current_time() - last_write >= ping_s:
                     yield b": ping\n\n"
