@@ -407,7 +407,9 @@ class Database:
             try:
                 self._listener_lost = trio.Event()
                 conn = await self._connect_listener()
-            except errors.DatabaseUnavailable:
+            except (errors.DatabaseUnavailable, errors.DatabaseError):
+                # Once running, any refusal (server starting up, too many connections …) is retried: the
+                # listener is a hint source, and every waiter polls meanwhile.
                 if not started:
                     raise
                 log.warning("LISTEN connection failed; retrying in %.1f s", backoff)
