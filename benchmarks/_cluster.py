@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import AsyncIterator
+import sys
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import trio
 
@@ -36,3 +39,30 @@ def percentile(values: list[float], p: float) -> float:
         return float("nan")
     k = min(len(s) - 1, max(0, round(p / 100 * (len(s) - 1))))
     return s[k]
+
+
+def run_on_fresh_database(amain: Callable[[Any, str], Awaitable[None]], args: Any, prefix: str) -> None:
+    """``trio.run(amain, args, url)`` on a database created for this run (on DATABASE_URL's server, or on a
+    throwaway durable cluster) and dropped afterwards."""
+    cluster = None
+    admin_url = os.environ.get("DATABASE_URL")
+    if not admin_url:
+        print("starting a throwaway PostgreSQL cluster (fsync on, synchronous_commit on)…", file=sys.stderr)
+        cluster = ThrowawayCluster(durable=True).start()
+        admin_url = cluster.url()
+    name = f"{prefix}_{os.getpid()}"
+    url = urllib.parse.urlunsplit(urllib.parse.urlsplit(admin_url)._replace(path="/" + name))
+    try:
+        trio.run(_admin, admin_url, f"CREATE DATABASE {name}")
+        try:
+            trio.run(amain, args, url)
+        finally:
+            trio.run(_admin, admin_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    finally:
+        if cluster is not None:
+            cluster.stop()
+
+
+async def _admin(url: str, sql: str) -> None:
+    async with open_database(url, min_size=1, max_size=1) as db:
+        await db.execute(sql)

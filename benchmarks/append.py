@@ -49,7 +49,6 @@ import platform
 import resource
 import sys
 import time
-import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +58,7 @@ import msgspec
 import trio
 import trio_asyncio
 
+from benchmarks._cluster import run_on_fresh_database
 from openmaic import errors
 from openmaic.events.core import (
     ModelOutputDelta,
@@ -71,7 +71,6 @@ from openmaic.events.log import START, EventLog, RecordedEvent, _recorded, group
 from openmaic.events.types import Event, registry
 from openmaic.store.database import DEFAULT_SERVER_SETTINGS, Database, open_database, open_loop
 from openmaic.store.migrations import migrate
-from openmaic.store.postgres import ThrowawayCluster
 from openmaic.store.queries import Q
 
 now = time.perf_counter
@@ -679,16 +678,6 @@ async def _create_raw_pool(url: str, size: int) -> asyncpg.Pool:
 # -- database lifecycle --------------------------------------------------------------------------------------------
 
 
-def _with_database(url: str, name: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit(parts._replace(path="/" + name))
-
-
-async def _admin(url: str, sql: str) -> None:
-    async with open_database(url, min_size=1, max_size=1) as db:
-        await db.execute(sql)
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.append", description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=3.0, help="measured window per variant (default 3)")
@@ -710,23 +699,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_args(argv)
-    cluster = None
-    admin_url = os.environ.get("DATABASE_URL")
-    if not admin_url:
-        print("starting a throwaway PostgreSQL cluster (fsync on, synchronous_commit on)…", file=sys.stderr)
-        cluster = ThrowawayCluster(durable=True).start()
-        admin_url = cluster.url()
-    name = f"openmaic_bench_{os.getpid()}"
-    try:
-        trio.run(_admin, admin_url, f"CREATE DATABASE {name}")
-        try:
-            trio.run(amain, args, _with_database(admin_url, name))
-        finally:
-            trio.run(_admin, admin_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    finally:
-        if cluster is not None:
-            cluster.stop()
+    run_on_fresh_database(amain, parse_args(argv), "openmaic_bench")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ import random
 import sys
 import tempfile
 import time
-import urllib.parse
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -40,13 +39,13 @@ if not __package__:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.workload import Step, generation, workbench
+from benchmarks._cluster import run_on_fresh_database
 from openmaic.events.hashchain import GENESIS, event_hash
 from openmaic.events.log import EventLog
 from openmaic.events.types import registry
 from openmaic.projections import default_projections, rebuild
 from openmaic.store.database import DEFAULT_SERVER_SETTINGS, Database, open_database, open_loop
 from openmaic.store.migrations import migrate
-from openmaic.store.postgres import ThrowawayCluster
 from openmaic.tools import audit
 
 EVENT_COLUMNS = ("stream_id", "seq", "type", "v", "data", "attempt", "command_id", "recorded_at", "hash")
@@ -227,16 +226,6 @@ async def amain(args: argparse.Namespace, url: str) -> None:
         print(f"  {name.split(' (')[0]:<30} {rate:>10,.0f} events/s  {'ok' if rate >= target else 'BELOW TARGET'}")
 
 
-def _with_database(url: str, name: str) -> str:
-    parts = urllib.parse.urlsplit(url)
-    return urllib.parse.urlunsplit(parts._replace(path="/" + name))
-
-
-async def _admin(url: str, sql: str) -> None:
-    async with open_database(url, min_size=1, max_size=1) as db:
-        await db.execute(sql)
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m benchmarks.replay", description=__doc__.split("\n\n")[0])
     p.add_argument("--events", type=int, default=1_000_000, help="events to generate (default 1000000)")
@@ -246,23 +235,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = parse_args(argv)
-    cluster = None
-    admin_url = os.environ.get("DATABASE_URL")
-    if not admin_url:
-        print("starting a throwaway PostgreSQL cluster (fsync on, synchronous_commit on)…", file=sys.stderr)
-        cluster = ThrowawayCluster(durable=True).start()
-        admin_url = cluster.url()
-    name = f"openmaic_replay_{os.getpid()}"
-    try:
-        trio.run(_admin, admin_url, f"CREATE DATABASE {name}")
-        try:
-            trio.run(amain, args, _with_database(admin_url, name))
-        finally:
-            trio.run(_admin, admin_url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    finally:
-        if cluster is not None:
-            cluster.stop()
+    run_on_fresh_database(amain, parse_args(argv), "openmaic_replay")
 
 
 if __name__ == "__main__":

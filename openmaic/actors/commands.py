@@ -23,6 +23,12 @@ _MAX_RACES = 20
 
 
 class CommandResult(msgspec.Struct, frozen=True):
+    """The outcome of an accepted command: the seq of the event that recorded it.
+
+    ``replayed`` is true when the same ``command_id`` had already been accepted on that stream: nothing new was
+    written and ``seq`` is the original one.
+    """
+
     command_id: str
     seq: int
     replayed: bool = False

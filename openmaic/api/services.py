@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-import msgspec
 
+from openmaic.actors.commands import CommandResult
 from openmaic.config import Config
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import Wakeups
@@ -23,18 +23,6 @@ __all__ = ["ApiServices", "CommandResult", "Commands", "Courses", "Delivery", "R
 Delivery = Literal["steer", "queued"]
 """How a follow-up message reaches a running session: at the next turn boundary (``steer``) or after the
 current turn settles (``queued``)."""
-
-
-class CommandResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The outcome of an accepted command: the seq of the event that recorded it.
-
-    ``replayed`` is true when the same ``command_id`` had already been accepted on that stream: nothing new was
-    written and ``seq`` is the original one.
-    """
-
-    command_id: str
-    seq: int
-    replayed: bool = False
 
 
 class Commands(Protocol):
