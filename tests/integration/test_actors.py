@@ -200,3 +200,30 @@ async def _turns(log, sid, n):
 async def _delivered(log, sid, seqs):
     got = [s for e in await log.read_stream(sid) if e.type == "model.turn_completed" for s in log.decode(e).delivered]
     return sorted(got) == sorted(seqs)
+
+
+async def test_a_message_landing_between_fold_and_release_is_not_left_unheard(db_url, log, monkeypatch):
+    """The release to `waiting` is fenced by the folded head: a follow-up committed in that window makes the
+    release fail, so the actor re-reads, delivers the message, and only then goes idle."""
+    from openmaic.actors.actor import Actor
+
+    await new_stream(log, "s1", steps=1, idle=True)
+    cmds = Commands(log, message_kinds=["test"])
+    injected: list[int] = []
+    settle = Actor._settle
+
+    async def settle_after_a_racing_message(self, decision):
+        if not injected:
+            # committed after the actor's fold, before its release: exactly the lost-wake-up window
+            injected.append((await cmds.post_message("o", "s1", "race", "in the window")).seq)
+        return await settle(self, decision)
+
+    monkeypatch.setattr(Actor, "_settle", settle_after_a_racing_message)
+    async with open_worker(db_url):
+        await wait_for(lambda: _true(bool(injected)))
+        await wait_for(lambda: _delivered(log, "s1", injected), timeout=10)
+        await wait_for(lambda: _eq(_status(log, "s1"), "waiting"))
+    events = await log.read_stream("s1")
+    delivered_at = next(e.seq for e in events if e.type == "model.turn_completed")
+    idle_at = max(e.seq for e in events if e.type == "lease.released")
+    assert injected[0] < delivered_at < idle_at, "the session went idle only after the message was delivered"
