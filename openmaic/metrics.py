@@ -147,6 +147,13 @@ LEASE_LOSSES = REGISTRY.counter(
 )
 WEBSOCKET_CLIENTS = REGISTRY.gauge("openmaic_websocket_clients", "Open WebSocket stream connections.")
 SSE_CLIENTS = REGISTRY.gauge("openmaic_sse_clients", "Open server-sent-event stream responses.")
+LIVE_FEEDS = REGISTRY.gauge(
+    "openmaic_live_feeds", "Streams this API process is following live (one reader each, however many clients)."
+)
+SLOW_CONSUMERS = REGISTRY.counter(
+    "openmaic_slow_consumers_total",
+    "Live WebSocket/SSE clients disconnected because they could not keep up (they resume from their last seq).",
+)
 PROJECTION_LAG = REGISTRY.gauge(
     "openmaic_projection_lag_events", "Events in the global log a projection has not applied yet.", ("projection",)
 )

@@ -74,10 +74,14 @@ async def serve_api(
     bound = sock.getsockname()
     listening = Listening(host, bound[1])
 
+    state: ApiState | None = app.extensions.get(STATE_KEY)
     try:
         async with trio.open_nursery() as nursery:
+            if state is not None:
+                # The live feeds' tasks: started first, so every WebSocket/SSE handler finds them running.
+                await nursery.start(state.services.feeds.run)
             # hypercorn reports a list of URLs when it accepts connections; we report a Listening.
-            await nursery.start(_serve, app, config, sockets, shutdown_trigger)
+            await nursery.start(_serve, app, config, sockets, shutdown_trigger, nursery.cancel_scope)
             log.info("API listening on %s", listening.url)
             task_status.started(listening)
     finally:
@@ -110,12 +114,17 @@ async def _serve(
     config: HyperConfig,
     sockets: Sockets,
     shutdown_trigger: Callable[[], Awaitable[None]] | None,
+    serving: trio.CancelScope,
     task_status: trio.TaskStatus[list[str]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    await worker_serve(
-        wrap_app(app, config.wsgi_max_body_size, None),
-        config,
-        sockets=sockets,
-        shutdown_trigger=shutdown_trigger,
-        task_status=task_status,
-    )
+    try:
+        await worker_serve(
+            wrap_app(app, config.wsgi_max_body_size, None),
+            config,
+            sockets=sockets,
+            shutdown_trigger=shutdown_trigger,
+            task_status=task_status,
+        )
+    finally:
+        # hypercorn has drained (or failed): nothing is left to feed, so the live feeds stop with it.
+        serving.cancel()

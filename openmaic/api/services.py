@@ -8,11 +8,11 @@ module declares the methods it calls on its handle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-
 from openmaic.actors.commands import CommandResult
+from openmaic.api.live_feeds import LiveFeeds
 from openmaic.config import Config
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import Wakeups
@@ -73,7 +73,8 @@ class ApiServices:
 
     ``db`` must have been opened with ``listen=[openmaic.events.wakeups.CHANNEL]`` and ``wakeups.run(db)`` must be
     running in the same process: live streams wake on those hints (and poll as a backstop), and ``/readyz``
-    reports the listener. A handle left as ``None`` makes the routes that need it answer 503.
+    reports the listener. A handle left as ``None`` makes the routes that need it answer 503. ``feeds`` is made
+    here; :func:`~openmaic.api.server.serve_api` runs it beside hypercorn.
     """
 
     db: Database
@@ -84,3 +85,7 @@ class ApiServices:
     runs: Runs | None = None
     sessions: Sessions | None = None
     courses: Courses | None = None
+    feeds: LiveFeeds = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.feeds = LiveFeeds(self.log, self.wakeups, self.config.runtime.wake_poll_s)

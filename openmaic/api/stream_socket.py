@@ -8,12 +8,13 @@ message gets an error frame; the connection stays open.
 
 Three tasks per connection, one nursery:
 
-* the *pump* reads the stream and puts frames in the connection's send queue (``server.ws_send_queue`` frames);
+* the *pump* reads the stream's history into the connection's send queue (``server.ws_send_queue`` frames), then
+  joins the stream's live feed (:mod:`openmaic.api.live_feeds`), which puts each new event in that queue;
 * the *reader* decodes commands, dispatches them, and queues their answers;
 * the *writer* (the handler's own task) takes frames from the queue and writes them to the socket.
 
 While catching up, the pump waits for room in the queue: the client asked for history and reads it at its own
-pace. Once live, it never waits: a full queue means the client cannot keep up with the stream, and the
+pace. Once live, the feed never waits: a full queue means the client cannot keep up with the stream, and the
 connection is closed with 1013 ("try again later"). The client reconnects with ``after=<last seq it got>`` and
 catches up again, paced; nothing is lost and the server's memory per connection stays bounded.
 """
@@ -28,16 +29,27 @@ import trio
 
 from openmaic import metrics
 from openmaic.api.errors import ServiceUnavailable, describe
+from openmaic.api.live_feeds import LiveEvent
 from openmaic.api.routing import Call, api_route
-from openmaic.api.shared_reads import live_pages
 from openmaic.api.services import ApiServices, CommandResult
 from openmaic.api.streams import bp, check_cursor, visible_stream
 from openmaic.api.wire import (
-    MAX_PAGE, Ack, CancelMessage, CaughtUp, ClientMessage, ConfirmOutlineMessage, ErrorFrame, EventFrame,
-    PostMessage, RetryMessage, ServerFrame, decode_json, encode,
+    MAX_PAGE,
+    Ack,
+    CancelMessage,
+    CaughtUp,
+    ClientMessage,
+    ConfirmOutlineMessage,
+    ErrorFrame,
+    EventFrame,
+    PostMessage,
+    RetryMessage,
+    ServerFrame,
+    decode_json,
+    encode,
 )  # fmt: skip
 from openmaic.errors import OpenMaicError
-from openmaic.events.log import envelope
+from openmaic.events.log import RecordedEvent, envelope
 
 __all__ = ["StreamSocketQuery"]
 
@@ -87,16 +99,14 @@ class _Connection:
         close_code: int | None = None
         try:
             # The send queue: bounded, so a connection never holds more than this many frames in memory.
-            send, receive = trio.open_memory_channel[bytes](self.services.config.server.ws_send_queue)
+            send, receive = trio.open_memory_channel[bytes | LiveEvent](self.services.config.server.ws_send_queue)
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._pump, send.clone())
+                nursery.start_soon(self._pump, send.clone(), nursery.cancel_scope)
                 nursery.start_soon(self._read_commands, send.clone())
                 send.close()
                 await self._write(receive)
-                # The writer returns only when the client is too slow: the pump and the reader go with it.
-                nursery.cancel_scope.cancel()
             close_code = TOO_SLOW if self.too_slow else None
-        except Exception as exc:  # noqa: BLE001 - any failure ends this connection, never the server
+        except Exception as exc:
             describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")  # logs it with a reference
             close_code = INTERNAL_ERROR
         if close_code is not None:
@@ -104,53 +114,38 @@ class _Connection:
             with trio.move_on_after(CLOSE_GRACE_S):
                 await self.ws.close(close_code, reason)
 
-    async def _write(self, receive: trio.MemoryReceiveChannel[bytes]) -> None:
+    async def _write(self, receive: trio.MemoryReceiveChannel[bytes | LiveEvent]) -> None:
         async with receive:
             async for frame in receive:
-                if self.too_slow:
-                    # Stop at once: what is still queued is read again when the client resumes.
-                    return
-                await self.ws.send(frame.decode())
+                # A live event is encoded once for every socket of its stream; other frames are this socket's.
+                await self.ws.send(frame.encoded(ws_text) if isinstance(frame, LiveEvent) else frame.decode())
 
-    async def _pump(self, send: trio.MemorySendChannel[bytes]) -> None:
-        log_ = self.services.log
-        wake_poll_s = self.services.config.runtime.wake_poll_s
+    async def _pump(self, send: trio.MemorySendChannel[bytes | LiveEvent], connection: trio.CancelScope) -> None:
+        log_, feeds, stream_id = self.services.log, self.services.feeds, self.stream_id
         async with send:
-            # Watch before the first read: an append landing between a read and the wait still wakes us.
-            with self.services.wakeups.watch(self.stream_id) as watch:
-                cursor = self.after
-                while True:  # catching up: wait for room, the client reads history at its own pace
-                    batch = await log_.read_stream(self.stream_id, cursor, MAX_PAGE)
-                    for e in batch:
-                        await send.send(encode(EventFrame(e.seq, envelope(e))))
-                        cursor = e.seq
-                    if len(batch) < MAX_PAGE:
-                        break
-                await send.send(encode(CaughtUp(cursor)))
-                while True:  # live: never wait for room
-                    await watch.wait(wake_poll_s)  # a hint, or the poll backstop: read either way
-                    while True:
-                        frames = await self._live_page(cursor)
-                        for seq, frame in frames:
-                            try:
-                                send.send_nowait(frame)
-                            except trio.WouldBlock:
-                                # The queue is full: the client cannot keep up. The writer closes with 1013.
-                                self.too_slow = True
-                                return
-                            cursor = seq
-                        if len(frames) < MAX_PAGE:
-                            break
-
-    async def _live_page(self, cursor: int) -> list[tuple[int, bytes]]:
-        """The encoded frames after ``cursor``; every live socket of the stream at that cursor shares the read."""
-        log_, stream_id = self.services.log, self.stream_id
-
-        async def read() -> list[tuple[int, bytes]]:
-            batch = await log_.read_stream(stream_id, cursor, MAX_PAGE)
-            return [(e.seq, encode(EventFrame(e.seq, envelope(e)))) for e in batch]
-
-        return await live_pages.run(("ws", id(log_), stream_id, cursor), read)
+            cursor = self.after
+            while True:  # catching up: wait for room, the client reads history at its own pace
+                batch = await log_.read_stream(stream_id, cursor, MAX_PAGE)
+                for e in batch:
+                    await send.send(LiveEvent(e))
+                    cursor = e.seq
+                if len(batch) < MAX_PAGE:
+                    break
+            await send.send(encode(CaughtUp(cursor)))
+            with feeds.subscriber(stream_id, cursor, send) as sub:
+                while gap := await feeds.join(sub):  # behind the stream's feed: deliver the gap first, paced
+                    for e in gap:
+                        await send.send(LiveEvent(e))
+                    sub.after = gap[-1].seq
+                # Live: the feed queues each new event for us without waiting, until it drops us.
+                await sub.ended.wait()
+            if sub.too_slow:
+                # The queue was full: the client cannot keep up. Stop the writer and the reader at once (what is
+                # still queued is read again when the client resumes); the connection closes with 1013.
+                self.too_slow = True
+                connection.cancel()
+                return
+            raise sub.error or ServiceUnavailable("the stream's live feed ended; reconnect")
 
     async def _read_commands(self, send: trio.MemorySendChannel[bytes]) -> None:
         async with send:
@@ -167,7 +162,7 @@ class _Connection:
         try:
             command = decode_json(raw, ClientMessage)  # type: ignore[arg-type]
             result = await self._dispatch(command)
-        except Exception as exc:  # noqa: BLE001 - every failure becomes an error frame; the socket stays open
+        except Exception as exc:
             _status, info, _headers = describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")
             return ErrorFrame(command_id, info)
         return Ack(result.command_id, result.seq, result.replayed)
@@ -187,6 +182,11 @@ class _Connection:
             case RetryMessage():
                 return await commands.retry(owner, sid, cid)
         raise OpenMaicError(f"unhandled command {type(command).__name__}")  # unreachable: the union is closed
+
+
+def ws_text(event: RecordedEvent) -> str:
+    """An event's WebSocket frame (a text message)."""
+    return encode(EventFrame(event.seq, envelope(event))).decode()
 
 
 def _command_id(raw: bytes) -> str | None:

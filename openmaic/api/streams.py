@@ -28,12 +28,12 @@ import trio
 from quart import Blueprint, Response
 
 from openmaic import metrics
+from openmaic.api.live_feeds import LiveEvent
 from openmaic.api.routing import Call, api_route
-from openmaic.api.shared_reads import live_pages
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import MAX_PAGE, EventPage, encode
 from openmaic.errors import InvalidInput, StreamNotFound
-from openmaic.events.log import EventLog, RecordedEvent, envelope
+from openmaic.events.log import RecordedEvent, envelope
 from openmaic.store.database import Record
 
 __all__ = ["bp", "check_cursor", "visible_stream"]
@@ -140,51 +140,50 @@ def _chunks(events: list[RecordedEvent]) -> list[bytes]:
     return out
 
 
-async def _live_chunks(log: EventLog, stream_id: str, cursor: int, limit: int) -> tuple[int, int, list[bytes]]:
-    """``(count, last seq, SSE chunks)`` after ``cursor``; every live SSE client at that cursor shares the read."""
-
-    async def read() -> tuple[int, int, list[bytes]]:
-        batch = await log.read_stream(stream_id, cursor, limit)
-        return len(batch), batch[-1].seq if batch else cursor, _chunks(batch)
-
-    return await live_pages.run(("sse", id(log), stream_id, cursor, limit), read)
-
-
 async def _sse(services: ApiServices, stream_id: str, start: int) -> AsyncIterator[bytes]:
-    log = services.log
+    log, feeds = services.log, services.feeds
     ping_s = services.config.server.sse_ping_s
-    wake_poll_s = services.config.runtime.wake_poll_s
-    max_behind = services.config.server.ws_send_queue
     metrics.SSE_CLIENTS.inc()
+    # Live events wait here while the previous write is in progress; a full queue means the client cannot keep
+    # up, the feed drops it, and the response ends: the client resumes from its last seq.
+    send, receive = trio.open_memory_channel[LiveEvent](services.config.server.ws_send_queue)
     try:
-        # Watch before the first read: an append landing between a read and the wait still wakes us.
-        with services.wakeups.watch(stream_id) as watch:
-            cursor = start
-            while True:  # the backlog, paced by the client: the next page is read once this one is written
-                batch = await log.read_stream(stream_id, cursor, MAX_PAGE)
-                for chunk in _chunks(batch):
+        cursor = start
+        while True:  # the backlog, paced by the client: the next page is read once this one is written
+            batch = await log.read_stream(stream_id, cursor, MAX_PAGE)
+            for chunk in _chunks(batch):
+                yield chunk
+            if batch:
+                cursor = batch[-1].seq
+            if len(batch) < MAX_PAGE:
+                break
+        yield _caught_up(cursor)
+        with feeds.subscriber(stream_id, cursor, send) as sub:
+            while gap := await feeds.join(sub):  # behind the stream's feed: deliver the gap first, paced
+                for chunk in _chunks(gap):
                     yield chunk
-                if batch:
-                    cursor = batch[-1].seq
-                if len(batch) < MAX_PAGE:
-                    break
-            yield _caught_up(cursor)
+                sub.after = gap[-1].seq
             last_write = trio.current_time()
             while True:
-                idle = trio.current_time() - last_write
-                # A hint or the poll backstop, whichever comes first; never later than the next ping is due.
-                await watch.wait(max(0.0, min(wake_poll_s, ping_s - idle)))
-                count, last_seq, chunks = await _live_chunks(log, stream_id, cursor, max_behind + 1)
-                if count > max_behind:
-                    # More than a queue's worth behind the live head: end, the client resumes from its last seq.
-                    return
-                if count:
-                    for chunk in chunks:
-                        yield chunk
-                    cursor = last_seq
-                    last_write = trio.current_time()
-                elif trio.current_time() - last_write >= ping_s:
+                # The next live event, or a ping once the connection has been quiet for ping_s. (No yield inside
+                # the cancel scope: an async generator must not suspend within one.)
+                live: LiveEvent | None = None
+                with trio.move_on_after(max(0.0, ping_s - (trio.current_time() - last_write))):
+                    try:
+                        live = await receive.receive()
+                    except trio.EndOfChannel:
+                        return  # dropped by the feed (too slow, or the feed stopped): the client resumes
+                if live is None:
                     yield b": ping\n\n"
-                    last_write = trio.current_time()
+                else:
+                    frames = [live.encoded(sse_frame)]
+                    while True:  # whatever else is already queued goes in the same write
+                        try:
+                            frames.append(receive.receive_nowait().encoded(sse_frame))
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    yield b"".join(frames)
+                last_write = trio.current_time()
     finally:
+        receive.close()
         metrics.SSE_CLIENTS.dec()

@@ -213,6 +213,19 @@ class EventLog:
         rows = await self.db.fetch(Q.read_stream, stream_id, after_seq, limit, to_seq)
         return [_recorded(r) for r in rows]
 
+    async def read_streams(
+        self, cursors: Sequence[tuple[str, int]], limit: int = 1000
+    ) -> dict[str, list[RecordedEvent]]:
+        """:meth:`read_stream` for several streams in one query: ``{stream_id: events}`` for each
+        ``(stream_id, after_seq)`` cursor (at most ``limit`` events per stream; streams with none are absent)."""
+        if not cursors:
+            return {}
+        rows = await self.db.fetch(Q.read_streams, [c[0] for c in cursors], [c[1] for c in cursors], limit)
+        out: dict[str, list[RecordedEvent]] = {}
+        for r in rows:
+            out.setdefault(r["stream_id"], []).append(_recorded(r))
+        return out
+
     async def read_all(self, after: tuple[int, int] = START, limit: int = 1000) -> list[RecordedEvent]:
         """The next events of the global log after the cursor ``(tx, position)``, in an order that only grows
         at its end: no later call can return an event that sorts before one already returned."""

@@ -17,6 +17,18 @@ SELECT position, tx::text AS tx, stream_id, seq, type, v, data::text AS data, at
  ORDER BY events.seq
  LIMIT $3;
 
+-- name: read_streams
+-- read_stream for many streams in one round trip: for each (stream_id, after_seq) pair, up to $3 events after it.
+SELECT e.position, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::text AS data, e.attempt,
+       e.command_id, e.recorded_at, e.hash
+  FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS c(stream_id, after_seq, ord)
+ CROSS JOIN LATERAL (
+       SELECT * FROM events
+        WHERE events.stream_id = c.stream_id AND events.seq > c.after_seq
+        ORDER BY events.seq
+        LIMIT $3) AS e
+ ORDER BY c.ord, e.seq;
+
 -- name: read_all
 -- The global log in commit-safe order. Only transactions below the snapshot's xmin are read: every one of them
 -- has finished, so no event can later appear *before* what we return (a bare position or BIGSERIAL cursor

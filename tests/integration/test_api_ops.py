@@ -24,6 +24,8 @@ REQUIRED_METRICS = {
     "openmaic_lease_losses_total": "counter",
     "openmaic_websocket_clients": "gauge",
     "openmaic_sse_clients": "gauge",
+    "openmaic_live_feeds": "gauge",
+    "openmaic_slow_consumers_total": "counter",
     "openmaic_projection_lag_events": "gauge",
     "openmaic_http_requests_total": "counter",
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 
 import httpx
 import pytest
@@ -12,6 +13,7 @@ import trio_websocket
 
 from openmaic import metrics
 from tests.integration.api_harness import make_config, running_api, raw_ws, sse_frames
+from tests.runtime import wait_for
 
 SSE = {"Accept": "text/event-stream"}
 
@@ -197,8 +199,9 @@ async def test_slow_websocket_consumer_is_closed_with_1013_and_resumes_losslessl
                 received.append(msg["seq"])
             assert received == [1, 2, 3, 4, 5]
             # Stop reading while the stream grows by ~10 MB: the socket fills, then the send queue overflows.
+            dropped = metrics.SLOW_CONSUMERS.value()
             await api.append_messages("s", 640, batch=40, size=16_000)
-            await trio.sleep(0.5)
+            await wait_for(lambda: _true(metrics.SLOW_CONSUMERS.value() > dropped), timeout=20)
             with pytest.raises(trio_websocket.ConnectionClosed) as closed:
                 with trio.fail_after(20):
                     while True:
@@ -219,6 +222,90 @@ async def test_slow_websocket_consumer_is_closed_with_1013_and_resumes_losslessl
                         break
                     received.append(msg["seq"])
         assert received == list(range(1, 646))
+
+
+async def test_slow_sse_consumer_is_ended_and_resumes_losslessly(db):
+    config = make_config("server: {ws_send_queue: 8}")
+    # A small receive buffer: a client that stops reading stalls the server's writes almost at once.
+    transport = httpx.AsyncHTTPTransport(socket_options=[(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)])
+    async with running_api(db, config) as api, api.client(transport=transport) as client:
+        await api.create_stream("s", events=4)
+        received: list[int] = []
+        async with (
+            client.stream("GET", "/api/streams/s/events", headers=SSE) as r,
+            sse_frames(r) as frames,
+        ):
+            async for f in frames:
+                if f.event == "caught_up":
+                    break
+                received.append(int(f.id))
+            assert received == [1, 2, 3, 4, 5]
+            dropped = metrics.SLOW_CONSUMERS.value()
+            await api.append_messages("s", 640, batch=40, size=16_000)
+            await wait_for(lambda: _true(metrics.SLOW_CONSUMERS.value() > dropped), timeout=20)
+            with trio.fail_after(20):
+                async for f in frames:  # what was queued, then the end of the response
+                    if f.data is not None and f.event is None:
+                        received.append(int(f.id))
+        assert len(received) < 645, "the server ended the response before sending everything"
+        assert received == list(range(1, len(received) + 1))
+        # Resumed by a client with an ordinary receive buffer (4 KiB windows would take minutes for 10 MB).
+        async with (
+            api.client() as resumed,
+            resumed.stream("GET", "/api/streams/s/events", headers={**SSE, "Last-Event-ID": str(received[-1])}) as r,
+            sse_frames(r) as frames,
+        ):
+            with trio.fail_after(20):
+                async for f in frames:
+                    if f.event == "caught_up":
+                        assert f.json()["seq"] == 645
+                        break
+                    received.append(int(f.id))
+        assert received == list(range(1, 646))
+
+
+async def test_every_client_of_a_stream_is_fed_by_one_reader(db):
+    config = make_config("runtime: {wake_poll_s: 0.2}")
+    async with running_api(db, config) as api, api.client() as client:
+        await api.create_stream("s")
+        feeds = api.services.feeds
+        got: dict[str, list[int]] = {}
+        total = 1 + 5 * 8
+
+        async def ws_client(name: str, task_status: trio.TaskStatus[None]) -> None:
+            got[name] = []
+            async with trio_websocket.open_websocket_url(api.ws_url("/api/streams/s/ws")) as ws:
+                while True:
+                    msg = json.loads(await ws.get_message())
+                    if msg["type"] == "caught_up":
+                        task_status.started()
+                    else:
+                        got[name].append(msg["seq"])
+                        if msg["seq"] == total:
+                            return
+
+        async def sse_client(name: str, task_status: trio.TaskStatus[None]) -> None:
+            got[name] = []
+            async with client.stream("GET", "/api/streams/s/events", headers=SSE) as r, sse_frames(r) as frames:
+                async for f in frames:
+                    if f.event == "caught_up":
+                        task_status.started()
+                    elif f.data is not None:
+                        got[name].append(int(f.id))
+                        if int(f.id) == total:
+                            return
+
+        with trio.fail_after(30):
+            async with trio.open_nursery() as nursery:
+                for i in range(10):
+                    await nursery.start(ws_client, f"ws{i}")
+                    await nursery.start(sse_client, f"sse{i}")
+                assert feeds.active == 1
+                for _ in range(8):
+                    await api.append_messages("s", 5, batch=5)
+        assert all(seqs == list(range(1, total + 1)) for seqs in got.values()), got
+        # Every client left: the feed goes at its next wake-up (a poll at the latest).
+        await wait_for(lambda: _true(feeds.active == 0), timeout=10)
 
 
 async def test_client_counts_return_to_zero_after_disconnects(db):
@@ -245,3 +332,7 @@ async def test_page_is_json_when_the_client_accepts_anything(db):
             # an SSE response never ends by itself
             async with client.stream("GET", "/api/streams/s/events", headers=SSE, timeout=0.5) as r:
                 await r.aread()
+
+
+async def _true(value: bool) -> bool:
+    return value

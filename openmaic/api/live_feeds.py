@@ -1,0 +1,260 @@
+"""Live feeds: one reader per followed stream in an API process, however many clients follow it.
+
+A client of a stream's WebSocket or SSE feed first reads the stream's history itself, at its own pace. Once
+caught up it joins the stream's *feed*: one task per stream that wakes on the stream's hints (polling as a
+backstop), reads the new events once, and offers each to every subscriber's bounded queue without waiting. An
+append to a stream with N subscribers costs one query, one encoding per wire format (:meth:`LiveEvent.encoded`)
+and N queue puts, not N wake-ups, N queries and N encodings. A feed ends when its last subscriber leaves.
+
+A subscriber whose queue is full cannot keep up with the stream: the feed drops it and marks it
+:attr:`~Subscriber.too_slow`, and its connection ends (WebSocket close 1013, end of the SSE response). The client
+resumes from the last seq it has, so nothing is lost, and the server holds at most a queue's worth per client.
+
+Joining is a step with no await between the check and the insertion (trio switches tasks only at awaits), so no
+event can fall between what a subscriber read itself and what the feed offers it:
+
+* a feed's ``cursor`` is the last seq it has offered;
+* a subscriber at or past the cursor joins at once; it is offered only events after its own ``after``;
+* a subscriber behind the cursor reads the gap itself (:meth:`LiveFeeds.join` returns it), then tries again.
+
+The feed registers its wake-up watch before its first read, so an append that lands between a read and the
+wait still wakes it (see :mod:`openmaic.events.wakeups`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
+
+import trio
+
+from openmaic import metrics
+from openmaic.api.errors import ServiceUnavailable
+from openmaic.errors import OpenMaicError
+from openmaic.events.log import EventLog, RecordedEvent
+from openmaic.events.wakeups import Wakeups
+
+__all__ = ["LiveEvent", "LiveFeeds", "Subscriber"]
+
+log = logging.getLogger("openmaic.api")
+
+T = TypeVar("T")
+
+PAGE = 1000
+"""Events per read, for the feed and for a joiner's gap."""
+
+
+class LiveEvent:
+    """One recorded event on its way to many subscribers: each wire encoding is computed once, on first use."""
+
+    __slots__ = ("_encodings", "event")
+
+    def __init__(self, event: RecordedEvent) -> None:
+        self.event = event
+        self._encodings: dict[Callable[[RecordedEvent], Any], Any] = {}
+
+    @property
+    def seq(self) -> int:
+        return self.event.seq
+
+    def encoded(self, codec: Callable[[RecordedEvent], T]) -> T:
+        """``codec(event)``, computed by the first subscriber that asks and shared with the rest."""
+        try:
+            return self._encodings[codec]  # type: ignore[no-any-return]
+        except KeyError:
+            value = self._encodings[codec] = codec(self.event)
+            return value
+
+
+class Subscriber:
+    """A client following one stream: its queue (the send side), and how its subscription ended."""
+
+    def __init__(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any]) -> None:
+        self.stream_id = stream_id
+        self.after = after
+        """The last seq this subscriber has; the feed offers only later ones. Advance it while reading a gap."""
+        self.send = send
+        self.ended = trio.Event()
+        """Set when the feed dropped this subscriber (too slow, or the feed failed or stopped)."""
+        self.too_slow = False
+        self.error: OpenMaicError | None = None
+        self._feed: _Feed | None = None
+
+    def _end(self, *, too_slow: bool = False, error: OpenMaicError | None = None) -> None:
+        self._feed = None
+        self.too_slow = too_slow
+        self.error = error
+        # Closing our clone of the queue: a consumer that owns the only clone sees the end once it has drained
+        # what is queued (those events are valid; it resumes after the last one).
+        self.send.close()
+        self.ended.set()
+
+
+class _Feed:
+    def __init__(self, stream_id: str, cursor: int) -> None:
+        self.stream_id = stream_id
+        self.cursor = cursor
+        self.subscribers: set[Subscriber] = set()
+
+
+class _Read:
+    def __init__(self, stream_id: str, after: int) -> None:
+        self.stream_id = stream_id
+        self.after = after
+        self.done = trio.Event()
+        self.events: list[RecordedEvent] = []
+        self.failed: BaseException | None = None
+
+
+class _Reader:
+    """The feeds' reads, batched: feeds woken by the same hints (one append touching many streams, or many
+    appends at once) share one query instead of one each. A read asked for while a query runs joins the next."""
+
+    def __init__(self, log: EventLog) -> None:
+        self._log = log
+        self._queue: list[_Read] = []
+        self._wake = trio.Event()
+        self.queries = 0
+
+    async def read(self, stream_id: str, after: int) -> list[RecordedEvent]:
+        request = _Read(stream_id, after)
+        self._queue.append(request)
+        self._wake.set()
+        await request.done.wait()
+        if request.failed is not None:
+            raise OpenMaicError(f"reading stream {stream_id!r} failed: {request.failed}") from request.failed
+        return request.events
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = trio.Event()
+            # One scheduling round: every feed woken by the same hints queues its read before we take the batch.
+            await trio.lowlevel.checkpoint()
+            batch, self._queue = self._queue, []
+            self.queries += 1
+            try:
+                found = await self._log.read_streams([(r.stream_id, r.after) for r in batch], PAGE)
+            except Exception as exc:  # noqa: BLE001 - each feed decides what a failed read means for it
+                for r in batch:
+                    r.failed = exc
+                    r.done.set()
+                continue
+            for r in batch:
+                r.events = found.get(r.stream_id, [])
+                r.done.set()
+
+
+class LiveFeeds:
+    """The feeds of one API process. :meth:`run` must be running (it owns the feeds' tasks)."""
+
+    def __init__(self, log: EventLog, wakeups: Wakeups, poll_s: float) -> None:
+        self._log = log
+        self._wakeups = wakeups
+        self._poll_s = poll_s
+        self._feeds: dict[str, _Feed] = {}
+        self._reader = _Reader(log)
+        self._nursery: trio.Nursery | None = None
+
+    @property
+    def queries(self) -> int:
+        """Queries the feeds have made (one per batch of woken feeds): for tests and diagnostics."""
+        return self._reader.queries
+
+    @property
+    def active(self) -> int:
+        """Streams with a running feed."""
+        return len(self._feeds)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the feeds until cancelled. Their subscribers are ended (not too slow: the server is stopping)."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._reader.run)
+            self._nursery = nursery
+            try:
+                task_status.started()
+                await trio.sleep_forever()
+            finally:
+                self._nursery = None
+
+    @contextlib.contextmanager
+    def subscriber(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any]) -> Iterator[Subscriber]:
+        """A subscriber for the block's duration; it leaves its feed (if it joined one) when the block ends."""
+        sub = Subscriber(stream_id, after, send)
+        try:
+            yield sub
+        finally:
+            feed = sub._feed
+            if feed is not None:
+                feed.subscribers.discard(sub)
+                sub._feed = None
+
+    async def join(self, sub: Subscriber) -> list[RecordedEvent]:
+        """Join the stream's feed and return ``[]``; or, when ``sub`` is behind the feed, return the next events
+        it must deliver itself first. Call again after delivering them and advancing ``sub.after``."""
+        feed = self._feeds.get(sub.stream_id)
+        if feed is None:
+            if self._nursery is None:
+                raise ServiceUnavailable("live feeds are not running in this process")
+            # A new feed starts where its first subscriber is: everything before is that subscriber's own read.
+            feed = self._feeds[sub.stream_id] = _Feed(sub.stream_id, sub.after)
+            metrics.LIVE_FEEDS.inc()
+            self._nursery.start_soon(self._run_feed, feed)
+        if sub.after >= feed.cursor:
+            feed.subscribers.add(sub)
+            sub._feed = feed
+            return []
+        gap = await self._log.read_stream(sub.stream_id, sub.after, PAGE, to_seq=feed.cursor)
+        if not gap:
+            # The feed offered events up to its cursor, so they exist; an empty read means the log lost them.
+            raise OpenMaicError(f"stream {sub.stream_id!r}: events {sub.after + 1}..{feed.cursor} are missing")
+        return gap
+
+    async def _run_feed(self, feed: _Feed) -> None:
+        ending: OpenMaicError | None = ServiceUnavailable("the server is stopping; reconnect")
+        try:
+            # Watch before the first read: an append landing between a read and the wait still wakes us.
+            with self._wakeups.watch(feed.stream_id) as watch:
+                while True:
+                    await self._offer_new_events(feed)
+                    if not feed.subscribers:
+                        ending = None
+                        return
+                    await watch.wait(self._poll_s)  # a hint, or the poll backstop: read either way
+        except Exception as exc:
+            log.exception("live feed of stream %r failed", feed.stream_id)
+            ending = ServiceUnavailable(f"reading stream {feed.stream_id!r} failed; reconnect")
+            ending.__cause__ = exc
+        finally:
+            # No await from the emptiness check to here: a subscriber either joined before (and is ended
+            # below) or finds no feed and starts a new one.
+            if self._feeds.get(feed.stream_id) is feed:
+                del self._feeds[feed.stream_id]
+                metrics.LIVE_FEEDS.dec()
+            for sub in feed.subscribers:
+                sub._end(error=ending)
+            feed.subscribers.clear()
+
+    async def _offer_new_events(self, feed: _Feed) -> None:
+        while True:
+            batch = await self._reader.read(feed.stream_id, feed.cursor)
+            for event in batch:
+                live = LiveEvent(event)
+                seq = event.seq
+                for sub in tuple(feed.subscribers):
+                    if seq <= sub.after:
+                        continue  # it joined past the cursor: it has this one already
+                    try:
+                        sub.send.send_nowait(live)  # never wait: one slow client must not hold up the others
+                    except trio.WouldBlock:
+                        feed.subscribers.discard(sub)
+                        sub._end(too_slow=True)
+                        metrics.SLOW_CONSUMERS.inc()
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        feed.subscribers.discard(sub)  # its consumer is gone; it leaves on its own
+                        sub._feed = None
+                feed.cursor = seq
+            if len(batch) < PAGE:
+                return
