@@ -198,6 +198,22 @@ async def test_read_stream_paging_and_to_seq(db):
     assert [e.seq for e in await log.read_stream("s", to_seq=3)] == [1, 2, 3]
 
 
+async def test_read_streams_reads_each_cursor_like_read_stream_in_one_query(db):
+    log = EventLog(db)
+    for sid, n in (("a", 10), ("b", 3), ("c", 0)):
+        await create(log, sid)
+        if n:
+            await log.append_one(sid, [SessionMessagePosted(text=f"{sid}{i}") for i in range(n)])
+    cursors = [("b", 1), ("a", 2), ("c", 1), ("missing", 0)]
+    found = await log.read_streams(cursors, limit=5)
+    assert set(found) == {"a", "b"}, "streams with nothing after their cursor are absent"
+    for sid, after in cursors[:2]:
+        expected = await log.read_stream(sid, after, 5)
+        assert [(e.seq, bytes(e.data), e.hash) for e in found[sid]] == [(e.seq, bytes(e.data), e.hash) for e in expected]
+    assert [e.seq for e in found["a"]] == [3, 4, 5, 6, 7]
+    assert await log.read_streams([]) == {}
+
+
 async def test_read_all_sees_every_committed_event_once_under_racing_transactions(db):
     """8 appenders hold their transactions open 0–200 ms, some roll back; a tailing reader misses nothing."""
     log = EventLog(db)
