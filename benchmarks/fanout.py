@@ -1,6 +1,6 @@
 """Fan-out latency: from an append in one process to its receipt by WebSocket / SSE clients of an API process.
 
-    python -m benchmarks.fanout [--rounds 100] [--quick]
+    python -m benchmarks.fanout [--rounds 100] [--quick] [--only ws-raw:1000:1 ...]
 
 Setup: ``openmaic serve --role api`` runs as a subprocess on a throwaway durable cluster (or ``DATABASE_URL``).
 The benchmark process creates session streams of a made-up kind ``bench`` directly in the database
@@ -19,13 +19,17 @@ Scenarios: WebSocket with 1, 100 and 1,000 clients on one stream and on 100 stre
 and SSE with 100 clients (one stream and 100 streams). One round appends one event to every stream at once and
 waits until every client has it before the next round.
 
+Two WebSocket clients: ``ws`` is trio-websocket (wsproto), ``ws-raw`` a minimal RFC 6455 reader
+(``benchmarks/_raw_ws.py``). All clients live in the benchmark process, on the same two cores as the API process
+and PostgreSQL, so the clients' own CPU is part of every figure; trio-websocket spends about as much CPU
+receiving a message as the server spends sending it, and ``ws-raw`` about a third of that. The ``srv cpu`` and
+``cli cpu`` columns show where the CPU went (per round, from /proc). Latency "from append commit to receipt" is
+the ``cmt`` columns.
+
 Baseline, same run, same database: ``append_one`` followed by one ``read_stream`` of that event from the
 benchmark process on another pooled connection. It is the floor any reader in another process could reach:
 one durable commit plus one read round trip, with no wake-up path, no second process and no socket to a client.
 The fan-out path has to add at least a NOTIFY delivery, the API process's own read and a frame write.
-
-All clients live in the benchmark process (one trio thread): with 1,000 clients the client side's own CPU
-(parsing 1,000 frames per round) is part of the figure, on the same cores as the server and PostgreSQL.
 """
 
 from __future__ import annotations
@@ -43,13 +47,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import msgspec
 import trio
 import trio_websocket
 
 from benchmarks._cluster import benchmark_database, percentile
+from benchmarks._raw_ws import RawWebSocket
 from openmaic.actors.commands import create_session
 from openmaic.events.core import SessionMessagePosted
 from openmaic.events.log import EventLog
+from openmaic.serve import tune_gc
 from openmaic.store.database import open_database
 from openmaic.store.postgres import free_port
 
@@ -63,6 +70,8 @@ class Stats:
     after_commit_ms: list[float] = field(default_factory=list)
     append_ms: list[float] = field(default_factory=list)
     missed: int = 0
+    server_cpu_ms: float = 0.0  # the API process's CPU time per round (user + system)
+    client_cpu_ms: float = 0.0  # this process's (clients and appender) CPU time per round
 
 
 class Round:
@@ -82,10 +91,19 @@ class Round:
             self.done.set()
 
 
+class _FrameHead(msgspec.Struct):
+    type: str
+    seq: int = 0
+
+
+_decode_frame = msgspec.json.Decoder(_FrameHead).decode  # reads type and seq, skips the envelope
+
+
 class Bench:
-    def __init__(self, base: str, ws_base: str, log: EventLog) -> None:
-        self.base = base
-        self.ws_base = ws_base
+    def __init__(self, host: str, port: int, log: EventLog) -> None:
+        self.host = host
+        self.port = port
+        self.ws_base = f"ws://{host}:{port}"
         self.log = log
         self.round: Round | None = None
         self.seq: dict[str, int] = {}
@@ -109,6 +127,23 @@ class Bench:
                     task_status.started()
                 elif frame["type"] == "event":
                     self.deliver(stream, frame["seq"], now)
+
+    async def raw_ws_client(self, stream: str, ready: list, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        ws = await RawWebSocket.connect(self.host, self.port, f"/api/streams/{stream}/ws?after=0")
+        try:
+            started = False
+            while True:
+                msg = await ws.get_message()
+                now = time.time_ns()
+                frame = _decode_frame(msg)
+                if frame.type == "caught_up" and not started:
+                    started = True
+                    task_status.started()
+                elif frame.type == "event":
+                    self.deliver(stream, frame.seq, now)
+        finally:
+            with trio.CancelScope(shield=True):  # closing a socket does not block; shielded so it always happens
+                await ws.aclose()
 
     async def sse_client(self, client: httpx.AsyncClient, stream: str, task_status=trio.TASK_STATUS_IGNORED) -> None:
         async with client.stream("GET", f"/api/streams/{stream}/events?after=0",
@@ -172,17 +207,33 @@ async def baseline(log: EventLog, stream: str, rounds: int) -> Stats:
     return stats
 
 
+def process_cpu_s(pid: int | None = None) -> float:
+    """User + system CPU seconds of a process (this one by default); 0 where /proc is missing."""
+    if pid is None:
+        t = os.times()
+        return t.user + t.system
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def row(label: str, s: Stats) -> str:
     return (f"{label:<34} {len(s.total_ms):>7} {percentile(s.total_ms, 50):>8.2f} {percentile(s.total_ms, 99):>8.2f}"
             f" {percentile(s.after_commit_ms, 50):>8.2f} {percentile(s.after_commit_ms, 99):>8.2f}"
-            f" {percentile(s.append_ms, 50):>8.2f} {percentile(s.append_ms, 99):>8.2f} {s.missed:>6}")
+            f" {percentile(s.append_ms, 50):>8.2f} {percentile(s.append_ms, 99):>8.2f} {s.missed:>6}"
+            f" {s.server_cpu_ms:>7.1f} {s.client_cpu_ms:>7.1f}")
 
 
 HEADER = (f"{'scenario':<34} {'samples':>7} {'tot p50':>8} {'tot p99':>8} {'cmt p50':>8} {'cmt p99':>8}"
-          f" {'app p50':>8} {'app p99':>8} {'missed':>6}")
+          f" {'app p50':>8} {'app p99':>8} {'missed':>6} {'srv cpu':>7} {'cli cpu':>7}")
 
 
 async def main(args: argparse.Namespace) -> None:
+    # The clients' process holds 1,000 connections too: tuned like the server, so that its collector's pauses
+    # are not counted as the server's latency.
+    tune_gc()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, 65536) if hard != resource.RLIM_INFINITY else 65536
     if soft < want:
@@ -241,13 +292,16 @@ async def _run(args, url, port, proc, clients_list, sse_clients, rounds) -> None
 
         print(f"fan-out: {rounds} rounds per scenario; one round = one append per stream, all clients wait for it")
         print("tot = receive - just before append_one; cmt = receive - append_one returned; app = append_one itself"
-              " (ms)")
+              " (ms); srv cpu / cli cpu = CPU ms per round of the API process / of the clients' process")
         print(HEADER)
         (bs,) = await new_streams(1)
         print(row("baseline: append + read_stream", await baseline(log, bs, max(rounds, 50))), flush=True)
-        bench = Bench(base, f"ws://127.0.0.1:{port}", log)
-        scenarios = [("ws", c, ns) for c in clients_list for ns in (1, 100) if ns <= c]
+        bench = Bench("127.0.0.1", port, log)
+        scenarios = [(kind, c, ns) for kind in ("ws", "ws-raw") for c in clients_list for ns in (1, 100) if ns <= c]
         scenarios += [("sse", sse_clients, ns) for ns in (1, min(100, sse_clients))]
+        if args.only:
+            wanted = {tuple(x.split(":")) for x in args.only}
+            scenarios = [s for s in scenarios if (s[0], str(s[1]), str(s[2])) in wanted]
         for kind, n_clients, n_streams in scenarios:
             streams = await new_streams(n_streams)
             per = {s: 0 for s in streams}
@@ -259,9 +313,14 @@ async def _run(args, url, port, proc, clients_list, sse_clients, rounds) -> None
                         per[s] += 1
                         if kind == "ws":
                             await nursery.start(bench.ws_client, s, [])
+                        elif kind == "ws-raw":
+                            await nursery.start(bench.raw_ws_client, s, [])
                         else:
                             await nursery.start(bench.sse_client, http, s)
+                server0, client0 = process_cpu_s(proc.pid), process_cpu_s()
                 await bench.run_rounds(streams, per, rounds, stats)
+                stats.server_cpu_ms = (process_cpu_s(proc.pid) - server0) / rounds * 1000
+                stats.client_cpu_ms = (process_cpu_s() - client0) / rounds * 1000
                 nursery.cancel_scope.cancel()
             label = f"{kind}: {n_clients} clients, {n_streams} stream{'s' if n_streams > 1 else ''}"
             print(row(label, stats), flush=True)
@@ -272,4 +331,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--quick", action="store_true", help="a smoke run: few clients and rounds")
+    parser.add_argument("--only", nargs="+", metavar="KIND:CLIENTS:STREAMS",
+                        help="run only these scenarios, e.g. ws:1000:1 sse:100:100")
     trio.run(main, parser.parse_args())
