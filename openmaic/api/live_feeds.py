@@ -134,6 +134,8 @@ class _Reader:
             # One scheduling round: every feed woken by the same hints queues its read before we take the batch.
             await trio.lowlevel.checkpoint()
             batch, self._queue = self._queue, []
+            if not batch:
+                continue  # another reader (a second app served on the same services) took it
             self.queries += 1
             try:
                 found = await self._log.read_streams([(r.stream_id, r.after) for r in batch], PAGE)
@@ -156,7 +158,7 @@ class LiveFeeds:
         self._poll_s = poll_s
         self._feeds: dict[str, _Feed] = {}
         self._reader = _Reader(log)
-        self._nursery: trio.Nursery | None = None
+        self._nurseries: list[trio.Nursery] = []
 
     @property
     def queries(self) -> int:
@@ -169,15 +171,16 @@ class LiveFeeds:
         return len(self._feeds)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Run the feeds until cancelled. Their subscribers are ended (not too slow: the server is stopping)."""
+        """Run the feeds until cancelled; their subscribers are then ended with a "reconnect" error. Each app
+        served on these services runs this once; new feeds start under the latest run."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._reader.run)
-            self._nursery = nursery
+            self._nurseries.append(nursery)
             try:
                 task_status.started()
                 await trio.sleep_forever()
             finally:
-                self._nursery = None
+                self._nurseries.remove(nursery)
 
     @contextlib.contextmanager
     def subscriber(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any]) -> Iterator[Subscriber]:
@@ -196,12 +199,12 @@ class LiveFeeds:
         it must deliver itself first. Call again after delivering them and advancing ``sub.after``."""
         feed = self._feeds.get(sub.stream_id)
         if feed is None:
-            if self._nursery is None:
+            if not self._nurseries:
                 raise ServiceUnavailable("live feeds are not running in this process")
             # A new feed starts where its first subscriber is: everything before is that subscriber's own read.
             feed = self._feeds[sub.stream_id] = _Feed(sub.stream_id, sub.after)
             metrics.LIVE_FEEDS.inc()
-            self._nursery.start_soon(self._run_feed, feed)
+            self._nurseries[-1].start_soon(self._run_feed, feed)
         if sub.after >= feed.cursor:
             feed.subscribers.add(sub)
             sub._feed = feed
