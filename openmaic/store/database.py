@@ -84,6 +84,11 @@ def translate(exc: BaseException) -> BaseException:
             new = errors.DatabaseUnavailable(f"PostgreSQL connection lost: {exc}")
         else:
             new = errors.DatabaseError(f"PostgreSQL refused a statement ({state}): {exc}", sqlstate=state)
+    elif isinstance(exc, asyncpg.InternalClientError):
+        # asyncpg found a pooled connection in a state it cannot use. Seen when the server ends a connection
+        # (restart, pg_terminate_backend): its unsolicited FATAL arrives before the close, and a statement started
+        # in between is refused this way. The connection is replaced once the close is processed; callers retry.
+        new = errors.DatabaseUnavailable(f"PostgreSQL connection unusable (it was closed by the server?): {exc}")
     elif isinstance(exc, _CONNECTION_ERRORS) or (isinstance(exc, ConnectionError)):
         new = errors.DatabaseUnavailable(
             f"cannot reach PostgreSQL ({type(exc).__name__}: {exc}); check DATABASE_URL and that the server runs"
@@ -111,7 +116,9 @@ def translated() -> Iterator[None]:
     """Re-raise driver errors as project errors. The one place where that happens."""
     try:
         yield
-    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, asyncio.TimeoutError) as exc:
+    except (
+        asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, asyncio.TimeoutError
+    ) as exc:
         raise translate(exc) from exc
 
 

@@ -113,3 +113,24 @@ async def test_sql_errors_are_translated(db):
         await db.execute("SELECT * FROM no_such_table")
     assert exc.value.details["sqlstate"] == "42P01"
     assert exc.value.__cause__ is not None
+
+
+async def test_pooled_connections_terminated_by_the_server_fail_only_as_unavailable(db_url):
+    """A terminated backend sends an unsolicited FATAL before it closes; until the driver sees the close, the
+    pooled connection looks idle but cannot run a statement. Whatever a unit of work hits in that window, it must
+    surface as DatabaseUnavailable (which callers retry), never as a driver-internal error."""
+    async with open_database(db_url, min_size=4, max_size=4) as db, open_database(db_url, min_size=1) as admin:
+        seen: set[str] = set()
+        for _ in range(30):
+            await admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            )
+            with trio.fail_after(30):
+                while True:
+                    try:
+                        assert await db.fetchval("SELECT 1") == 1
+                        break
+                    except errors.DatabaseUnavailable as exc:
+                        seen.add(type(exc.__cause__).__name__)
+        assert seen, "the terminations were noticed"
