@@ -48,14 +48,16 @@ from openmaic.api.wire import (
     decode_json,
     encode,
 )  # fmt: skip
-from openmaic.errors import OpenMaicError
+from openmaic.errors import DatabaseUnavailable, OpenMaicError
 from openmaic.events.log import RecordedEvent, envelope
+from openmaic.store.database import collapse_groups
 
 __all__ = ["StreamSocketQuery"]
 
 log = logging.getLogger("openmaic.api")
 
-TOO_SLOW = 1013  # "Try Again Later": the client resumes from its last seq
+TRY_AGAIN_LATER = 1013  # the client resumes from its last seq, now (too slow) or once the service is back
+TOO_SLOW = TRY_AGAIN_LATER
 INTERNAL_ERROR = 1011
 CLOSE_GRACE_S = 10.0
 """How long the close handshake may take. The frame in flight must be written first, and a client that stopped
@@ -100,17 +102,22 @@ class _Connection:
         try:
             # The send queue: bounded, so a connection never holds more than this many frames in memory.
             send, receive = trio.open_memory_channel[bytes | LiveEvent](self.services.config.server.ws_send_queue)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._pump, send.clone(), nursery.cancel_scope)
-                nursery.start_soon(self._read_commands, send.clone())
-                send.close()
-                await self._write(receive)
+            with collapse_groups():
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._pump, send.clone(), nursery.cancel_scope)
+                    nursery.start_soon(self._read_commands, send.clone())
+                    send.close()
+                    await self._write(receive)
             close_code = TOO_SLOW if self.too_slow else None
+            reason = "too slow: reconnect with after=<last seq>"
+        except (ServiceUnavailable, DatabaseUnavailable) as exc:
+            # Not this client's fault and not a bug: the feed or the database is down for now. 1013 tells the
+            # client to come back later (with after=<last seq>), as a full queue does.
+            close_code, reason = TRY_AGAIN_LATER, _close_reason(exc.message)
         except Exception as exc:
             describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")  # logs it with a reference
-            close_code = INTERNAL_ERROR
+            close_code, reason = INTERNAL_ERROR, "internal error"
         if close_code is not None:
-            reason = "too slow: reconnect with after=<last seq>" if close_code == TOO_SLOW else "internal error"
             with trio.move_on_after(CLOSE_GRACE_S):
                 await self.ws.close(close_code, reason)
 
@@ -182,6 +189,12 @@ class _Connection:
             case RetryMessage():
                 return await commands.retry(owner, sid, cid)
         raise OpenMaicError(f"unhandled command {type(command).__name__}")  # unreachable: the union is closed
+
+
+def _close_reason(message: str) -> str:
+    """A close frame's reason: at most 123 bytes of UTF-8 (RFC 6455 §5.5: control frames carry 125)."""
+    raw = message.encode()
+    return message if len(raw) <= 123 else raw[:120].decode(errors="ignore") + "..."
 
 
 def ws_text(event: RecordedEvent) -> str:

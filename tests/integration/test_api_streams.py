@@ -264,6 +264,51 @@ async def test_slow_sse_consumer_is_ended_and_resumes_losslessly(db):
         assert received == list(range(1, 646))
 
 
+async def test_a_failed_feed_ends_its_clients_with_try_again_later_and_they_resume(db):
+    async with running_api(db) as api, api.client() as client:
+        await api.create_stream("s", events=2)
+        async with (
+            raw_ws(api.port, "/api/streams/s/ws", message_queue_size=10) as ws,  # closes its socket itself
+            client.stream("GET", "/api/streams/s/events", headers=SSE) as r,
+            sse_frames(r) as frames,
+        ):
+            ws_seqs = await _ws_until_caught_up(ws)
+            sse_seqs = [int(f.id) async for f in _sse_until_caught_up(frames)]
+            assert ws_seqs == sse_seqs == [1, 2, 3]
+            await db.execute("ALTER TABLE events RENAME TO events_away")  # the feed's next read fails
+            api.services.wakeups.poke(["s"])
+            with trio.fail_after(10), pytest.raises(trio_websocket.ConnectionClosed) as closed:
+                await ws.get_message()
+            assert closed.value.reason.code == 1013 and "reconnect" in closed.value.reason.reason
+            with trio.fail_after(10):
+                assert [f async for f in frames if f.data is not None] == []  # the SSE response just ends
+            await db.execute("ALTER TABLE events_away RENAME TO events")
+        await api.append_messages("s", 2)
+        async with trio_websocket.open_websocket_url(api.ws_url("/api/streams/s/ws?after=3")) as ws:
+            assert await _ws_until_caught_up(ws) == [4, 5]
+        async with (
+            client.stream("GET", "/api/streams/s/events", headers={**SSE, "Last-Event-ID": "3"}) as r,
+            sse_frames(r) as frames,
+        ):
+            assert [int(f.id) async for f in _sse_until_caught_up(frames)] == [4, 5]
+
+
+async def _ws_until_caught_up(ws) -> list[int]:
+    seqs = []
+    with trio.fail_after(10):
+        while (msg := json.loads(await ws.get_message()))["type"] != "caught_up":
+            seqs.append(msg["seq"])
+    return seqs
+
+
+async def _sse_until_caught_up(frames):
+    with trio.fail_after(10):
+        async for f in frames:
+            if f.event == "caught_up":
+                return
+            yield f
+
+
 async def test_every_client_of_a_stream_is_fed_by_one_reader(db):
     config = make_config("runtime: {wake_poll_s: 0.2}")
     async with running_api(db, config) as api, api.client() as client:
