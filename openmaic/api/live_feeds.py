@@ -32,7 +32,7 @@ import trio
 
 from openmaic import metrics
 from openmaic.api.errors import ServiceUnavailable
-from openmaic.errors import OpenMaicError
+from openmaic.errors import DatabaseUnavailable, OpenMaicError
 from openmaic.events.log import EventLog, RecordedEvent
 from openmaic.events.wakeups import Wakeups
 
@@ -139,10 +139,14 @@ class _Reader:
             self.queries += 1
             try:
                 found = await self._log.read_streams([(r.stream_id, r.after) for r in batch], PAGE)
-            except Exception as exc:  # noqa: BLE001 - each feed decides what a failed read means for it
+            except BaseException as exc:
+                # Every request of the batch gets an answer, even when this reader is cancelled: a feed of
+                # another run (a second app on the same services) must not wait for it forever.
                 for r in batch:
                     r.failed = exc
                     r.done.set()
+                if not isinstance(exc, Exception):
+                    raise
                 continue
             for r in batch:
                 r.events = found.get(r.stream_id, [])
@@ -226,8 +230,11 @@ class LiveFeeds:
                         ending = None
                         return
                     await watch.wait(self._poll_s)  # a hint, or the poll backstop: read either way
-        except Exception as exc:
-            log.exception("live feed of stream %r failed", feed.stream_id)
+        except Exception as exc:  # a failed feed ends its subscribers (they reconnect), never the server
+            if isinstance(exc.__cause__, DatabaseUnavailable):
+                log.warning("live feed of stream %r stopped: %s", feed.stream_id, exc)  # expected while it restarts
+            else:
+                log.exception("live feed of stream %r failed", feed.stream_id)
             ending = ServiceUnavailable(f"reading stream {feed.stream_id!r} failed; reconnect")
             ending.__cause__ = exc
         finally:

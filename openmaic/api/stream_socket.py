@@ -34,19 +34,8 @@ from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices, CommandResult
 from openmaic.api.streams import bp, check_cursor, visible_stream
 from openmaic.api.wire import (
-    MAX_PAGE,
-    Ack,
-    CancelMessage,
-    CaughtUp,
-    ClientMessage,
-    ConfirmOutlineMessage,
-    ErrorFrame,
-    EventFrame,
-    PostMessage,
-    RetryMessage,
-    ServerFrame,
-    decode_json,
-    encode,
+    MAX_PAGE, Ack, CancelMessage, CaughtUp, ClientMessage, ConfirmOutlineMessage, ErrorFrame, EventFrame,
+    PostMessage, RetryMessage, ServerFrame, decode_json, encode,
 )  # fmt: skip
 from openmaic.errors import DatabaseUnavailable, OpenMaicError
 from openmaic.events.log import RecordedEvent, envelope
@@ -114,7 +103,7 @@ class _Connection:
             # Not this client's fault and not a bug: the feed or the database is down for now. 1013 tells the
             # client to come back later (with after=<last seq>), as a full queue does.
             close_code, reason = TRY_AGAIN_LATER, _close_reason(exc.message)
-        except Exception as exc:
+        except Exception as exc:  # any other failure ends this connection, never the server
             describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")  # logs it with a reference
             close_code, reason = INTERNAL_ERROR, "internal error"
         if close_code is not None:
@@ -169,7 +158,7 @@ class _Connection:
         try:
             command = decode_json(raw, ClientMessage)  # type: ignore[arg-type]
             result = await self._dispatch(command)
-        except Exception as exc:
+        except Exception as exc:  # every failure becomes an error frame; the socket stays open
             _status, info, _headers = describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")
             return ErrorFrame(command_id, info)
         return Ack(result.command_id, result.seq, result.replayed)
