@@ -17,7 +17,8 @@ import math
 from collections.abc import Iterator
 
 __all__ = [
-    "ACTIVE_ACTORS", "APPENDS", "CLAIMS", "HTTP_REQUESTS", "LEASE_LOSSES", "PROJECTION_LAG", "REGISTRY",
+    "ACTIVE_ACTORS", "APPENDS", "CLAIMS", "HTTP_REQUESTS", "LEASE_LOSSES", "PROJECTION_LAG", "PROJECTION_LAG_SECONDS",
+    "REGISTRY",
     "SSE_CLIENTS", "TAKEOVERS", "WEBSOCKET_CLIENTS", "Counter", "Gauge", "Registry", "render",
 ]  # fmt: skip
 
@@ -156,6 +157,11 @@ SLOW_CONSUMERS = REGISTRY.counter(
 )
 PROJECTION_LAG = REGISTRY.gauge(
     "openmaic_projection_lag_events", "Events in the global log a projection has not applied yet.", ("projection",)
+)
+PROJECTION_LAG_SECONDS = REGISTRY.gauge(
+    "openmaic_projection_lag_seconds",
+    "Age of the oldest event a projection has not applied yet (0 when it is caught up).",
+    ("projection",),
 )
 HTTP_REQUESTS = REGISTRY.counter(
     "openmaic_http_requests_total", "HTTP requests answered, by method and status.", ("method", "status")

@@ -83,6 +83,16 @@ async def readyz(call: Call) -> Ready:
 @api_route(bp, "GET", "/metrics", auth=False, media_type="text/plain")
 async def metrics_text(call: Call) -> Response:
     """Prometheus metrics (text exposition format 0.0.4)."""
+    for sample in call.services.metric_samplers:
+        # A sampler that fails or hangs (the database is down) leaves its gauges as they were: the rest of the
+        # metrics, which say what this process is doing, are served regardless.
+        with trio.move_on_after(CHECK_TIMEOUT_S) as scope:
+            try:
+                await sample()
+            except OpenMaicError as exc:
+                log.warning("metrics: %s", exc)
+        if scope.cancelled_caught:
+            log.warning("metrics: a sampler took longer than %.0f s; its gauges are stale", CHECK_TIMEOUT_S)
     return Response(metrics.render(), 200, content_type="text/plain; version=0.0.4; charset=utf-8")
 
 

@@ -6,6 +6,7 @@ another owner's resource is the same 404 as a missing one.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any, Literal
@@ -21,6 +22,7 @@ from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices, CommandResult
 from openmaic.courses.events import CourseDocument, evolve_course
 from openmaic.courses.schema import OutlineItem
+from openmaic.projections import default_projections, record_projection_lag
 from openmaic.runs.events import RunInput
 from openmaic.runs.service import RunService, RunSnapshot
 from openmaic.workbench.service import SessionSnapshot, WorkbenchSessions
@@ -59,6 +61,7 @@ def api_services(services: Any) -> ApiServices:
         db=services.db, log=log, wakeups=services.wakeups, config=services.config,
         commands=Commands(session_commands, runs), runs=runs, sessions=WorkbenchSessions(log, session_commands),
         courses=None,
+        metric_samplers=[functools.partial(record_projection_lag, services.db, default_projections())],
     )
 
 

@@ -9,6 +9,7 @@ module declares the methods it calls on its handle.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
 from openmaic.actors.commands import CommandResult
@@ -85,6 +86,8 @@ class ApiServices:
     runs: Runs | None = None
     sessions: Sessions | None = None
     courses: Courses | None = None
+    metric_samplers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """Run before each ``/metrics`` answer, to set gauges that are read from the database (projection lag)."""
     feeds: LiveFeeds = field(init=False)
 
     def __post_init__(self) -> None:

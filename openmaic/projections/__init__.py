@@ -27,7 +27,9 @@ from openmaic.projections.documents import CourseDocuments
 from openmaic.projections.history import AssistantMessage, HistoryMessage, ModelHistory, ToolMessage, UserMessage
 from openmaic.projections.library import LibraryCards, card_label
 from openmaic.projections.projector import Applier, Projector, run_projectors
-from openmaic.projections.rebuild import ProjectionStatus, RebuildResult, projection_status, rebuild
+from openmaic.projections.rebuild import (
+    ProjectionStatus, RebuildResult, projection_status, rebuild, record_projection_lag,
+)  # fmt: skip
 from openmaic.projections.sessions import SessionList
 
 __all__ = [
@@ -35,7 +37,7 @@ __all__ = [
     "LibraryCards", "ModelHistory", "Projection", "ProjectionPaused", "ProjectionStatus", "Projector",
     "RebuildResult", "RebuildRunning", "SessionList", "Tables", "ToolMessage", "UnknownProjection", "UserMessage",
     "card_label", "default_projections", "get_projection", "lock_key", "projection_status", "rebuild",
-    "run_projectors",
+    "record_projection_lag", "run_projectors",
 ]  # fmt: skip
 
 

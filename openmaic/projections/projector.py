@@ -207,6 +207,7 @@ class Projector:
             backoff = self.poll_s
             if n < self.applier.batch_size:
                 metrics.PROJECTION_LAG.set(0, projection=name)
+                metrics.PROJECTION_LAG_SECONDS.set(0, projection=name)
                 await watch.wait(self.poll_s)
 
     def statistics(self) -> dict[str, Any]:

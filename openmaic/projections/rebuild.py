@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 import trio
 
-from openmaic import errors
+from openmaic import errors, metrics
 from openmaic.events.log import EventLog
 from openmaic.projections.base import Projection, RebuildRunning, Tables, lock_key
 from openmaic.projections.projector import Applier
@@ -171,6 +171,14 @@ class ProjectionStatus(msgspec.Struct, frozen=True):
     holder_pid: int | None
     """The backend holding the projection's lock: a live projector serves it (None: nobody does)."""
     rebuilding: bool
+
+
+async def record_projection_lag(db: Database, projections: Sequence[Projection]) -> None:
+    """Set the projection-lag gauges from the database: the lag is a fact of the log and the checkpoints, the same
+    from every process, and must be visible where projectors serve no HTTP (``--role projector``)."""
+    for s in await projection_status(db, projections):
+        metrics.PROJECTION_LAG.set(s.lag_events or 0, projection=s.name)
+        metrics.PROJECTION_LAG_SECONDS.set(s.lag_s or 0.0, projection=s.name)
 
 
 async def projection_status(db: Database, projections: Sequence[Projection]) -> list[ProjectionStatus]:

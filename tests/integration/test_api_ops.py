@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import socket
@@ -13,8 +14,10 @@ from quart import Blueprint
 from openmaic import errors
 from openmaic.api import create_app, serve_api
 from openmaic.api.errors import AddressInUse
+from openmaic.projections import default_projections, record_projection_lag, run_projectors
 from openmaic.store.migrations import load_migrations
 from tests.integration.api_harness import make_config, running_api, testing_bp
+from tests.runtime import wait_for
 
 REQUIRED_METRICS = {
     "openmaic_appends_total": "counter",
@@ -27,6 +30,7 @@ REQUIRED_METRICS = {
     "openmaic_live_feeds": "gauge",
     "openmaic_slow_consumers_total": "counter",
     "openmaic_projection_lag_events": "gauge",
+    "openmaic_projection_lag_seconds": "gauge",
     "openmaic_http_requests_total": "counter",
 }
 
@@ -121,6 +125,45 @@ async def test_metrics_exposition_parses_and_counts_requests(db):
         assert samples[("openmaic_http_requests_total", 'method="GET",status="200"')] >= 1
         assert samples[("openmaic_http_requests_total", 'method="GET",status="404"')] >= 1
         assert ("openmaic_websocket_clients", "") in samples
+
+
+async def test_projection_lag_is_read_from_the_database_at_each_scrape(db):
+    projections = default_projections()
+    async with running_api(db) as api, api.client() as client:
+        api.services.metric_samplers.append(functools.partial(record_projection_lag, db, projections))
+        await api.create_stream("s", events=4)  # 5 events, and no projector has applied any of them
+        _, samples = parse_exposition((await client.get("/metrics")).text)
+        for p in projections:
+            assert samples[("openmaic_projection_lag_events", f'projection="{p.name}"')] == 5, p.name
+            assert samples[("openmaic_projection_lag_seconds", f'projection="{p.name}"')] > 0
+        async with trio.open_nursery() as nursery:
+            await nursery.start(functools.partial(run_projectors, db, api.log, api.services.wakeups, projections,
+                                                  poll_s=0.1, lock_retry_s=0.1))  # fmt: skip
+
+            async def caught_up() -> bool:
+                _, samples = parse_exposition((await client.get("/metrics")).text)
+                return all(samples[("openmaic_projection_lag_events", f'projection="{p.name}"')] == 0
+                           and samples[("openmaic_projection_lag_seconds", f'projection="{p.name}"')] == 0
+                           for p in projections)  # fmt: skip
+
+            await wait_for(caught_up, timeout=20)
+            nursery.cancel_scope.cancel()
+
+
+async def test_a_failing_metrics_sampler_leaves_the_rest_of_the_metrics_served(db, caplog):
+    async def broken() -> None:
+        raise errors.DatabaseUnavailable("PostgreSQL connection lost: test")
+
+    async def hanging() -> None:
+        await trio.sleep_forever()
+
+    async with running_api(db) as api, api.client() as client:
+        api.services.metric_samplers += [broken, hanging]
+        r = await client.get("/metrics")
+        assert r.status_code == 200
+        types, _ = parse_exposition(r.text)
+        assert types["openmaic_appends_total"] == "counter"
+        assert "PostgreSQL connection lost" in caplog.text and "stale" in caplog.text
 
 
 async def test_openapi_describes_every_route_including_added_blueprints(db):
