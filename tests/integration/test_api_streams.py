@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio_websocket
 
+from benchmarks._raw_ws import RawWebSocket
 from openmaic import metrics
 from tests.integration.api_harness import make_config, running_api, raw_ws, sse_frames
 from tests.runtime import wait_for
@@ -381,3 +382,22 @@ async def test_page_is_json_when_the_client_accepts_anything(db):
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_the_benchmarks_lean_websocket_client_reads_every_frame_length(db):
+    """benchmarks/_raw_ws.py measures fan-out: it must read the server's frames exactly (7-, 16- and 64-bit
+    lengths), or the benchmark's figures mean nothing."""
+    async with running_api(db) as api:
+        await api.create_stream("s")
+        for size in (10, 1_000, 70_000):
+            await api.append_messages("s", 1, size=size)
+        ws = await RawWebSocket.connect("127.0.0.1", api.port, "/api/streams/s/ws?after=0")
+        try:
+            frames = []
+            with trio.fail_after(10):
+                while (frame := json.loads(await ws.get_message()))["type"] != "caught_up":
+                    frames.append(frame)
+        finally:
+            await ws.aclose()
+        assert [f["seq"] for f in frames] == [1, 2, 3, 4]
+        assert [len(f["event"]["data"]["text"]) for f in frames[1:]] == [12, 1_002, 70_002]
