@@ -8,8 +8,8 @@ module declares the methods it calls on its handle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from openmaic.actors.commands import CommandResult
