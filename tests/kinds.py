@@ -2,7 +2,8 @@
 
 Its input (in ``session.created``) says how it behaves: ``steps`` (how many), ``sleep`` (seconds per step),
 ``idle`` (wait for a follow-up after the steps instead of finishing), ``crash_at`` (a step that SIGKILLs its
-own worker process every time), ``deadline`` (per step), ``fail_at`` (a step that raises).
+own worker process every time), ``deadline`` (per step), ``fail_at`` (a step that raises), ``emit`` (events each step commits with ``ctx.emit``
+before its sleep).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ class StepDone(Event, tag="test.step_done"):
     attempt: int
 
 
+@register
+class Emitted(Event, tag="test.emitted"):
+    n: int
+
+
 class TestState(msgspec.Struct, frozen=True, kw_only=True):
     steps: int = 0
     done: int = 0
@@ -33,6 +39,7 @@ class TestState(msgspec.Struct, frozen=True, kw_only=True):
     crash_at: int | None = None
     fail_at: int | None = None
     deadline: float = 30.0
+    emit: int = 0
     turns: int = 0
 
 
@@ -48,7 +55,7 @@ class TestKind:
             case SessionCreated(input=inp):
                 return r(state, steps=inp.get("steps", 1), sleep=inp.get("sleep", 0.0), idle=inp.get("idle", False),
                          crash_at=inp.get("crash_at"), fail_at=inp.get("fail_at"),
-                         deadline=inp.get("deadline", 30.0))
+                         deadline=inp.get("deadline", 30.0), emit=inp.get("emit", 0))
             case StepDone(n=n):
                 return r(state, done=max(state.done, n))
             case ModelTurnCompleted():
@@ -75,6 +82,8 @@ class TestKind:
                     os.kill(os.getpid(), signal.SIGKILL)
                 if state.fail_at == n:
                     raise RuntimeError("boom")
+                for i in range(state.emit):  # output committed while the step runs, like a streaming turn
+                    await ctx.emit([Emitted(n=i)])
                 await trio.sleep(state.sleep)
                 return Outcome(events=[StepDone(n=n, attempt=ctx.attempt)])
 

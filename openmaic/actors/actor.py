@@ -20,6 +20,7 @@ from openmaic.actors.kind import Core, Finish, Kind, Outcome, Step, Wait, evolve
 from openmaic.events.core import LeaseReleased, SessionInterrupted
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
+from openmaic.events.wakeups import cancel_hint
 from openmaic.store.database import collapse_groups
 from openmaic.store.queries import Q
 
@@ -63,6 +64,8 @@ class Actor:
         self.draining = False
         self.lease_lost = False
         self._cancel_seen = False
+        self.cancel_checks = 0
+        """Queries the cancel watcher has made (diagnostics: it should query on cancel hints and polls only)."""
         self.steps_run = 0
 
     # -- signals from the worker ------------------------------------------------------------------------------
@@ -156,12 +159,16 @@ class Actor:
         return self.kind.step_failed(self.state, self.core, step.name, error)
 
     async def _watch_for_cancel(self) -> None:
-        """Abort the step in flight when a cancel request lands (hinted by NOTIFY, found by polling)."""
-        with self.worker.wakeups.watch(self.stream_id) as w:
+        """Abort the step in flight when a cancel request lands (hinted by NOTIFY, found by polling).
+
+        It waits on the stream's cancel hint, not on the stream: the actor's own appends (a streaming turn emits
+        several a second) would otherwise wake it for a query each time."""
+        with self.worker.wakeups.watch(cancel_hint(self.stream_id)) as w:
             while True:
                 await w.wait(self.worker.settings.wake_poll_s)
                 if self._step_scope is None or self._cancel_seen:
                     continue
+                self.cancel_checks += 1
                 if await self.log.db.fetchval(Q.cancel_requested_after, self.stream_id, self.core.seq):
                     self._cancel_seen = True
                     if self._step_scope is not None:

@@ -62,8 +62,9 @@ import msgspec
 import trio
 
 from openmaic import errors
+from openmaic.events.core import SessionCancelRequested
 from openmaic.events.types import Event, Registry, registry
-from openmaic.events.wakeups import CHANNEL, RUNNABLE, Wakeups
+from openmaic.events.wakeups import CHANNEL, RUNNABLE, Wakeups, cancel_hint
 from openmaic.store.database import Database, Record, error_for_sqlstate
 from openmaic.store.queries import Q
 
@@ -147,6 +148,9 @@ def _recorded(r: Record) -> RecordedEvent:
     )
 
 
+CANCEL_REQUESTED = SessionCancelRequested.__struct_config__.tag
+"""Its appends also hint :func:`~openmaic.events.wakeups.cancel_hint` (what actors' cancel watchers wait on)."""
+
 START: tuple[int, int] = (0, 0)
 """The global-log cursor before the first event."""
 
@@ -198,6 +202,9 @@ class EventLog:
             ids = [r.stream_id for r in results]
             if any(b.status == "queued" for b in req.batches):
                 ids.append(RUNNABLE)
+            if CANCEL_REQUESTED in req.types:
+                ids += [cancel_hint(b.stream_id) for b in req.batches
+                        if any(isinstance(e, SessionCancelRequested) for e in b.events)]  # fmt: skip
             self.hint(ids)
 
     def hint(self, stream_ids: Sequence[str]) -> None:

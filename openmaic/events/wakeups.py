@@ -20,6 +20,12 @@ RUNNABLE = "~runnable"
 """A pseudo stream id: hinted whenever some stream becomes claimable (status set to ``queued``)."""
 
 
+def cancel_hint(stream_id: str) -> str:
+    """A pseudo stream id hinted when a cancel request lands on ``stream_id``. An actor's cancel watcher waits on it
+    rather than on the stream itself, which the actor's own appends (streamed output) hint many times a second."""
+    return f"~cancel:{stream_id}"
+
+
 class Watch:
     """One waiter's view: set when any watched stream changed since its last wait."""
 

@@ -72,6 +72,21 @@ async def test_cancel_aborts_the_step_in_flight_and_settles_cancelled(db_url, lo
     assert (await cmds.cancel("o", "s1", "c1")).replayed
 
 
+async def test_the_cancel_watcher_wakes_on_a_cancel_not_on_the_actors_own_output(db_url, log):
+    # No polling within the test: whatever the watcher does, a hint made it do it.
+    await new_stream(log, "s1", steps=1, sleep=60, emit=40)
+    cmds = Commands(log, message_kinds=["test"])
+    async with open_worker(db_url, settings(wake_poll_s=60)) as worker:
+        await wait_for(lambda: _count(log, "s1", "test.emitted", 40))
+        actor = worker.actors["s1"]
+        assert actor.cancel_checks == 0, "40 appends of its own woke the cancel watcher"
+        with trio.fail_after(10):  # far sooner than the 60 s poll: the cancel's own hint woke it
+            await cmds.cancel("o", "s1", "c1")
+            await wait_for(lambda: _eq(ended(log, "s1"), "cancelled"))
+        assert actor.cancel_checks == 1
+    assert "test.step_done" not in await types_of(log, "s1")
+
+
 async def test_cancelling_a_waiting_stream_settles_it(db_url, log):
     await new_stream(log, "s1", steps=0, idle=True)
     cmds = Commands(log, message_kinds=["test"])
@@ -227,3 +242,7 @@ async def test_a_message_landing_between_fold_and_release_is_not_left_unheard(db
     delivered_at = next(e.seq for e in events if e.type == "model.turn_completed")
     idle_at = max(e.seq for e in events if e.type == "lease.released")
     assert injected[0] < delivered_at < idle_at, "the session went idle only after the message was delivered"
+
+
+async def _count(log: EventLog, sid: str, type_: str, n: int) -> bool:
+    return (await types_of(log, sid)).count(type_) >= n
