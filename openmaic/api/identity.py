@@ -2,7 +2,9 @@
 
 * ``single_user`` — every request belongs to ``identity.single_user_owner``.
 * ``token`` — ``Authorization: Bearer <token>``. Tokens are made by ``openmaic tokens create`` and stored as
-  sha256 hashes only; a missing, unknown or revoked token is a 401.
+  sha256 hashes only; a missing, unknown or revoked token is a 401. A browser cannot set headers on a WebSocket,
+  so a handshake may instead offer the subprotocols ``openmaic`` and ``bearer.<token>``; the server answers with
+  ``openmaic`` (never echoing the token).
 * ``trusted_header`` — the reverse proxy's ``identity.user_header``, believed only when the TCP peer is inside
   ``identity.trusted_proxies``; from anywhere else the header is ignored and the request is a 401.
 * ``anonymous`` — a signed cookie: ``<owner id>.<HMAC-SHA256(secret_key, owner id)>``, set on the first visit
@@ -29,13 +31,27 @@ from openmaic.config import IdentityConfig
 from openmaic.store.database import Database
 from openmaic.store.queries import Q
 
-__all__ = ["COOKIE_MAX_AGE_S", "IdentityResolver", "create_token", "revoke_token", "token_id"]
+__all__ = [
+    "COOKIE_MAX_AGE_S", "WS_PROTOCOL", "IdentityResolver", "accept_websocket", "create_token", "revoke_token",
+    "token_id",
+]  # fmt: skip
 
 COOKIE_MAX_AGE_S = 400 * 24 * 3600
 """Browsers cap cookie lifetimes at 400 days; asking for more would be silently cut."""
 
+WS_PROTOCOL = "openmaic"
+"""The WebSocket subprotocol the server selects when a client offers it (see :func:`accept_websocket`)."""
+_WS_BEARER = "bearer."
+"""Prefix of the subprotocol that carries a bearer token on a WebSocket handshake."""
+
 _TOKEN_PREFIX = "tok_"
 _NEW_COOKIE = "openmaic_new_owner_cookie"  # the name under quart.g where a new anonymous cookie waits
+
+
+async def accept_websocket(ws: Any) -> None:
+    """Accept a WebSocket, selecting :data:`WS_PROTOCOL` when the client offered it: a browser that sent its token
+    as a subprotocol drops a connection whose answer names none of the protocols it offered."""
+    await ws.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in ws.requested_subprotocols else None)
 
 
 def _hash(token: str) -> bytes:
@@ -89,10 +105,16 @@ class IdentityResolver:
     async def _from_token(self, request: Any) -> str:
         scheme, _, token = (request.headers.get("Authorization") or "").strip().partition(" ")
         token = token.strip()
+        if not scheme and request.scope.get("type") == "websocket":
+            # A browser's WebSocket cannot send headers: it offers the token as a subprotocol instead.
+            offered = [p for p in request.requested_subprotocols if p.startswith(_WS_BEARER)]
+            if offered:
+                scheme, token = "bearer", offered[0][len(_WS_BEARER):]
         if scheme.lower() != "bearer" or not token:
             raise Unauthorized(
-                "this server needs a bearer token: send 'Authorization: Bearer <token>' "
-                "(an operator creates one with `openmaic tokens create --owner NAME`)",
+                "this server needs a bearer token: send 'Authorization: Bearer <token>' (on a WebSocket, or "
+                "offer the subprotocols 'openmaic' and 'bearer.<token>'); an operator creates one with "
+                "`openmaic tokens create --owner NAME`",
                 challenge="Bearer",
             )
         owner = await self.db.fetchval(Q.token_owner, _hash(token))

@@ -18,6 +18,7 @@ from quart import Blueprint, Response
 from openmaic import errors, materials
 from openmaic.actors.commands import Commands as SessionCommands
 from openmaic.api import web
+from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices, CommandResult
 from openmaic.courses.events import CourseDocument, evolve_course
@@ -302,7 +303,7 @@ async def _library_feed_sse(services: ApiServices, owner: str) -> AsyncIterator[
 async def library_ws(call: Call) -> None:
     """The owner's library as a live WebSocket feed (same frames as the SSE feed)."""
     ws = call.request
-    await ws.accept()
+    await accept_websocket(ws)
     async for change in library_changes(call.services, call.user):
         await ws.send(_encoder.encode(change).decode())
 

@@ -30,6 +30,7 @@ import trio
 from openmaic import metrics
 from openmaic.api.errors import ServiceUnavailable, describe
 from openmaic.api.live_feeds import LiveEvent
+from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices, CommandResult
 from openmaic.api.streams import bp, check_cursor, visible_stream
@@ -69,7 +70,7 @@ async def stream_socket(call: Call, id: str) -> None:
     row = await visible_stream(call, id)
     after = check_cursor(call.query.after, row["head_seq"], "after")
     ws = call.request
-    await ws.accept()
+    await accept_websocket(ws)
     metrics.WEBSOCKET_CLIENTS.inc()
     try:
         await _Connection(call.services, ws, call.user, id, after).run()

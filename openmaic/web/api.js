@@ -20,9 +20,45 @@ export class ApiError extends Error {
   }
 }
 
+// -- access token (identity.mode token) -------------------------------------------------------------------------
+
+const TOKEN_KEY = "openmaic.token";
+
+/** The access token this browser signed in with, or null. */
+export function accessToken() {
+  try {
+    return localStorage.getItem(TOKEN_KEY);
+  } catch {
+    return null; // storage disabled: no token can be kept
+  }
+}
+
+export function setAccessToken(token) {
+  localStorage.setItem(TOKEN_KEY, token);
+}
+
+export function clearAccessToken() {
+  try {
+    localStorage.removeItem(TOKEN_KEY);
+  } catch {
+    // nothing stored
+  }
+}
+
+/** Dispatched on `window` when the server asks for a bearer token it was not given, or no longer accepts. */
+export const SIGN_IN_NEEDED = "openmaic:sign-in-needed";
+
+/** A WebSocket to an API path. A browser cannot set headers on it, so an access token rides as a subprotocol. */
+export function openSocket(path) {
+  const token = accessToken();
+  return token ? new WebSocket(wsUrl(path), ["openmaic", `bearer.${token}`]) : new WebSocket(wsUrl(path));
+}
+
 /** Call the API. `json` sends a JSON body, `form` a FormData (multipart). Answers the decoded JSON (or null). */
 export async function api(method, path, { json, form } = {}) {
   const init = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
+  const token = accessToken();
+  if (token) init.headers.Authorization = `Bearer ${token}`;
   if (json !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(json);
@@ -44,7 +80,13 @@ export async function api(method, path, { json, form } = {}) {
       body = null;
     }
   }
-  if (!response.ok) throw new ApiError(response.status, body?.error);
+  if (!response.ok) {
+    const err = new ApiError(response.status, body?.error);
+    if (response.status === 401 && (response.headers.get("WWW-Authenticate") || "").startsWith("Bearer")) {
+      window.dispatchEvent(new CustomEvent(SIGN_IN_NEEDED, { detail: err }));
+    }
+    throw err;
+  }
   return body;
 }
 

@@ -1,6 +1,8 @@
 // The web workbench: library, new course, run, course and Pro session views, routed by the URL's #fragment.
 
-import { api, commandId, explain, fill, h } from "./api.js";
+import {
+  SIGN_IN_NEEDED, accessToken, api, clearAccessToken, commandId, explain, fill, h, setAccessToken,
+} from "./api.js";
 import {
   foldRun, foldSession, initialRun, initialSession, runLabel, runOutline, sceneInProgress, scenesCompleted,
   sessionBusy, sessionLabel,
@@ -942,6 +944,85 @@ function sessionView(sessionId) {
   };
 }
 
+// -- signing in (identity.mode token) -----------------------------------------------------------------------------
+
+let signingIn = false; // the sign-in form is showing: the 401s it causes itself must not re-open it
+
+function signInView(expired) {
+  document.title = "Sign in · openmaic";
+  const input = h("input", {
+    id: "access-token", name: "access-token", type: "password", autocomplete: "off", spellcheck: "false",
+    required: true, "aria-describedby": "access-token-hint",
+  });
+  const problem = h("div", {});
+  const submit = h("button", { type: "submit", class: "button primary" }, "Sign in");
+  const form = h("form", { class: "stack" },
+    h("div", { class: "field" },
+      h("label", { for: "access-token" }, "Access token"),
+      h("p", { class: "hint", id: "access-token-hint" },
+        "This server asks for an access token. Paste the one your administrator made for you (it begins with tok_)."),
+      input),
+    problem,
+    h("div", { class: "actions" }, submit));
+  fill(main,
+    h("div", { class: "view-head" }, heading("Sign in")),
+    expired ? h("p", { class: "lead" }, "The access token this browser used is no longer accepted.") : null,
+    form);
+  input.focus();
+
+  form.addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    fill(problem);
+    const token = input.value.trim();
+    if (!token) {
+      fill(problem, errorBox("Paste your access token."));
+      input.focus();
+      return;
+    }
+    submit.disabled = true;
+    setAccessToken(token);
+    try {
+      await api("GET", "/api/library"); // proves the token before any view relies on it
+    } catch (err) {
+      clearAccessToken();
+      submit.disabled = false;
+      fill(problem, errorBox(err.status === 401
+        ? "That token is unknown or has been revoked. Ask your administrator for a new one."
+        : explain(err)));
+      input.focus();
+      return;
+    }
+    announce("Signed in.");
+    route();
+  });
+  return null;
+}
+
+const signOut = document.getElementById("sign-out");
+
+function showSignOut() {
+  signOut.hidden = !accessToken();
+}
+
+signOut.addEventListener("click", () => {
+  clearAccessToken();
+  showSignOut();
+  announce("Signed out.");
+  if (location.hash && location.hash !== "#/") location.hash = "#/";
+  else route();
+});
+
+window.addEventListener(SIGN_IN_NEEDED, () => {
+  if (signingIn) return;
+  const expired = accessToken() !== null;
+  clearAccessToken(); // a token the server refuses is of no further use
+  if (leave) leave();
+  leave = null;
+  signingIn = true;
+  showSignOut();
+  leave = signInView(expired);
+});
+
 // -- routing ------------------------------------------------------------------------------------------------------
 
 function notFoundView() {
@@ -961,6 +1042,8 @@ const ROUTES = [
 function route() {
   if (leave) leave();
   leave = null;
+  signingIn = false;
+  showSignOut();
   const hash = location.hash || "#/";
   let nav = null;
   let view = notFoundView;

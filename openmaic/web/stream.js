@@ -1,6 +1,6 @@
 // Live connections: a stream's events over its WebSocket (resuming from the last seq), and the library feed.
 
-import { api, commandId, wsUrl } from "./api.js";
+import { api, commandId, openSocket } from "./api.js";
 
 const MAX_BACKOFF_MS = 8000;
 
@@ -64,7 +64,7 @@ export class StreamSocket {
     if (this.stopped) return;
     this.live = false;
     this.onConnection(this.failures ? "reconnecting" : "connecting");
-    const ws = new WebSocket(wsUrl(`/api/streams/${encodeURIComponent(this.streamId)}/ws?after=${this.seq}`));
+    const ws = openSocket(`/api/streams/${encodeURIComponent(this.streamId)}/ws?after=${this.seq}`);
     this.ws = ws;
     ws.onopen = () => {
       for (const p of this.pending.values()) ws.send(JSON.stringify(p.message));
@@ -177,7 +177,7 @@ export class LibraryFeed {
 
   _connect() {
     if (this.stopped) return;
-    const ws = new WebSocket(wsUrl("/api/library/ws"));
+    const ws = openSocket("/api/library/ws");
     this.ws = ws;
     ws.onmessage = (msg) => {
       this.failures = 0;

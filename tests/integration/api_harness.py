@@ -217,6 +217,7 @@ async def raw_ws(
     headers: list[tuple[bytes, bytes]] | None = None,
     rcvbuf: int | None = None,
     message_queue_size: int = 1,
+    subprotocols: list[str] | None = None,
 ) -> AsyncIterator[Any]:
     """A WebSocket over a socket this helper owns and always closes (trio-websocket leaves the socket of a
     rejected handshake open). ``rcvbuf`` shrinks the TCP receive buffer: with one queued message, a client
@@ -232,7 +233,7 @@ async def raw_ws(
         try:
             async with trio.open_nursery() as nursery:
                 ws = await trio_websocket.wrap_client_stream(
-                    nursery, stream, "127.0.0.1", resource, extra_headers=headers,
+                    nursery, stream, "127.0.0.1", resource, extra_headers=headers, subprotocols=subprotocols,
                     message_queue_size=message_queue_size, max_message_size=16 * 1024 * 1024,
                 )  # fmt: skip
                 try:
@@ -255,11 +256,11 @@ async def raw_ws(
 
 
 async def ws_rejection(
-    api: Api, resource: str, headers: list[tuple[bytes, bytes]] | None = None
+    api: Api, resource: str, headers: list[tuple[bytes, bytes]] | None = None, subprotocols: list[str] | None = None
 ) -> trio_websocket.ConnectionRejected:
     """The HTTP answer to a WebSocket handshake that the server must refuse."""
     try:
-        async with raw_ws(api.port, resource, headers=headers):
+        async with raw_ws(api.port, resource, headers=headers, subprotocols=subprotocols):
             pass
     except trio_websocket.ConnectionRejected as rejected:
         return rejected

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from http.cookies import SimpleCookie
 
 from openmaic.api.identity import COOKIE_MAX_AGE_S, create_token, revoke_token, token_id
@@ -55,6 +56,27 @@ async def test_bearer_tokens_hashed_revocable_and_required(db):
         other = await create_token(db, "alice")
         assert await revoke_token(db, other) is True
         assert (await client.get(EVENTS.format("a"), headers={"Authorization": f"Bearer {other}"})).status_code == 401
+
+
+async def test_a_browser_websocket_sends_its_bearer_token_as_a_subprotocol(db):
+    async with running_api(db, make_config("identity: {mode: token}")) as api:
+        await api.create_stream("s", owner="alice")
+        await api.create_stream("b", owner="bob")
+        token = await create_token(db, "alice")
+        offer = ["openmaic", f"bearer.{token}"]
+        async with raw_ws(api.port, "/api/streams/s/ws", subprotocols=offer) as ws:
+            # The answer names the protocol, never the token (it would land in logs and proxies' headers).
+            assert ws.subprotocol == "openmaic"
+            assert json.loads(await ws.get_message())["type"] == "event"
+        # Another owner's stream is the same 404 as over HTTP; an unknown or revoked token is a 401.
+        assert (await ws_rejection(api, "/api/streams/b/ws", subprotocols=offer)).status_code == 404
+        assert (await ws_rejection(api, "/api/streams/s/ws", subprotocols=["openmaic", "bearer.tok_x.y"])
+                ).status_code == 401  # fmt: skip
+        assert await revoke_token(db, token)
+        assert (await ws_rejection(api, "/api/streams/s/ws", subprotocols=offer)).status_code == 401
+        # Without any token the handshake is refused, naming both ways to send one.
+        rejected = await ws_rejection(api, "/api/streams/s/ws", subprotocols=["openmaic"])
+        assert rejected.status_code == 401 and b"bearer.<token>" in rejected.body
 
 
 async def test_trusted_header_only_from_trusted_proxies(db):
