@@ -22,6 +22,7 @@ import trio
 
 from openmaic import errors
 from openmaic.store.database import Database, Record
+from openmaic.store.queries import Q
 
 __all__ = [
     "MAX_TEXT_CHARS", "Material", "UnreadableFile", "UnsupportedFileType", "get_asset", "get_material",
@@ -130,23 +131,6 @@ def _pdf_text(filename: str, data: bytes) -> str:
     return "\n\n".join(p.strip() for p in pages if p.strip())
 
 
-_INSERT_ASSET = """
-INSERT INTO assets (id, owner_id, media_type, size, sha256, data) VALUES ($1, $2, $3, $4, $5, $6)
-"""
-_INSERT_MATERIAL = """
-INSERT INTO materials (id, owner_id, filename, media_type, size, text, asset_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, filename, media_type, size, text, asset_id, created_at
-"""
-_GET_MATERIAL = """
-SELECT id, filename, media_type, size, text, asset_id, created_at FROM materials WHERE id = $1 AND owner_id = $2
-"""
-_MATERIAL_TEXTS = """
-SELECT id, filename, media_type, text, asset_id FROM materials WHERE owner_id = $1 AND id = ANY($2::text[])
-"""
-_GET_ASSET = "SELECT media_type, data FROM assets WHERE id = $1 AND owner_id = $2"
-
-
 def _clean_name(filename: str) -> str:
     # Only the base name, without control characters: it is shown back to people and put in prompts.
     base = filename.replace("\\", "/").rsplit("/", 1)[-1]
@@ -174,8 +158,8 @@ async def store_material(db: Database, owner: str, filename: str, media_type: st
     material_id = "mat_" + uuid.uuid4().hex
     ops: list[tuple[str, Sequence[object]]] = []
     if asset_id is not None:
-        ops.append((_INSERT_ASSET, (asset_id, owner, kind, len(data), hashlib.sha256(data).digest(), data)))
-    ops.append((_INSERT_MATERIAL, (material_id, owner, name, kind, len(data), text, asset_id)))
+        ops.append((Q.asset_insert, (asset_id, owner, kind, len(data), hashlib.sha256(data).digest(), data)))
+    ops.append((Q.material_insert, (material_id, owner, name, kind, len(data), text, asset_id)))
     results = await db.transaction(ops)
     return _material(results[-1][0])
 
@@ -189,7 +173,7 @@ def _material(r: Record) -> Material:
 
 async def get_material(db: Database, owner: str, material_id: str) -> Material:
     """The material, or NotFound (also when it belongs to another owner)."""
-    row = await db.fetchrow(_GET_MATERIAL, material_id, owner)
+    row = await db.fetchrow(Q.material_get, material_id, owner)
     if row is None:
         raise errors.NotFound(f"no material {material_id!r}", material_id=material_id)
     return _material(row)
@@ -197,7 +181,7 @@ async def get_material(db: Database, owner: str, material_id: str) -> Material:
 
 async def get_asset(db: Database, owner: str, asset_id: str) -> tuple[str, bytes]:
     """``(media_type, bytes)`` of an asset, or NotFound (also when it belongs to another owner)."""
-    row = await db.fetchrow(_GET_ASSET, asset_id, owner)
+    row = await db.fetchrow(Q.asset_get, asset_id, owner)
     if row is None:
         raise errors.NotFound(f"no asset {asset_id!r}", asset_id=asset_id)
     return row["media_type"], bytes(row["data"])
@@ -207,7 +191,7 @@ async def missing_materials(db: Database, owner: str, material_ids: Sequence[str
     """The ids among ``material_ids`` that are not materials of ``owner``."""
     if not material_ids:
         return []
-    found = {r["id"] for r in await db.fetch(_MATERIAL_TEXTS, owner, list(material_ids))}
+    found = {r["id"] for r in await db.fetch(Q.material_texts, owner, list(material_ids))}
     return [m for m in material_ids if m not in found]
 
 
@@ -216,7 +200,7 @@ async def material_texts(db: Database, owner: str, material_ids: Sequence[str]) 
 
     Raises NotFound when one of them is missing (deleted, or never the owner's).
     """
-    rows = {r["id"]: r for r in await db.fetch(_MATERIAL_TEXTS, owner, list(material_ids))}
+    rows = {r["id"]: r for r in await db.fetch(Q.material_texts, owner, list(material_ids))}
     missing = [m for m in material_ids if m not in rows]
     if missing:
         raise errors.NotFound(f"material {missing[0]!r} no longer exists", material_id=missing[0])

@@ -18,6 +18,7 @@ from openmaic.events.core import SessionCancelRequested, SessionCreated, Session
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
 from openmaic.store.database import Record
+from openmaic.store.queries import Q
 
 _MAX_RACES = 20
 
@@ -44,9 +45,7 @@ async def owned_stream(log: EventLog, owner_id: str, stream_id: str, kind: str |
 
 async def previous_result(log: EventLog, stream_id: str, command_id: str, event_type: str) -> CommandResult | None:
     """The original result of an already-applied command (or a conflict when the id was used otherwise)."""
-    row = await log.db.fetchrow(
-        "SELECT seq, type FROM events WHERE stream_id = $1 AND command_id = $2", stream_id, command_id
-    )
+    row = await log.db.fetchrow(Q.command_previous, stream_id, command_id)
     if row is None:
         return None
     if row["type"] != event_type:

@@ -27,6 +27,7 @@ from openmaic.projections import default_projections, record_projection_lag
 from openmaic.runs.events import RunInput
 from openmaic.runs.service import RunService, RunSnapshot
 from openmaic.workbench.service import SessionSnapshot, WorkbenchSessions
+from openmaic.store.queries import Q
 
 bp = Blueprint("resources", __name__)
 
@@ -201,14 +202,8 @@ class Library(msgspec.Struct, frozen=True):
     cards: list[LibraryCard]
 
 
-_CARDS = """
-SELECT course_id, title, run_id, run_state, label, scenes_total, scenes_completed, updated_at
-  FROM library_cards WHERE owner_id = $1 ORDER BY updated_at DESC, course_id
-"""
-
-
 async def _cards(call_services: ApiServices, owner: str) -> list[LibraryCard]:
-    rows = await call_services.db.fetch(_CARDS, owner)
+    rows = await call_services.db.fetch(Q.library_cards_of_owner, owner)
     return [LibraryCard(*r.values()) for r in rows]
 
 

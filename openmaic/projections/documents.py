@@ -20,24 +20,12 @@ from openmaic.events.log import RecordedEvent
 from openmaic.events.types import registry
 from openmaic.projections.base import Context, Projection
 from openmaic.store.database import Op
+from openmaic.store.queries import load_sql
 
 _decode_doc = msgspec.json.Decoder(CourseDocument).decode
 _encode = msgspec.json.Encoder().encode
 
-_LOAD = """
-SELECT c.id, coalesce(d.owner_id, s.owner_id) AS owner_id, d.document::text AS document, d.updated_at
-  FROM unnest($1::text[]) AS c(id)
-  LEFT JOIN {course_documents} d ON d.course_id = c.id
-  LEFT JOIN streams s ON s.id = c.id
-"""
-
-_UPSERT = """
-INSERT INTO {course_documents} (course_id, owner_id, document, seq, deleted, updated_at)
-SELECT * FROM unnest($1::text[], $2::text[], $3::json[], $4::bigint[], $5::boolean[], $6::timestamptz[])
-ON CONFLICT (course_id) DO UPDATE SET
-    owner_id = EXCLUDED.owner_id, document = EXCLUDED.document, seq = EXCLUDED.seq,
-    deleted = EXCLUDED.deleted, updated_at = EXCLUDED.updated_at
-"""
+SQL = load_sql(__package__, "documents.sql")
 
 COURSE_TYPES = frozenset(t for t in registry.tags() if t.startswith("course."))
 
@@ -47,17 +35,7 @@ class CourseDocuments(Projection):
 
     name = "course_documents"
     tables = {
-        "course_documents": (
-            """CREATE TABLE {course_documents} (
-    course_id  text PRIMARY KEY,
-    owner_id   text NOT NULL,
-    document   json NOT NULL,
-    seq        bigint NOT NULL,
-    deleted    boolean NOT NULL DEFAULT false,
-    updated_at timestamptz NOT NULL
-)""",
-            "CREATE INDEX {course_documents}_owner ON {course_documents} (owner_id)",
-        ),
+        "course_documents": (SQL.create_course_documents, SQL.create_course_documents_owner_index),
     }
     types = COURSE_TYPES
 
@@ -71,7 +49,7 @@ class CourseDocuments(Projection):
         docs: dict[str, CourseDocument] = {}
         owners: dict[str, str | None] = {}
         updated: dict[str, object] = {}
-        for r in await ctx.fetch(_LOAD, ids):
+        for r in await ctx.fetch(SQL.load, ids):
             docs[r["id"]] = _decode_doc(r["document"]) if r["document"] is not None else CourseDocument()
             owners[r["id"]] = r["owner_id"]
             updated[r["id"]] = r["updated_at"]
@@ -88,7 +66,7 @@ class CourseDocuments(Projection):
         if not rows:
             return []
         return [ctx.op(
-            _UPSERT,
+            SQL.upsert,
             rows, [owners[i] for i in rows], [_encode(docs[i]).decode() for i in rows], [docs[i].seq for i in rows],
             [docs[i].deleted for i in rows], [updated[i] for i in rows],
         )]

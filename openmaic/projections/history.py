@@ -26,6 +26,7 @@ from openmaic.events.core import ModelTurnCompleted, SessionMessagePosted, ToolR
 from openmaic.events.log import RecordedEvent
 from openmaic.projections.base import Context, Projection
 from openmaic.store.database import Op
+from openmaic.store.queries import load_sql
 
 
 class UserMessage(msgspec.Struct, frozen=True, kw_only=True, tag_field="role", tag="user"):
@@ -53,13 +54,7 @@ Role = Literal["user", "assistant", "tool"]
 
 _encode = msgspec.json.Encoder().encode
 
-_LOAD = """
-SELECT s.id,
-       (SELECT max(h.idx) FROM {model_history} h WHERE h.session_id = s.id) AS last_idx,
-       (SELECT array_agg(p.seq ORDER BY p.seq) FROM {model_history_pending} p WHERE p.session_id = s.id) AS seqs,
-       (SELECT array_agg(p.text ORDER BY p.seq) FROM {model_history_pending} p WHERE p.session_id = s.id) AS texts
-  FROM unnest($1::text[]) AS s(id)
-"""
+SQL = load_sql(__package__, "history.sql")
 
 
 class ModelHistory(Projection):
@@ -67,24 +62,8 @@ class ModelHistory(Projection):
 
     name = "model_history"
     tables = {
-        "model_history": (
-            """CREATE TABLE {model_history} (
-    session_id text NOT NULL,
-    idx        integer NOT NULL,
-    role       text NOT NULL,
-    message    json NOT NULL,
-    seq        bigint NOT NULL,
-    PRIMARY KEY (session_id, idx)
-)""",
-        ),
-        "model_history_pending": (
-            """CREATE TABLE {model_history_pending} (
-    session_id text NOT NULL,
-    seq        bigint NOT NULL,
-    text       text NOT NULL,
-    PRIMARY KEY (session_id, seq)
-)""",
-        ),
+        "model_history": (SQL.create_model_history,),
+        "model_history_pending": (SQL.create_model_history_pending,),
     }
     types = frozenset({"session.message_posted", "model.turn_completed", "tool.result"})
 
@@ -92,7 +71,7 @@ class ModelHistory(Projection):
         ids = list(dict.fromkeys(e.stream_id for e in events))
         next_idx: dict[str, int] = {}
         stored_pending: dict[str, dict[int, str]] = {}
-        for r in await ctx.fetch(_LOAD, ids):
+        for r in await ctx.fetch(SQL.load, ids):
             next_idx[r["id"]] = -1 if r["last_idx"] is None else r["last_idx"]
             stored_pending[r["id"]] = dict(zip(r["seqs"] or (), r["texts"] or ()))
         new_pending: dict[tuple[str, int], str] = {}
@@ -127,21 +106,14 @@ class ModelHistory(Projection):
         ops: list[Op] = []
         if rows:
             cols = list(zip(*rows))
-            ops.append(ctx.op(
-                "INSERT INTO {model_history} (session_id, idx, role, message, seq) "
-                "SELECT * FROM unnest($1::text[], $2::int[], $3::text[], $4::json[], $5::bigint[])",
-                *map(list, cols),
-            ))
+            ops.append(ctx.op(SQL.insert_messages, *map(list, cols)))
         if delivered_stored:
             ops.append(ctx.op(
-                "DELETE FROM {model_history_pending} p USING unnest($1::text[], $2::bigint[]) AS u(s, q) "
-                "WHERE p.session_id = u.s AND p.seq = u.q",
-                [k[0] for k in delivered_stored], [k[1] for k in delivered_stored],
+                SQL.delete_pending, [k[0] for k in delivered_stored], [k[1] for k in delivered_stored],
             ))
         if new_pending:
             ops.append(ctx.op(
-                "INSERT INTO {model_history_pending} (session_id, seq, text) "
-                "SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])",
+                SQL.insert_pending,
                 [k[0] for k in new_pending], [k[1] for k in new_pending], list(new_pending.values()),
             ))
         return ops

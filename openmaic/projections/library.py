@@ -25,6 +25,7 @@ import msgspec
 from openmaic.events.log import RecordedEvent
 from openmaic.projections.base import Context, Projection, lite_decode
 from openmaic.store.database import Op
+from openmaic.store.queries import load_sql
 
 LABELS = {
     "preparing": "preparing",
@@ -88,6 +89,8 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
 _scenes_decoder = msgspec.json.Decoder(dict[str, str])
 _encode = msgspec.json.Encoder().encode
 
+SQL = load_sql(__package__, "library.sql")
+
 
 class _Card:
     __slots__ = ("course_id", "owner_id", "title", "run_id", "run_state", "scenes", "updated_at", "stored",
@@ -111,56 +114,14 @@ class _Card:
             self.updated_at = at
 
 
-_LOAD = """
-WITH r AS (SELECT run_id, course_id FROM {library_runs} WHERE run_id = ANY($2::text[])),
-     c AS (SELECT unnest($1::text[]) AS id UNION SELECT course_id FROM r)
-SELECT c.id, s.owner_id AS stream_owner, (d.course_id IS NOT NULL) AS deleted, k.owner_id, k.title, k.run_id,
-       k.run_state, k.scenes::text AS scenes, k.updated_at, (k.course_id IS NOT NULL) AS stored,
-       (SELECT array_agg(r.run_id) FROM r WHERE r.course_id = c.id) AS runs
-  FROM c
-  LEFT JOIN {library_cards} k ON k.course_id = c.id
-  LEFT JOIN {library_deleted} d ON d.course_id = c.id
-  LEFT JOIN streams s ON s.id = c.id
-"""
-
-_UPSERT = """
-INSERT INTO {library_cards} AS k (course_id, owner_id, title, run_id, run_state, label, scenes_total,
-                                  scenes_completed, updated_at, scenes)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::int[], $8::int[],
-                     $9::timestamptz[], $10::json[])
-ON CONFLICT (course_id) DO UPDATE SET
-    owner_id = EXCLUDED.owner_id, title = EXCLUDED.title, run_id = EXCLUDED.run_id,
-    run_state = EXCLUDED.run_state, label = EXCLUDED.label, scenes_total = EXCLUDED.scenes_total,
-    scenes_completed = EXCLUDED.scenes_completed, updated_at = EXCLUDED.updated_at, scenes = EXCLUDED.scenes
-"""
-
-
 class LibraryCards(Projection):
     """Course cards for the library, from ``course.*`` and ``run.created`` / ``run.state_changed``."""
 
     name = "library_cards"
     tables = {
-        "library_cards": (
-            """CREATE TABLE {library_cards} (
-    course_id        text PRIMARY KEY,
-    owner_id         text NOT NULL,
-    title            text NOT NULL DEFAULT '',
-    run_id           text,
-    run_state        text,
-    label            text NOT NULL,
-    scenes_total     integer NOT NULL DEFAULT 0,
-    scenes_completed integer NOT NULL DEFAULT 0,
-    updated_at       timestamptz NOT NULL,
-    scenes           json NOT NULL DEFAULT '{{}}'
-)""",
-            "CREATE INDEX {library_cards}_owner ON {library_cards} (owner_id, updated_at DESC)",
-        ),
-        "library_runs": (
-            "CREATE TABLE {library_runs} (run_id text PRIMARY KEY, course_id text NOT NULL)",
-        ),
-        "library_deleted": (
-            "CREATE TABLE {library_deleted} (course_id text PRIMARY KEY)",
-        ),
+        "library_cards": (SQL.create_library_cards, SQL.create_library_cards_owner_index),
+        "library_runs": (SQL.create_library_runs,),
+        "library_deleted": (SQL.create_library_deleted,),
     }
     types = frozenset(_DECODERS) | {"course.deleted"}
 
@@ -183,7 +144,7 @@ class LibraryCards(Projection):
 
         cards: dict[str, _Card] = {}
         run_course: dict[str, str] = {}
-        for r in await ctx.fetch(_LOAD, list(course_ids), list(run_ids)):
+        for r in await ctx.fetch(SQL.load, list(course_ids), list(run_ids)):
             card = _Card(r["id"], r["owner_id"] or r["stream_owner"])
             card.deleted = r["deleted"]
             if r["stored"]:
@@ -243,22 +204,15 @@ class LibraryCards(Projection):
             totals = [len(c.scenes) for c in rows]
             done = [sum(1 for s in c.scenes.values() if s == "ready") for c in rows]
             ops.append(ctx.op(
-                _UPSERT,
+                SQL.upsert,
                 [c.course_id for c in rows], [c.owner_id for c in rows], [c.title for c in rows],
                 [c.run_id for c in rows], [c.run_state for c in rows],
                 [card_label(c.run_state, d, t) for c, d, t in zip(rows, done, totals)],
                 totals, done, [c.updated_at for c in rows], [_encode(c.scenes).decode() for c in rows],
             ))
         if newly_deleted:
-            ops.append(ctx.op("DELETE FROM {library_cards} WHERE course_id = ANY($1::text[])", newly_deleted))
-            ops.append(ctx.op(
-                "INSERT INTO {library_deleted} (course_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING",
-                newly_deleted,
-            ))
+            ops.append(ctx.op(SQL.delete_cards, newly_deleted))
+            ops.append(ctx.op(SQL.mark_deleted, newly_deleted))
         if new_runs:
-            ops.append(ctx.op(
-                "INSERT INTO {library_runs} (run_id, course_id) SELECT * FROM unnest($1::text[], $2::text[]) "
-                "ON CONFLICT (run_id) DO UPDATE SET course_id = EXCLUDED.course_id",
-                list(new_runs), list(new_runs.values()),
-            ))
+            ops.append(ctx.op(SQL.upsert_runs, list(new_runs), list(new_runs.values())))
         return ops

@@ -167,7 +167,7 @@ class Projector:
     async def ensure_tables(self) -> None:
         """Create the live tables if they are missing (a projection newer than the schema's migrations)."""
         missing = [t for t in self.projection.tables
-                   if not await self.db.fetchval("SELECT to_regclass($1) IS NOT NULL", t)]
+                   if not await self.db.fetchval(Q.table_exists, t)]
         if missing:
             tables = Tables({t: t for t in self.projection.tables})
             await self.db.transaction(
@@ -263,7 +263,7 @@ async def run_projectors(
                         if not conn.broken:
                             with trio.CancelScope(shield=True), trio.move_on_after(5):
                                 try:
-                                    await conn.execute("SELECT pg_advisory_unlock_all()")
+                                    await conn.execute(Q.advisory_unlock_all)
                                 except errors.OpenMaicError:
                                     pass
             except errors.DatabaseUnavailable as exc:
@@ -285,4 +285,4 @@ async def _hold_locks(conn: Any, found: dict[str, Projector], keys: dict[str, in
                 nursery.start_soon(projector.run, watches[name])
         await trio.sleep(lock_retry_s)
         # Liveness: a lost connection has lost its locks; raising here stops every apply task at once.
-        await conn.fetchval("SELECT 1")
+        await conn.fetchval(Q.ping)

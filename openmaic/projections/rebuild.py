@@ -126,33 +126,28 @@ async def _drop_leftovers(db: Database, projection: Projection, cp: str) -> None
     lock, so no other rebuild of this projection is writing them."""
     ops: list[tuple[str, Sequence[Any]]] = []
     for t in projection.tables:
-        rows = await db.fetch(
-            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE $1",
-            t.replace("_", r"\_") + r"\_\_rb%",
-        )
-        ops += [(f'DROP TABLE IF EXISTS "{r["tablename"]}"', ()) for r in rows]
-    ops.append(("DELETE FROM projection_checkpoints WHERE name = $1", (cp,)))
-    ops.append(("DELETE FROM projection_early WHERE name = $1", (cp,)))
+        rows = await db.fetch(Q.rebuild_leftover_tables, t.replace("_", r"\_") + r"\_\_rb%")
+        ops += [(Q.drop_table.format(table=f'"{r["tablename"]}"'), ()) for r in rows]
+    ops.append((Q.projection_checkpoint_delete, (cp,)))
+    ops.append((Q.projection_early_delete, (cp,)))
     await db.transaction(ops)
 
 
 async def _swap(db: Database, projection: Projection, new: Tables, cp: str) -> None:
     name = projection.name
-    ops: list[tuple[str, Sequence[Any]]] = [(f"SET LOCAL lock_timeout = '{SWAP_LOCK_TIMEOUT}'", ())]
-    ops += [(f"DROP TABLE IF EXISTS {t}", ()) for t in projection.tables]
+    ops: list[tuple[str, Sequence[Any]]] = [(Q.swap_lock_timeout.format(timeout=SWAP_LOCK_TIMEOUT), ())]
+    ops += [(Q.drop_table.format(table=t), ()) for t in projection.tables]
     for t, physical in new.items():
-        ops.append((f"ALTER TABLE {physical} RENAME TO {t}", ()))
-        for r in await db.fetch(
-            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = $1", physical
-        ):
+        ops.append((Q.rename_table.format(table=physical, new_name=t), ()))
+        for r in await db.fetch(Q.table_indexes, physical):
             index = r["indexname"]
             if index.startswith(physical):
-                ops.append((f"ALTER INDEX {index} RENAME TO {t}{index[len(physical):]}", ()))
+                ops.append((Q.rename_index.format(index=index, new_name=t + index[len(physical):]), ()))
     ops += [
-        ("DELETE FROM projection_checkpoints WHERE name = $1", (name,)),
-        ("UPDATE projection_checkpoints SET name = $1, updated_at = now() WHERE name = $2", (name, cp)),
-        ("DELETE FROM projection_early WHERE name = $1", (name,)),
-        ("UPDATE projection_early SET name = $1 WHERE name = $2", (name, cp)),
+        (Q.projection_checkpoint_delete, (name,)),
+        (Q.projection_checkpoint_rename, (name, cp)),
+        (Q.projection_early_delete, (name,)),
+        (Q.projection_early_rename, (name, cp)),
     ]
     await db.transaction(ops)
 

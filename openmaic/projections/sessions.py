@@ -26,6 +26,7 @@ import msgspec
 from openmaic.events.log import RecordedEvent
 from openmaic.projections.base import Context, Projection, lite_decode
 from openmaic.store.database import Op
+from openmaic.store.queries import load_sql
 
 TITLE_CHARS = 120
 
@@ -77,19 +78,7 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
 }
 _NO_DATA = frozenset({"lease.claimed", "session.interrupted"})
 
-_LOAD = """
-SELECT session_id, owner_id, kind, course_id, status, title, created_at, updated_at, seq
-  FROM {session_list} WHERE session_id = ANY($1::text[])
-"""
-
-_UPSERT = """
-INSERT INTO {session_list} (session_id, owner_id, kind, course_id, status, title, created_at, updated_at, seq)
-SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[],
-                     $8::timestamptz[], $9::bigint[])
-ON CONFLICT (session_id) DO UPDATE SET
-    owner_id = EXCLUDED.owner_id, kind = EXCLUDED.kind, course_id = EXCLUDED.course_id,
-    status = EXCLUDED.status, title = EXCLUDED.title, updated_at = EXCLUDED.updated_at, seq = EXCLUDED.seq
-"""
+SQL = load_sql(__package__, "sessions.sql")
 
 
 class _Row:
@@ -114,27 +103,14 @@ class SessionList(Projection):
 
     name = "session_list"
     tables = {
-        "session_list": (
-            """CREATE TABLE {session_list} (
-    session_id text PRIMARY KEY,
-    owner_id   text NOT NULL,
-    kind       text NOT NULL,
-    course_id  text,
-    status     text NOT NULL,
-    title      text NOT NULL DEFAULT '',
-    created_at timestamptz NOT NULL,
-    updated_at timestamptz NOT NULL,
-    seq        bigint NOT NULL
-)""",
-            "CREATE INDEX {session_list}_owner ON {session_list} (owner_id, updated_at DESC)",
-        ),
+        "session_list": (SQL.create_session_list, SQL.create_session_list_owner_index),
     }
     types = frozenset(_DECODERS) | _NO_DATA
 
     async def apply(self, ctx: Context, events: Sequence[RecordedEvent]) -> list[Op]:
         ids = list(dict.fromkeys(e.stream_id for e in events))
         rows: dict[str, _Row] = {}
-        for r in await ctx.fetch(_LOAD, ids):
+        for r in await ctx.fetch(SQL.load, ids):
             row = _Row(r["session_id"], r["owner_id"], r["kind"], r["created_at"])
             row.course_id, row.status, row.title = r["course_id"], r["status"], r["title"]
             row.updated_at, row.seq, row.dirty = r["updated_at"], r["seq"], False
@@ -187,7 +163,7 @@ class SessionList(Projection):
         if not out:
             return []
         return [ctx.op(
-            _UPSERT,
+            SQL.upsert,
             [r.session_id for r in out], [r.owner_id for r in out], [r.kind for r in out],
             [r.course_id for r in out], [r.status for r in out], [r.title for r in out],
             [r.created_at for r in out], [r.updated_at for r in out], [r.seq for r in out],

@@ -37,35 +37,13 @@ from openmaic.store.queries import Q
 LOCK_NAMESPACE = 0x6F6D7275
 """First key of the owner lock (two int4 keys: a separate space from the bigint keys of other locks)."""
 
-# The owner's lock for this transaction; false when another transaction holds it (poll again).
-TRY_LOCK_OWNER = "SELECT pg_try_advisory_xact_lock($1::int, hashtext($2))"
-
-# Executing runs of an owner other than $2: running under a live lease, admitted in their current attempt. Run
-# under the owner lock, so no admission of this owner can commit between this count and our own append. An
-# orphan (lease expired) is not counted: its next attempt has to be admitted again anyway.
-EXECUTING_RUNS = """
-SELECT count(*) AS active, clock_timestamp() AS now
-  FROM streams s
- WHERE s.owner_id = $1 AND s.kind = 'generation' AND s.status = 'running' AND s.id <> $2
-   AND s.lease_expires_at > now()
-   AND EXISTS (SELECT 1 FROM events e
-                WHERE e.stream_id = s.id AND e.type = 'run.admitted' AND e.attempt = s.attempt)
-"""
-
-# Runs of an owner that wait to start: not ended and never admitted.
-WAITING_RUNS = """
-SELECT count(*) FROM streams s
- WHERE s.owner_id = $1 AND s.kind = 'generation' AND s.status <> 'terminal'
-   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.stream_id = s.id AND e.type = 'run.admitted')
-"""
-
 
 @asynccontextmanager
 async def owner_transaction(db: Database, owner: str) -> AsyncIterator[Connection]:
     """A transaction on a held connection that holds ``owner``'s run lock; committed when the block ends."""
     while True:
         async with db.connection() as conn, conn.transaction():
-            if await conn.fetchval(TRY_LOCK_OWNER, LOCK_NAMESPACE, owner):
+            if await conn.fetchval(Q.run_owner_try_lock, LOCK_NAMESPACE, owner):
                 yield conn
                 return
         # Jittered so that several waiters do not retry in lockstep.
@@ -84,7 +62,7 @@ class Admission:
 async def admit(log: EventLog, owner: str, stream_id: str, attempt: int, limit: int) -> Admission:
     """Append ``run.admitted`` for this attempt if ``owner`` has fewer than ``limit`` executing runs."""
     async with owner_transaction(log.db, owner) as conn:
-        row = await conn.fetchrow(EXECUTING_RUNS, owner, stream_id)
+        row = await conn.fetchrow(Q.runs_executing, owner, stream_id)
         assert row is not None
         active, now = int(row["active"]), row["now"]
         if active >= limit:
@@ -99,4 +77,4 @@ async def admit(log: EventLog, owner: str, stream_id: str, attempt: int, limit: 
 
 async def waiting_runs(conn: Connection, owner: str) -> int:
     """How many of ``owner``'s runs wait to start (call it inside :func:`owner_transaction`)."""
-    return int(await conn.fetchval(WAITING_RUNS, owner))
+    return int(await conn.fetchval(Q.runs_waiting, owner))

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from openmaic import errors
 from openmaic.courses.schema import AgentProfile
 from openmaic.store.database import Database
+from openmaic.store.queries import Q
 
 __all__ = ["BUILTIN_AGENTS", "MAX_PERSONA_CHARS", "create_agent", "list_agents", "resolve_agents", "unknown_agents"]
 
@@ -36,10 +37,6 @@ BUILTIN_AGENTS: dict[str, AgentProfile] = {
 }
 """The built-in agents, by id. Read-only; updated with releases."""
 
-_INSERT = "INSERT INTO agents (id, owner_id, name, role, persona) VALUES ($1, $2, $3, $4, $5)"
-_BY_IDS = "SELECT id, name, role, persona FROM agents WHERE owner_id = $1 AND id = ANY($2::text[])"
-_LIST = "SELECT id, name, role, persona FROM agents WHERE owner_id = $1 ORDER BY created_at, id"
-
 
 async def create_agent(db: Database, owner: str, name: str, role: str, persona: str = "") -> AgentProfile:
     """Add a custom agent for ``owner``; InvalidInput for an empty or too long name, an unknown role."""
@@ -54,13 +51,13 @@ async def create_agent(db: Database, owner: str, name: str, role: str, persona: 
         raise errors.InvalidInput(f"an agent's persona is at most {MAX_PERSONA_CHARS} characters", path="persona")
     agent = AgentProfile(id="agent_" + uuid.uuid4().hex[:16], name=name, role=role,  # type: ignore[arg-type]
                          persona=persona.strip())
-    await db.execute(_INSERT, agent.id, owner, agent.name, agent.role, agent.persona)
+    await db.execute(Q.agent_insert, agent.id, owner, agent.name, agent.role, agent.persona)
     return agent
 
 
 async def list_agents(db: Database, owner: str) -> list[AgentProfile]:
     """The built-in agents, then ``owner``'s custom agents in creation order."""
-    rows = await db.fetch(_LIST, owner)
+    rows = await db.fetch(Q.agents_of_owner, owner)
     return [*BUILTIN_AGENTS.values(), *(AgentProfile(id=r["id"], name=r["name"], role=r["role"],
                                                       persona=r["persona"]) for r in rows)]
 
@@ -69,7 +66,7 @@ async def _custom(db: Database, owner: str, ids: Sequence[str]) -> dict[str, Age
     wanted = [i for i in ids if i not in BUILTIN_AGENTS]
     if not wanted:
         return {}
-    rows = await db.fetch(_BY_IDS, owner, wanted)
+    rows = await db.fetch(Q.agents_by_ids, owner, wanted)
     return {r["id"]: AgentProfile(id=r["id"], name=r["name"], role=r["role"], persona=r["persona"]) for r in rows}
 
 

@@ -77,6 +77,7 @@ from openmaic.runs.events import (
     RunStepStarted,
 )
 from openmaic.runs.fold import COUNTDOWN_WAIT, RunState, evolve, next_step
+from openmaic.store.queries import Q
 
 __all__ = ["GenerationKind", "RunServices", "StepDeadlineExceeded"]
 
@@ -346,7 +347,7 @@ class GenerationKind:
         until = None
         if inp.outline_review == "countdown":
             # The database's clock: the countdown's wake-up is judged by the claim query against now().
-            now = await services.log.db.fetchval("SELECT clock_timestamp()")
+            now = await services.log.db.fetchval(Q.database_now)
             until = now + dt.timedelta(seconds=self.countdown_s)
         proposed = RunOutlineProposed(revision=revision, title=outline.title.strip() or state.title,
                                       items=outline.items, countdown_until=until)

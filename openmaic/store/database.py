@@ -30,6 +30,7 @@ import trio
 import trio_asyncio
 
 from openmaic import errors
+from openmaic.store.queries import Q
 
 log = logging.getLogger(__name__)
 
@@ -367,7 +368,7 @@ class Database:
             for channel, payloads in pending.items():
                 for chunk in _chunk_payloads(sorted(payloads)):
                     try:
-                        await self.execute("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", channel, chunk)
+                        await self.execute(Q.notify_many, channel, chunk)
                     except errors.DatabaseUnavailable:
                         # A hint is never the carrier: every waiter also polls.
                         log.warning("could not send NOTIFY hints; waiters will find the work by polling")
@@ -453,7 +454,7 @@ class Database:
                 return
             try:
                 with trio.fail_after(max(ping_s, 1.0)):
-                    await _aio(conn.fetchval, "SELECT 1")
+                    await _aio(conn.fetchval, Q.ping)
             except (errors.OpenMaicError, trio.TooSlowError):
                 return
 

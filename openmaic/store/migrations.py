@@ -13,6 +13,7 @@ from importlib import resources
 
 from openmaic import errors
 from openmaic.store.database import Database
+from openmaic.store.queries import Q
 
 #: An arbitrary constant: the advisory-lock key all migrators agree on.
 MIGRATION_LOCK_KEY = 0x6F6D6169_63_01
@@ -44,20 +45,11 @@ def load_migrations() -> list[Migration]:
     return found
 
 
-_CREATE_TABLE = """
-CREATE TABLE IF NOT EXISTS openmaic_migrations (
-    version    integer PRIMARY KEY,
-    name       text NOT NULL,
-    checksum   text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-)"""
-
-
 async def applied_versions(db: Database) -> dict[int, str]:
-    exists = await db.fetchval("SELECT to_regclass('openmaic_migrations') IS NOT NULL")
+    exists = await db.fetchval(Q.table_exists, "openmaic_migrations")
     if not exists:
         return {}
-    rows = await db.fetch("SELECT version, checksum FROM openmaic_migrations ORDER BY version")
+    rows = await db.fetch(Q.migrations_applied)
     return {r["version"]: r["checksum"] for r in rows}
 
 
@@ -83,17 +75,14 @@ async def migrate(db: Database) -> list[Migration]:
         for m in all_migrations:
             async with conn.transaction():
                 # The lock serializes migrators; the re-check under it makes each file run exactly once.
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
-                await conn.execute(_CREATE_TABLE)
-                if await conn.fetchval("SELECT 1 FROM openmaic_migrations WHERE version = $1", m.version):
+                await conn.execute(Q.migrations_lock, MIGRATION_LOCK_KEY)
+                await conn.execute(Q.migrations_table)
+                if await conn.fetchval(Q.migration_applied, m.version):
                     continue
                 try:
                     await conn.execute(m.sql)
                 except errors.DatabaseError as exc:
                     raise errors.MigrationError(f"migration {m.version:04d}_{m.name} failed: {exc}") from exc
-                await conn.execute(
-                    "INSERT INTO openmaic_migrations (version, name, checksum) VALUES ($1, $2, $3)",
-                    m.version, m.name, m.checksum,
-                )
+                await conn.execute(Q.migration_record, m.version, m.name, m.checksum)
             done.append(m)
     return done

@@ -47,12 +47,6 @@ SELECT id, kind, owner_id, head_seq, head_hash, status, wake_at, attempt, lease_
        unattended_attempts, created_at, updated_at, deleted_at
   FROM streams WHERE id = $1;
 
--- name: horizon
--- How far the global log can be read, and how old the oldest transaction holding it back is.
-SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin,
-       (SELECT extract(epoch FROM now() - min(xact_start)) FROM pg_stat_activity
-         WHERE backend_xid IS NOT NULL) AS oldest_xact_age_s;
-
 -- name: claim
 -- Take up to $3[i] runnable streams of kind $2[i] for worker $1 with a lease of $4 ms (openmaic_claim in 0002).
 SELECT stream_id, kind, attempt, reason, unattended, claimed_seq FROM openmaic_claim($1, $2::text[], $3::int[], $4);
@@ -196,3 +190,138 @@ SELECT r.ord, e.seq, e.type, e.v, e.recorded_at, e.attempt, e.command_id, e.data
   FROM unnest($1::text[], $2::bigint[], $3::bigint[]) WITH ORDINALITY AS r(sid, lo, hi, ord)
   JOIN events e ON e.stream_id = r.sid AND e.seq BETWEEN r.lo AND r.hi
  ORDER BY r.ord, e.seq;
+
+-- name: command_previous
+-- The event a command id already wrote on a stream (its seq and type), if any.
+SELECT seq, type FROM events WHERE stream_id = $1 AND command_id = $2 ORDER BY seq LIMIT 1;
+
+-- name: events_count
+SELECT count(*) FROM events;
+
+-- name: owner_stream_ids
+SELECT id FROM streams WHERE owner_id = $1 ORDER BY id;
+
+-- name: database_now
+-- The database's clock: deadlines it judges (wake_at against now()) are set from it.
+SELECT clock_timestamp();
+
+-- name: library_cards_of_owner
+SELECT course_id, title, run_id, run_state, label, scenes_total, scenes_completed, updated_at
+  FROM library_cards WHERE owner_id = $1 ORDER BY updated_at DESC, course_id;
+
+-- name: asset_insert
+INSERT INTO assets (id, owner_id, media_type, size, sha256, data) VALUES ($1, $2, $3, $4, $5, $6);
+
+-- name: material_insert
+INSERT INTO materials (id, owner_id, filename, media_type, size, text, asset_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING id, filename, media_type, size, text, asset_id, created_at;
+
+-- name: material_get
+SELECT id, filename, media_type, size, text, asset_id, created_at FROM materials WHERE id = $1 AND owner_id = $2;
+
+-- name: material_texts
+SELECT id, filename, media_type, text, asset_id FROM materials WHERE owner_id = $1 AND id = ANY($2::text[]);
+
+-- name: asset_get
+SELECT media_type, data FROM assets WHERE id = $1 AND owner_id = $2;
+
+-- name: agent_insert
+INSERT INTO agents (id, owner_id, name, role, persona) VALUES ($1, $2, $3, $4, $5);
+
+-- name: agents_by_ids
+SELECT id, name, role, persona FROM agents WHERE owner_id = $1 AND id = ANY($2::text[]);
+
+-- name: agents_of_owner
+SELECT id, name, role, persona FROM agents WHERE owner_id = $1 ORDER BY created_at, id;
+
+-- name: run_owner_try_lock
+-- The owner's run lock for this transaction; false when another transaction holds it (poll again).
+SELECT pg_try_advisory_xact_lock($1::int, hashtext($2));
+
+-- name: runs_executing
+-- Executing runs of an owner other than $2: running under a live lease, admitted in their current attempt. Run
+-- under the owner lock, so no admission of this owner can commit between this count and our own append. An
+-- orphan (lease expired) is not counted: its next attempt has to be admitted again anyway.
+SELECT count(*) AS active, clock_timestamp() AS now
+  FROM streams s
+ WHERE s.owner_id = $1 AND s.kind = 'generation' AND s.status = 'running' AND s.id <> $2
+   AND s.lease_expires_at > now()
+   AND EXISTS (SELECT 1 FROM events e
+                WHERE e.stream_id = s.id AND e.type = 'run.admitted' AND e.attempt = s.attempt);
+
+-- name: runs_waiting
+-- Runs of an owner that wait to start: not ended and never admitted.
+SELECT count(*) FROM streams s
+ WHERE s.owner_id = $1 AND s.kind = 'generation' AND s.status <> 'terminal'
+   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.stream_id = s.id AND e.type = 'run.admitted');
+
+-- name: table_exists
+SELECT to_regclass($1) IS NOT NULL;
+
+-- name: advisory_unlock_all
+SELECT pg_advisory_unlock_all();
+
+-- name: ping
+SELECT 1;
+
+-- name: rebuild_leftover_tables
+-- Copies an unfinished rebuild left behind: "<table>__rb<suffix>" ($1 is the LIKE pattern, "_" escaped).
+SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE $1;
+
+-- name: table_indexes
+SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = $1;
+
+-- name: drop_table
+-- This and the renames below take identifiers of a projection's tables and indexes, which the code builds
+-- (never user input); they are filled in with str.format.
+DROP TABLE IF EXISTS {table};
+
+-- name: rename_table
+ALTER TABLE {table} RENAME TO {new_name};
+
+-- name: rename_index
+ALTER INDEX {index} RENAME TO {new_name};
+
+-- name: swap_lock_timeout
+-- A swap waits this long for readers of the old tables, then fails cleanly instead of queueing every later
+-- reader behind its exclusive lock.
+SET LOCAL lock_timeout = '{timeout}';
+
+-- name: projection_checkpoint_delete
+DELETE FROM projection_checkpoints WHERE name = $1;
+
+-- name: projection_checkpoint_rename
+UPDATE projection_checkpoints SET name = $1, updated_at = now() WHERE name = $2;
+
+-- name: projection_early_delete
+DELETE FROM projection_early WHERE name = $1;
+
+-- name: projection_early_rename
+UPDATE projection_early SET name = $1 WHERE name = $2;
+
+-- name: notify_many
+-- One NOTIFY per payload on channel $1, in one statement (the hints of a flush).
+SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p;
+
+-- name: migrations_table
+-- The record of applied migrations (made by the migrator itself, before any migration runs).
+CREATE TABLE IF NOT EXISTS openmaic_migrations (
+    version    integer PRIMARY KEY,
+    name       text NOT NULL,
+    checksum   text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- name: migrations_applied
+SELECT version, checksum FROM openmaic_migrations ORDER BY version;
+
+-- name: migrations_lock
+-- Serializes migrators for the transaction; the re-check under it makes each file run exactly once.
+SELECT pg_advisory_xact_lock($1);
+
+-- name: migration_applied
+SELECT 1 FROM openmaic_migrations WHERE version = $1;
+
+-- name: migration_record
+INSERT INTO openmaic_migrations (version, name, checksum) VALUES ($1, $2, $3);

@@ -112,7 +112,7 @@ async def plan_export(db: Database, stream_ids: Sequence[str] = (), *, owner: st
     last event recorded before ``until``, contiguous, so that the chain can be verified across it.
     """
     if owner is not None:
-        ids = [r["id"] for r in await db.fetch("SELECT id FROM streams WHERE owner_id = $1 ORDER BY id", owner)]
+        ids = [r["id"] for r in await db.fetch(Q.owner_stream_ids, owner)]
         if not ids:
             raise errors.NotFound(f"owner {owner!r} has no streams")
     else:

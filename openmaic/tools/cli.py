@@ -22,6 +22,7 @@ from openmaic.projections import default_projections, get_projection, projection
 from openmaic.store.database import Database, open_database
 from openmaic.tools import audit, replay
 from openmaic.tools.progress import Progress
+from openmaic.store.queries import Q
 
 Command = Callable[..., argparse.ArgumentParser]
 
@@ -115,7 +116,7 @@ async def _status(db: Database, args: argparse.Namespace) -> int:
 async def _rebuild(db: Database, args: argparse.Namespace) -> int:
     targets = default_projections() if args.all else [get_projection(args.name)]
     log = EventLog(db)
-    total = await db.fetchval("SELECT count(*) FROM events")
+    total = await db.fetchval(Q.events_count)
     for p in targets:
         with Progress(f"rebuilding {p.name}", total) as progress:
             result = await rebuild(db, log, p, progress=progress)

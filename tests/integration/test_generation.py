@@ -26,11 +26,11 @@ from openmaic.courses.events import CourseDocument, evolve_course
 from openmaic.courses.schema import OutlineItem
 from openmaic.events.log import EventLog, RecordedEvent
 from openmaic.materials import UnreadableFile, UnsupportedFileType, get_asset, get_material, store_material
-from openmaic.runs.admission import EXECUTING_RUNS
 from openmaic.runs.agents import BUILTIN_AGENTS, create_agent
 from openmaic.runs.events import RunInput
 from openmaic.runs.kind import GenerationKind
 from openmaic.runs.service import RunService, TooManyRuns
+from openmaic.store.queries import Q
 from tests.fakes.provider_server import EndsEarly, Json, Status, open_fake_provider
 from tests.runtime import FAST, open_worker, wait_for
 
@@ -401,7 +401,7 @@ async def test_at_most_the_limit_of_an_owners_runs_execute_at_once(db, db_url, l
     async def sample() -> None:
         while not done.is_set():
             for owner in peak:
-                row = await db.fetchrow(EXECUTING_RUNS, owner, "")
+                row = await db.fetchrow(Q.runs_executing, owner, "")
                 peak[owner] = max(peak[owner], row["active"])
             await trio.sleep(0.005)
 
