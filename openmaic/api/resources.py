@@ -21,9 +21,11 @@ from openmaic.api import web
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices, CommandResult
+from openmaic.api.wire import CommandId
 from openmaic.courses.events import CourseDocument, evolve_course
-from openmaic.courses.schema import OutlineItem
+from openmaic.courses.schema import AgentProfile, OutlineItem
 from openmaic.projections import default_projections, record_projection_lag
+from openmaic.runs.agents import create_agent, list_agents
 from openmaic.runs.events import RunInput
 from openmaic.runs.service import RunService, RunSnapshot
 from openmaic.workbench.service import SessionSnapshot, WorkbenchSessions
@@ -138,6 +140,36 @@ async def confirm_outline(call: Call, id: str) -> tuple[Any, int]:
 async def retry_run(call: Call, id: str) -> tuple[Any, int]:
     """Re-run the step a paused run failed on (only that step)."""
     return await _runs(call).retry(call.user, id, call.body.command_id), 202
+
+
+# -- classroom agents -----------------------------------------------------------------------------------------
+
+
+class CreateAgent(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    command_id: CommandId
+    name: str
+    role: Literal["teacher", "assistant", "classmate"]
+    persona: str = ""
+
+
+class AgentList(msgspec.Struct, frozen=True):
+    agents: list[AgentProfile]
+    """The built-in agents first, then yours in the order you created them."""
+
+
+@api_route(bp, "POST", "/api/agents", body=CreateAgent, response=AgentProfile, status=201, errors=(409, 422))
+async def create_custom_agent(call: Call) -> tuple[AgentProfile, int]:
+    """Add a custom classroom agent; a run casts it by id (``"agents": ["agent_…", "teacher"]``). Repeating the
+    command id returns the same agent."""
+    b: CreateAgent = call.body
+    agent = await create_agent(call.services.db, call.user, b.name, b.role, b.persona, command_id=b.command_id)
+    return agent, 201
+
+
+@api_route(bp, "GET", "/api/agents", response=AgentList)
+async def agents(call: Call) -> AgentList:
+    """The agents a run can cast: the built-in ones and your own."""
+    return AgentList(await list_agents(call.services.db, call.user))
 
 
 # -- workbench sessions ---------------------------------------------------------------------------------------

@@ -7,6 +7,7 @@ roster to the model (the run's ``agents`` step asks the ``course.agents`` slot f
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Sequence
 
@@ -38,8 +39,15 @@ BUILTIN_AGENTS: dict[str, AgentProfile] = {
 """The built-in agents, by id. Read-only; updated with releases."""
 
 
-async def create_agent(db: Database, owner: str, name: str, role: str, persona: str = "") -> AgentProfile:
-    """Add a custom agent for ``owner``; InvalidInput for an empty or too long name, an unknown role."""
+async def create_agent(
+    db: Database, owner: str, name: str, role: str, persona: str = "", *, command_id: str | None = None
+) -> AgentProfile:
+    """Add a custom agent for ``owner``; InvalidInput for an empty or too long name, an unknown role.
+
+    With a ``command_id`` the call is idempotent: the agent's id is derived from the owner and the command id, so
+    repeating the call returns the agent it created and writes nothing; the same command id with other fields is
+    a CommandConflict.
+    """
     name = " ".join(name.split())
     if not name:
         raise errors.InvalidInput("an agent needs a name", path="name")
@@ -49,9 +57,18 @@ async def create_agent(db: Database, owner: str, name: str, role: str, persona: 
         raise errors.InvalidInput(f"unknown role {role!r}; expected teacher, assistant or classmate", path="role")
     if len(persona) > MAX_PERSONA_CHARS:
         raise errors.InvalidInput(f"an agent's persona is at most {MAX_PERSONA_CHARS} characters", path="persona")
-    agent = AgentProfile(id="agent_" + uuid.uuid4().hex[:16], name=name, role=role,  # type: ignore[arg-type]
-                         persona=persona.strip())
-    await db.execute(Q.agent_insert, agent.id, owner, agent.name, agent.role, agent.persona)
+    if command_id is None:
+        ident = "agent_" + uuid.uuid4().hex[:16]
+    else:
+        ident = "agent_" + hashlib.sha256(f"{owner}\n{command_id}".encode()).hexdigest()[:16]
+    agent = AgentProfile(id=ident, name=name, role=role, persona=persona.strip())  # type: ignore[arg-type]
+    if await db.fetchval(Q.agent_insert, agent.id, owner, agent.name, agent.role, agent.persona) is not None:
+        return agent
+    existing = (await _custom(db, owner, [agent.id])).get(agent.id)
+    if existing != agent:
+        raise errors.CommandConflict(
+            f"command_id {command_id!r} was already used to create another agent", command_id=command_id
+        )
     return agent
 
 

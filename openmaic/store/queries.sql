@@ -227,7 +227,10 @@ SELECT id, filename, media_type, text, asset_id FROM materials WHERE owner_id = 
 SELECT media_type, data FROM assets WHERE id = $1 AND owner_id = $2;
 
 -- name: agent_insert
-INSERT INTO agents (id, owner_id, name, role, persona) VALUES ($1, $2, $3, $4, $5);
+-- Nothing when the id exists: an id derived from a command id was created by an earlier call.
+INSERT INTO agents (id, owner_id, name, role, persona) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (id) DO NOTHING
+RETURNING id;
 
 -- name: agents_by_ids
 SELECT id, name, role, persona FROM agents WHERE owner_id = $1 AND id = ANY($2::text[]);

@@ -86,3 +86,37 @@ async def test_bad_requests_get_clear_errors(server):
     assert r.status_code == 404
     r = await client.post("/api/sessions/nope/messages", json={"command_id": "m", "text": "hi"})
     assert r.status_code == 404
+
+
+async def test_custom_agents_are_created_once_listed_and_cast_in_a_run(server):
+    client, _ = server
+    body = {"command_id": "agent-1", "name": "Professor  Oak", "role": "teacher", "persona": "Loves plants."}
+    r = await client.post("/api/agents", json=body)
+    assert r.status_code == 201, r.text
+    oak = r.json()
+    assert oak["id"].startswith("agent_") and oak["name"] == "Professor Oak"
+    again = await client.post("/api/agents", json=body)  # the same command: the same agent, nothing written
+    assert (again.status_code, again.json()) == (201, oak)
+    r = await client.post("/api/agents", json={**body, "name": "Professor Elm"})
+    assert r.status_code == 409 and r.json()["error"]["code"] == "command_conflict"
+    for bad, path in (({"role": "wizard"}, "role"), ({"name": "   "}, "name"), ({"name": "x" * 81}, "name"),
+                      ({"persona": "p" * 2001}, "persona"), ({"mood": "happy"}, "mood")):  # fmt: skip
+        r = await client.post("/api/agents", json={**body, "command_id": f"bad-{path}", **bad})
+        assert r.status_code == 422 and path in json.dumps(r.json()["error"]), (bad, r.text)
+    listed = [a["id"] for a in (await client.get("/api/agents")).json()["agents"]]
+    assert listed[:4] == ["teacher", "assistant", "classmate_1", "classmate_2"] and listed[4:] == [oak["id"]]
+
+    r = await client.post("/api/runs", json={"command_id": "oak-run", "requirement": "Seeds", "outline_review": "auto",
+                                             "agents": [oak["id"], "assistant"]})  # fmt: skip
+    assert r.status_code == 202, r.text
+    run_id = r.json()["id"]
+    with trio.fail_after(60):
+        while (snap := (await client.get(f"/api/runs/{run_id}")).json())["state"] != "completed":
+            assert snap["state"] != "paused", snap
+            await trio.sleep(0.2)
+    events = (await client.get(f"/api/streams/{run_id}/events")).json()["events"]
+    (cast,) = [e["data"]["agents"] for e in events if e["type"] == "run.agents_selected"]
+    assert [a["name"] for a in cast] == ["Professor Oak", "Sam"]
+    r = await client.post("/api/runs", json={"command_id": "ghost-run", "requirement": "Seeds",
+                                             "agents": ["agent_0000000000000000"]})  # fmt: skip
+    assert r.status_code == 422 and "agent_0000000000000000" in r.text
