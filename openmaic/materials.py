@@ -25,11 +25,16 @@ from openmaic.store.database import Database, Record
 from openmaic.store.queries import Q
 
 __all__ = [
-    "MAX_TEXT_CHARS", "Material", "UnreadableFile", "UnsupportedFileType", "get_asset", "get_material",
-    "material_texts", "missing_materials", "store_material",
+    "MAX_TEXT_CHARS", "MODEL_IMAGES", "MODEL_IMAGE_BYTES", "Material", "UnreadableFile", "UnsupportedFileType",
+    "get_asset", "get_material", "images_for_model", "material_texts", "missing_materials", "store_material",
 ]  # fmt: skip
 
 MAX_TEXT_CHARS = 1_000_000
+
+MODEL_IMAGES = 8
+"""At most this many of a run's images are shown to the model (the first ones, in the order given)."""
+MODEL_IMAGE_BYTES = 5 * 1024 * 1024
+"""Larger images are not shown to the model: providers refuse images over about 5 MB."""
 """Extracted text kept per material; the rest of a very long document is dropped."""
 
 _TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/x-markdown"})
@@ -193,6 +198,13 @@ async def missing_materials(db: Database, owner: str, material_ids: Sequence[str
         return []
     found = {r["id"] for r in await db.fetch(Q.material_texts, owner, list(material_ids))}
     return [m for m in material_ids if m not in found]
+
+
+async def images_for_model(db: Database, owner: str, asset_ids: Sequence[str]) -> list[tuple[str, bytes]]:
+    """``(media_type, bytes)`` of the first :data:`MODEL_IMAGES` of ``owner``'s image assets among ``asset_ids``
+    that a model accepts (at most :data:`MODEL_IMAGE_BYTES` each), in order."""
+    rows = await db.fetch(Q.assets_for_model, owner, list(dict.fromkeys(asset_ids)), MODEL_IMAGE_BYTES)
+    return [(r["media_type"], bytes(r["data"])) for r in rows[:MODEL_IMAGES]]
 
 
 async def material_texts(db: Database, owner: str, material_ids: Sequence[str]) -> tuple[str, list[str]]:

@@ -9,6 +9,7 @@ whose ``input_schema`` is the output type's schema; its streamed JSON goes to ``
 
 from __future__ import annotations
 
+import base64
 import random
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -56,8 +57,11 @@ def encode_messages(messages: list[Message]) -> tuple[str, list[dict[str, Any]]]
             case SystemMessage():
                 system.append(m.text)
             case UserMessage():
-                # The API refuses empty text blocks.
-                add("user", [{"type": "text", "text": m.text or "(empty message)"}])
+                # Images first, as the API's guide advises; the API refuses empty text blocks.
+                images = [{"type": "image", "source": {"type": "base64", "media_type": i.media_type,
+                                                       "data": base64.b64encode(i.data).decode()}}
+                          for i in m.images]  # fmt: skip
+                add("user", [*images, {"type": "text", "text": m.text or "(empty message)"}])
             case AssistantMessage():
                 blocks: list[dict[str, Any]] = []
                 if m.text:

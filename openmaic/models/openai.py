@@ -7,6 +7,7 @@ fragmented argument deltas. Structured outputs use ``response_format`` ``json_sc
 
 from __future__ import annotations
 
+import base64
 import random
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -21,6 +22,7 @@ from openmaic.models.structured import complete_structured, output_name
 from openmaic.models.types import (
     INVALID_ARGUMENTS_KEY,
     AssistantMessage,
+    Image,
     Message,
     SystemMessage,
     ToolCall,
@@ -43,6 +45,10 @@ _STOP_REASONS = {
 }
 
 
+def _data_url(image: Image) -> str:
+    return f"data:{image.media_type};base64,{base64.b64encode(image.data).decode()}"
+
+
 def encode_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """Wire-neutral messages as chat-completions messages."""
     out: list[dict[str, Any]] = []
@@ -50,8 +56,12 @@ def encode_messages(messages: list[Message]) -> list[dict[str, Any]]:
         match m:
             case SystemMessage():
                 out.append({"role": "system", "content": m.text})
-            case UserMessage():
+            case UserMessage(images=()):
                 out.append({"role": "user", "content": m.text})
+            case UserMessage():
+                parts: list[dict[str, Any]] = [{"type": "text", "text": m.text}]
+                parts += [{"type": "image_url", "image_url": {"url": _data_url(i)}} for i in m.images]
+                out.append({"role": "user", "content": parts})
             case AssistantMessage():
                 msg: dict[str, Any] = {"role": "assistant", "content": m.text or None}
                 if m.tool_calls:

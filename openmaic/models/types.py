@@ -30,10 +30,18 @@ class SystemMessage(msgspec.Struct, frozen=True, tag_field="role", tag="system")
     text: str
 
 
+class Image(msgspec.Struct, frozen=True):
+    """An image shown to the model with a user message (PNG, JPEG, GIF or WebP: what every provider takes)."""
+
+    media_type: str
+    data: bytes
+
+
 class UserMessage(msgspec.Struct, frozen=True, tag_field="role", tag="user"):
-    """A message from the user."""
+    """A message from the user, with any images it shows."""
 
     text: str
+    images: tuple[Image, ...] = ()
 
 
 class AssistantMessage(msgspec.Struct, frozen=True, tag_field="role", tag="assistant"):

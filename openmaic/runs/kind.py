@@ -43,10 +43,11 @@ from openmaic.courses.schema import AgentProfile, AgentRoster, Outline, OutlineI
 from openmaic.errors import InvalidInput, OpenMaicError
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
-from openmaic.materials import material_texts
+from openmaic.materials import images_for_model, material_texts
 from openmaic.models.errors import OutputInvalid
 from openmaic.models.incremental import StreamedArray
 from openmaic.models.provider import ModelRouter
+from openmaic.models.types import Image
 from openmaic.runs import prompts
 from openmaic.runs.admission import admit
 from openmaic.runs.agents import resolve_agents
@@ -316,6 +317,10 @@ class GenerationKind:
     async def _outline(self, ctx: StepContext, state: RunState) -> Outcome:
         services = self._services(ctx)
         inp = self._input(state)
+        # The images of the material are shown to the model that plans the course (read at each attempt: they
+        # are not copied into the log, only their asset ids are).
+        images = [Image(media_type=t, data=d)
+                  for t, d in await images_for_model(services.log.db, state.owner_id, state.material_images)]
         provider, model = services.models.for_slot("course.outline")
         revision = state.proposed_revision + 1
         streamed = StreamedArray("items", OutlineItem)
@@ -334,7 +339,7 @@ class GenerationKind:
             nursery.start_soon(pump.run)
             try:
                 outline = await provider.complete(
-                    model, prompts.outline_messages(inp, state.materials_text), Outline,
+                    model, prompts.outline_messages(inp, state.materials_text, images), Outline,
                     on_delta=on_delta, on_retry=on_retry,
                 )
             finally:

@@ -9,10 +9,12 @@ text can never pass for one of those lines.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import msgspec
 
 from openmaic.courses.schema import AgentProfile, OutlineItem, SceneContent
-from openmaic.models.types import Message, SystemMessage, UserMessage
+from openmaic.models.types import Image, Message, SystemMessage, UserMessage
 from openmaic.runs.events import RunInput
 
 MATERIALS_IN_OUTLINE = 40_000
@@ -80,10 +82,12 @@ def _outline_json(title: str, items: list[OutlineItem]) -> str:
     return _encode({"course_title": title, "items": items}).decode()
 
 
-def outline_messages(inp: RunInput, materials: str) -> list[Message]:
-    """The outline step: the requirement, the learner and the material."""
-    text = "\n".join([*_materials(materials, MATERIALS_IN_OUTLINE), *_brief(inp), "", "Write the course outline."])
-    return [SystemMessage(text=_OUTLINE_SYSTEM), UserMessage(text=text)]
+def outline_messages(inp: RunInput, materials: str, images: Sequence[Image] = ()) -> list[Message]:
+    """The outline step: the requirement, the learner and the material (its text, and its images shown)."""
+    shown = [f"The {len(images)} attached image(s) are part of the material."] if images else []
+    text = "\n".join([*_materials(materials, MATERIALS_IN_OUTLINE), *shown, *_brief(inp), "",
+                      "Write the course outline."])  # fmt: skip
+    return [SystemMessage(text=_OUTLINE_SYSTEM), UserMessage(text=text, images=tuple(images))]
 
 
 def agents_messages(inp: RunInput, title: str, items: list[OutlineItem]) -> list[Message]:

@@ -226,6 +226,13 @@ SELECT id, filename, media_type, text, asset_id FROM materials WHERE owner_id = 
 -- name: asset_get
 SELECT media_type, data FROM assets WHERE id = $1 AND owner_id = $2;
 
+-- name: assets_for_model
+-- Image assets of an owner, in the order asked for, skipping any larger than $3 bytes (models refuse them).
+SELECT a.media_type, a.data
+  FROM unnest($2::text[]) WITH ORDINALITY AS w(id, ord)
+  JOIN assets a ON a.id = w.id AND a.owner_id = $1 AND a.media_type LIKE 'image/%' AND a.size <= $3
+ ORDER BY w.ord;
+
 -- name: agent_insert
 -- Nothing when the id exists: an id derived from a command id was created by an earlier call.
 INSERT INTO agents (id, owner_id, name, role, persona) VALUES ($1, $2, $3, $4, $5)

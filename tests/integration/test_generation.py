@@ -7,6 +7,7 @@ module (``python -m tests.integration.test_generation URL JSON``) it is a worker
 
 from __future__ import annotations
 
+import base64
 import json
 import signal
 import subprocess
@@ -25,7 +26,9 @@ from openmaic.config import Config, ProviderConfig, Secret, default_config
 from openmaic.courses.events import CourseDocument, evolve_course
 from openmaic.courses.schema import OutlineItem
 from openmaic.events.log import EventLog, RecordedEvent
-from openmaic.materials import UnreadableFile, UnsupportedFileType, get_asset, get_material, store_material
+from openmaic.materials import (
+    MODEL_IMAGE_BYTES, UnreadableFile, UnsupportedFileType, get_asset, get_material, images_for_model, store_material,
+)  # fmt: skip
 from openmaic.runs.agents import BUILTIN_AGENTS, create_agent
 from openmaic.runs.events import RunInput
 from openmaic.runs.kind import GenerationKind
@@ -606,3 +609,30 @@ async def _worker_main(url: str, overrides: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     trio.run(_worker_main, sys.argv[1], json.loads(sys.argv[2]))
+
+
+async def test_the_materials_images_are_shown_to_the_model_that_writes_the_outline(db, db_url, log):
+    big = b"\x89PNG\r\n\x1a\n" + b"\x01" * (MODEL_IMAGE_BYTES + 1)
+    leaf = await store_material(db, OWNER, "leaf.png", "image/png", PNG)
+    huge = await store_material(db, OWNER, "huge.png", "image/png", big)
+    notes = await store_material(db, OWNER, "notes.txt", "text/plain", b"Leaves are green.")
+    theirs = await store_material(db, "mallory", "theirs.png", "image/png", PNG + b"mallory")
+    async with open_fake_provider() as fake:
+        cfg = config(fake_url=fake.openai_url, fake_slot="course.outline")
+        svc = RunService(log, cfg)
+        fake.push(Json(OUTLINE))
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement="Leaves", material_ids=[leaf.id, huge.id,
+                                                                                                notes.id]))  # fmt: skip
+        async with open_generation_worker(db_url, cfg):
+            await wait_state(svc, snap.id, "awaiting_outline_confirmation")
+    (request,) = fake.requests
+    (user,) = [m for m in request.body["messages"] if m["role"] == "user"]
+    text, *images = user["content"]
+    assert text["type"] == "text" and "Leaves are green." in text["text"] and "1 attached image" in text["text"]
+    # The small image as a data URL; the one over the providers' size limit is left out.
+    assert images == [{"type": "image_url",
+                       "image_url": {"url": "data:image/png;base64," + base64.b64encode(PNG).decode()}}]
+    # Another owner's asset is never shown, whatever ids a run's state names.
+    assert await images_for_model(db, OWNER, [theirs.asset_id, leaf.asset_id]) == [("image/png", PNG)]
+    # Only asset ids are in the log, never the bytes.
+    assert all(base64.b64encode(PNG).decode() not in bytes(e.data).decode() for e in await events(log, snap.id))
