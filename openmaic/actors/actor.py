@@ -240,12 +240,12 @@ class Actor:
     # -- reading ----------------------------------------------------------------------------------------------
 
     async def _refold(self) -> None:
-        while True:
-            page = await self.log.read_stream(self.stream_id, after_seq=self.core.seq, limit=1000)
-            for e in page:
-                event = self.log.decode(e)
-                self.core = evolve_core(self.core, event, e.seq)
-                self.state = self.kind.evolve(self.state, event, e.seq)
-            if len(page) < 1000:
-                return
+        kind_evolve = self.kind.evolve
+
+        def both(folded: tuple[Core, Any], event: Event, seq: int) -> tuple[Core, Any]:
+            # The generic core (lease, cancel, follow-ups, ended) and the kind's own state, from the same events.
+            return evolve_core(folded[0], event, seq), kind_evolve(folded[1], event, seq)
+
+        (self.core, self.state), _ = await self.log.fold(self.stream_id, (self.core, self.state), both,
+                                                         after=self.core.seq)  # fmt: skip
 

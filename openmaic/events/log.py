@@ -56,7 +56,8 @@ import logging
 import weakref
 from collections import deque
 from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 import trio
@@ -151,6 +152,11 @@ def _recorded(r: Record) -> RecordedEvent:
 CANCEL_REQUESTED = SessionCancelRequested.__struct_config__.tag
 """Its appends also hint :func:`~openmaic.events.wakeups.cancel_hint` (what actors' cancel watchers wait on)."""
 
+S = TypeVar("S")
+
+FOLD_PAGE = 1000
+"""Events per read while folding a stream."""
+
 START: tuple[int, int] = (0, 0)
 """The global-log cursor before the first event."""
 
@@ -244,6 +250,28 @@ class EventLog:
 
     def decode(self, e: RecordedEvent) -> Event:
         return self.types.decode(e.type, e.v, e.data, stream_id=e.stream_id, seq=e.seq)
+
+    async def fold(
+        self,
+        stream_id: str,
+        state: S,
+        evolve: Callable[[S, Event, int], S],
+        *,
+        after: int = 0,
+        to_seq: int | None = None,
+    ) -> tuple[S, int]:
+        """Fold the stream's events after ``after`` (up to ``to_seq``) into ``state``, a page at a time.
+
+        Returns the state and the seq of the last event folded (``after`` when there was none).
+        """
+        seq = after
+        while True:
+            page = await self.read_stream(stream_id, seq, FOLD_PAGE, to_seq=to_seq)
+            for e in page:
+                state = evolve(state, self.decode(e), e.seq)
+                seq = e.seq
+            if len(page) < FOLD_PAGE:
+                return state, seq
 
 
 # -- group commit ---------------------------------------------------------------------------------------------------

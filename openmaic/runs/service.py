@@ -122,23 +122,11 @@ class RunService:
 
     async def fold(self, run_id: str, to_seq: int | None = None) -> RunState:
         """The run's state folded from its events (up to ``to_seq``)."""
-        state = RunState()
-        while True:
-            page = await self.log.read_stream(run_id, after_seq=state.seq, limit=1000, to_seq=to_seq)
-            for e in page:
-                state = evolve(state, self.log.decode(e), e.seq)
-            if len(page) < 1000:
-                return state
+        return (await self.log.fold(run_id, RunState(), evolve, to_seq=to_seq))[0]
 
     async def course(self, course_id: str, to_seq: int | None = None) -> CourseDocument:
         """The course document folded from its events (up to ``to_seq``)."""
-        doc = CourseDocument()
-        while True:
-            page = await self.log.read_stream(course_id, after_seq=doc.seq, limit=1000, to_seq=to_seq)
-            for e in page:
-                doc = evolve_course(doc, self.log.decode(e), e.seq)
-            if len(page) < 1000:
-                return doc
+        return (await self.log.fold(course_id, CourseDocument(), evolve_course, to_seq=to_seq))[0]
 
     async def snapshot(self, owner: str, run_id: str) -> RunSnapshot:
         """The run's snapshot; StreamNotFound for a missing run or another owner's."""

@@ -22,8 +22,6 @@ Evolve = Callable[[Any, Any, int], Any]
 
 _FOLDS: dict[str, tuple[Any, Evolve]] = {"course": (CourseDocument(), evolve_course)}
 
-PAGE = 5000
-
 
 def register_fold(kind: str, initial: Any, evolve: Evolve) -> None:
     """Make ``openmaic replay`` able to fold streams of ``kind``: ``initial`` is the state before the first event
@@ -99,14 +97,7 @@ async def replay(log: EventLog, stream_id: str, to_seq: int | None = None) -> Re
     if to_seq is not None and to_seq < 0:
         raise errors.InvalidInput(f"--to-seq must be 0 or more, got {to_seq}")
     state, evolve, source = fold_for(row["kind"])
-    seq = 0
-    while True:
-        page = await log.read_stream(stream_id, seq, PAGE, to_seq=to_seq)
-        for e in page:
-            state = evolve(state, log.decode(e), e.seq)
-            seq = e.seq
-        if len(page) < PAGE:
-            break
+    state, seq = await log.fold(stream_id, state, evolve, to_seq=to_seq)
     return Replayed(stream_id, row["kind"], row["owner_id"], seq, row["head_seq"], state, source)
 
 

@@ -143,13 +143,7 @@ class WorkbenchSessions:
     async def snapshot(self, owner: str, session_id: str) -> SessionSnapshot:
         """The session's current snapshot; StreamNotFound (404) when it is missing or another owner's."""
         row = await owned_stream(self.log, owner, session_id, kind=KIND)
-        state = fold.initial()
-        while True:
-            page = await self.log.read_stream(session_id, after_seq=state.seq, limit=1000)
-            for e in page:
-                state = fold.evolve(state, self.log.decode(e), e.seq)
-            if len(page) < 1000:
-                break
+        state, _ = await self.log.fold(session_id, fold.initial(), fold.evolve)
         return SessionSnapshot(
             id=session_id, status=state.status, course_id=state.course_id, head_seq=state.seq,
             error=state.error, turns=state.turns, question=state.question,

@@ -174,13 +174,7 @@ def parse_arguments(call: ToolCall) -> _Args:
 
 async def fold_course(log: EventLog, course_id: str) -> CourseDocument:
     """The course folded from its stream; ``seq`` is the head it was read at (0: no such stream)."""
-    doc = CourseDocument()
-    while True:
-        page = await log.read_stream(course_id, after_seq=doc.seq, limit=1000)
-        for e in page:
-            doc = evolve_course(doc, log.decode(e), e.seq)
-        if len(page) < 1000:
-            return doc
+    return (await log.fold(course_id, CourseDocument(), evolve_course))[0]
 
 
 async def load_course(log: EventLog, course_id: str) -> CourseDocument:
