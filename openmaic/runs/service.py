@@ -28,6 +28,7 @@ from openmaic.config import Config
 from openmaic.courses.events import CourseCreated, CourseDeleted, CourseDocument, evolve_course
 from openmaic.courses.schema import OutlineItem
 from openmaic.events.core import SessionCreated
+from openmaic.events.folds import FoldCache
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
 from openmaic.events.wakeups import RUNNABLE
@@ -117,16 +118,18 @@ class RunService:
     def __init__(self, log: EventLog, config: Config) -> None:
         self.log = log
         self.config = config
+        self.runs = FoldCache(log, RunState, evolve)
+        self.courses = FoldCache(log, CourseDocument, evolve_course)
 
     # -- reading ------------------------------------------------------------------------------------------------
 
     async def fold(self, run_id: str, to_seq: int | None = None) -> RunState:
         """The run's state folded from its events (up to ``to_seq``)."""
-        return (await self.log.fold(run_id, RunState(), evolve, to_seq=to_seq))[0]
+        return await self.runs.state(run_id, to_seq)
 
     async def course(self, course_id: str, to_seq: int | None = None) -> CourseDocument:
         """The course document folded from its events (up to ``to_seq``)."""
-        return (await self.log.fold(course_id, CourseDocument(), evolve_course, to_seq=to_seq))[0]
+        return await self.courses.state(course_id, to_seq)
 
     async def snapshot(self, owner: str, run_id: str) -> RunSnapshot:
         """The run's snapshot; StreamNotFound for a missing run or another owner's."""

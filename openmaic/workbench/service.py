@@ -29,6 +29,7 @@ from openmaic import errors
 from openmaic.actors.commands import CommandResult, Commands, create_session, owned_stream
 from openmaic.courses.events import CourseCreated
 from openmaic.events.core import SessionMessagePosted
+from openmaic.events.folds import FoldCache
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.workbench import fold
 from openmaic.workbench.content import NEW_COURSE_TITLE
@@ -85,6 +86,7 @@ class WorkbenchSessions:
     def __init__(self, log: EventLog, commands: Commands | None = None) -> None:
         self.log = log
         self.commands = commands or Commands(log)
+        self.sessions = FoldCache(log, fold.initial, fold.evolve)
 
     async def create_session(
         self, owner: str, command_id: str, course_id: str | None = None, message: str | None = None
@@ -143,7 +145,7 @@ class WorkbenchSessions:
     async def snapshot(self, owner: str, session_id: str) -> SessionSnapshot:
         """The session's current snapshot; StreamNotFound (404) when it is missing or another owner's."""
         row = await owned_stream(self.log, owner, session_id, kind=KIND)
-        state, _ = await self.log.fold(session_id, fold.initial(), fold.evolve)
+        state = await self.sessions.state(session_id, row["head_seq"])
         return SessionSnapshot(
             id=session_id, status=state.status, course_id=state.course_id, head_seq=state.seq,
             error=state.error, turns=state.turns, question=state.question,
