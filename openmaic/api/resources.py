@@ -22,7 +22,7 @@ from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices, CommandResult
 from openmaic.api.wire import CommandId
-from openmaic.courses.events import CourseDocument, evolve_course
+from openmaic.courses.events import CourseDocument
 from openmaic.courses.schema import AgentProfile, OutlineItem
 from openmaic.projections import default_projections, record_projection_lag
 from openmaic.runs.agents import create_agent, list_agents
@@ -257,16 +257,12 @@ async def get_course(call: Call, id: str) -> CourseView:
     row = await call.services.log.stream(id)
     if row is None or row["owner_id"] != call.user or row["kind"] != "course" or row["deleted_at"] is not None:
         raise errors.NotFound(f"no course {id!r}")
-    # The course stream is short; folding it is authoritative and never behind, unlike a projection.
-    doc = CourseDocument()
-    after = 0
-    while page := await call.services.log.read_stream(id, after, 1000):
-        for e in page:
-            doc = evolve_course(doc, call.services.log.decode(e), e.seq)
-        after = page[-1].seq
+    # Folded from the course stream (through the runs' fold cache): authoritative and never behind, unlike a
+    # projection; to the head of the row just read, so the view and its seq agree.
+    doc = await _runs(call).course(id, to_seq=row["head_seq"])
     if doc.deleted:
         raise errors.NotFound(f"no course {id!r}")
-    return CourseView(id, doc, after)
+    return CourseView(id, doc, doc.seq)
 
 
 class DeleteQuery(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
