@@ -37,19 +37,11 @@ class FoldCache(Generic[S]):
         seq, state = self._states.get(stream_id) or (0, self._initial())
         if to_seq is not None and seq > to_seq:
             seq, state = 0, self._initial()  # asked for an earlier seq than the one kept: fold from the start
-        state, last = await self._log.fold(stream_id, state, self._count(), after=seq, to_seq=to_seq)
+        state, last = await self._log.fold(stream_id, state, self._evolve, after=seq, to_seq=to_seq)
+        self.events_read += last - seq  # a stream's seqs have no gaps
         # Concurrent callers may store in either order; any stored state is correct for its seq.
         self._states[stream_id] = (last, state)
         self._states.move_to_end(stream_id)
         while len(self._states) > self._size:
             self._states.popitem(last=False)
         return state
-
-    def _count(self) -> Callable[[S, Event, int], S]:
-        evolve = self._evolve
-
-        def counted(state: S, event: Event, seq: int) -> S:
-            self.events_read += 1
-            return evolve(state, event, seq)
-
-        return counted
