@@ -1,7 +1,15 @@
-"""The project's exceptions: one root, a stable ``code`` per class.
+"""The project's exceptions: one root, and per class a stable ``code``, an HTTP ``status`` and an ``error_code``.
 
-The API turns ``code`` and ``status`` into ``{"error": {"code", "message", "details"}}``; the CLI prints the
-message and exits 2. Messages are written for the person who has to act on them.
+* ``code`` is this project's own name for what went wrong (``wrong_expected_seq``, ``unsupported_file_type``):
+  logs, the CLI and tests branch on it.
+* ``error_code`` is the code the HTTP API sends (``errorCode`` in OpenMAIC's envelope
+  ``{"success": false, "errorCode", "error", "details"}``), from OpenMAIC's vocabulary: ``INVALID_REQUEST``,
+  ``MISSING_REQUIRED_FIELD``, ``RUN_STATE_CONFLICT``, ``ACTIVE_RUN_LIMIT``, ``INTERNAL_ERROR``, …. Several
+  ``code`` values share one ``error_code``: OpenMAIC's clients branch on the coarse one.
+* ``status`` is the HTTP status (a validation error is a 400, as in OpenMAIC).
+
+The CLI prints the message and exits 2. Messages are written for the person who has to act on them; ``details``
+holds structured facts (``path`` names the offending field).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ class OpenMaicError(Exception):
 
     code = "error"
     status = 500
+    error_code = "INTERNAL_ERROR"
 
     def __init__(self, message: str | None = None, **details: Any) -> None:
         self.message = message or (self.__doc__ or self.code).strip().splitlines()[0]
@@ -32,6 +41,7 @@ class DatabaseUnavailable(OpenMaicError):
 
     code = "database_unavailable"
     status = 503
+    error_code = "SERVICE_UNAVAILABLE"
 
 
 class DatabaseError(OpenMaicError):
@@ -51,6 +61,7 @@ class NotFound(OpenMaicError):
 
     code = "not_found"
     status = 404
+    error_code = "INVALID_REQUEST"  # OpenMAIC's JSON 404s ("Classroom generation job not found") use this code
 
 
 class StreamNotFound(NotFound):
@@ -64,6 +75,7 @@ class Conflict(OpenMaicError):
 
     code = "conflict"
     status = 409
+    error_code = "CONFLICT"
 
 
 class StreamExists(Conflict):
@@ -100,4 +112,20 @@ class InvalidInput(OpenMaicError):
     """The input is invalid."""
 
     code = "invalid_input"
-    status = 422
+    status = 400
+    error_code = "INVALID_REQUEST"
+
+
+class MissingField(InvalidInput):
+    """A required field is missing."""
+
+    code = "missing_field"
+    error_code = "MISSING_REQUIRED_FIELD"
+
+
+class TooManyRequests(OpenMaicError):
+    """Too many requests of this kind; wait, then try again."""
+
+    code = "too_many_requests"
+    status = 429
+    error_code = "INVALID_REQUEST"

@@ -25,17 +25,42 @@ from openmaic.store.database import Database, Record
 from openmaic.store.queries import Q
 
 __all__ = [
-    "MAX_TEXT_CHARS", "MODEL_IMAGES", "MODEL_IMAGE_BYTES", "Material", "UnreadableFile", "UnsupportedFileType",
+    "FORMATS", "MAX_RUN_MATERIALS", "MAX_RUN_MATERIAL_BYTES", "MaterialFormat", "MAX_TEXT_CHARS", "MODEL_IMAGES", "MODEL_IMAGE_BYTES", "Material", "UnreadableFile", "UnsupportedFileType",
     "get_asset", "get_material", "images_for_model", "material_texts", "missing_materials", "store_material",
 ]  # fmt: skip
 
 MAX_TEXT_CHARS = 1_000_000
+"""Extracted text kept per material; the rest of a very long document is dropped."""
+
+MAX_RUN_MATERIALS = 5
+"""Materials one run may use (OpenMAIC's limit)."""
+MAX_RUN_MATERIAL_BYTES = 150 * 1024 * 1024
+"""The total size of one run's materials (OpenMAIC's ``maxTotalBytes``)."""
 
 MODEL_IMAGES = 8
 """At most this many of a run's images are shown to the model (the first ones, in the order given)."""
 MODEL_IMAGE_BYTES = 5 * 1024 * 1024
 """Larger images are not shown to the model: providers refuse images over about 5 MB."""
-"""Extracted text kept per material; the rest of a very long document is dropped."""
+
+
+class MaterialFormat(msgspec.Struct, frozen=True, kw_only=True):
+    """A format this server reads: an id, its MIME type and the file name extensions it goes by."""
+
+    id: str
+    mime: str
+    extensions: tuple[str, ...]
+
+
+FORMATS: tuple[MaterialFormat, ...] = (
+    MaterialFormat(id="pdf", mime="application/pdf", extensions=(".pdf",)),
+    MaterialFormat(id="txt", mime="text/plain", extensions=(".txt",)),
+    MaterialFormat(id="md", mime="text/markdown", extensions=(".md", ".markdown")),
+    MaterialFormat(id="png", mime="image/png", extensions=(".png",)),
+    MaterialFormat(id="jpeg", mime="image/jpeg", extensions=(".jpg", ".jpeg")),
+    MaterialFormat(id="gif", mime="image/gif", extensions=(".gif",)),
+    MaterialFormat(id="webp", mime="image/webp", extensions=(".webp",)),
+)
+"""What an upload may be: text is extracted from documents; images are shown to the model that plans the outline."""
 
 _TEXT_TYPES = frozenset({"text/plain", "text/markdown", "text/x-markdown"})
 _TEXT_SUFFIXES = (".txt", ".md", ".markdown")
@@ -147,7 +172,7 @@ async def store_material(db: Database, owner: str, filename: str, media_type: st
     """Store an upload of ``owner`` and extract its text.
 
     Raises UnsupportedFileType (415) for anything but PDF, text, Markdown and PNG/JPEG/GIF/WebP images, and
-    UnreadableFile (422) for text that is not UTF-8 or a PDF that cannot be parsed.
+    UnreadableFile (400) for text that is not UTF-8 or a PDF that cannot be parsed.
     """
     name = _clean_name(filename)
     kind = _sniff(name, media_type, data)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import msgspec
 import quart
 from quart import Blueprint, Response
 from quart_trio import QuartTrio
@@ -17,11 +18,10 @@ from werkzeug.exceptions import HTTPException
 from openmaic import metrics
 from openmaic.api import health, streams
 from openmaic.api import stream_socket  # noqa: F401 - declares the WebSocket route on streams.bp
-from openmaic.api.errors import ErrorBody, describe
+from openmaic.api.errors import describe, render
 from openmaic.api.identity import IdentityResolver
 from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
 from openmaic.api.services import ApiServices
-from openmaic.api.wire import encode
 
 __all__ = ["CORE_BLUEPRINTS", "create_app"]
 
@@ -43,13 +43,13 @@ def create_app(services: ApiServices, *, blueprints: Iterable[Blueprint] = ()) -
     # The request object exists before routing picks a route's limit, so it starts at the largest; each
     # route's wrapper then lowers it (see routing._LimitedBody).
     app.config["MAX_CONTENT_LENGTH"] = max(limits.json_body_bytes, limits.upload_bytes)
-    app.extensions[STATE_KEY] = ApiState(services, IdentityResolver(services.config.identity, services.db))
+    state = ApiState(services, IdentityResolver(services.config.identity, services.db))
+    app.extensions[STATE_KEY] = state
 
-    declared: set[str] = set()
     for bp in (*CORE_BLUEPRINTS, *blueprints):
         app.register_blueprint(bp)
-        declared |= {f"{bp.name}.{spec.endpoint}" for spec in routes_of(bp)}
-    undeclared = sorted(r.rule for r in app.url_map.iter_rules() if r.endpoint not in declared)
+        state.routes |= {f"{bp.name}.{spec.endpoint}": spec for spec in routes_of(bp)}
+    undeclared = sorted(r.rule for r in app.url_map.iter_rules() if r.endpoint not in state.routes)
     if undeclared:
         raise RuntimeError(f"routes not declared with api_route: {', '.join(undeclared)}")
 
@@ -63,14 +63,20 @@ def _current() -> Any:
 
 
 async def _error_response(exc: Exception) -> Any:
+    """Every error of every route (and of requests no route matched), in the form the route declared."""
     if isinstance(exc, HTTPException) and exc.code is not None and 300 <= exc.code < 400:
         return exc.get_response()  # a routing redirect (e.g. a missing trailing slash) is not an error
     req = _current()
-    status, info, headers = describe(exc, method=req.method if quart.has_request_context() else "WS", path=req.path)
-    response = Response(encode(ErrorBody(info)), status, content_type="application/json")
-    for name, value in headers.items():
-        response.headers[name] = value
-    return response
+    problem = describe(exc, method=req.method if quart.has_request_context() else "WS", path=req.path)
+    rule = req.url_rule
+    spec = app_state().routes.get(rule.endpoint) if rule is not None else None
+    if spec is None:
+        # No route matched: a bare 404 reveals nothing, like OpenMAIC's; other statuses (405) are JSON.
+        return render(problem, plain_not_found=True)
+    code = spec.error_codes.get(problem.status)
+    if code is not None:
+        problem = msgspec.structs.replace(problem, code=code)
+    return render(problem, spec.error_style, plain_not_found=spec.plain_not_found)
 
 
 async def _after_request(response: Response) -> Response:

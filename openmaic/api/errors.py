@@ -1,26 +1,43 @@
-"""Errors of the HTTP layer, and how every error becomes ``{"error": {"code", "message", "details"}}``.
+"""Errors of the HTTP layer, and how every error becomes one of OpenMAIC's three error answers.
 
-One function, :func:`describe`, decides the status, code, message and details of any exception, so the JSON
-body of an HTTP error, the HTTP answer to a refused WebSocket handshake and the ``error`` frame on an open
-WebSocket are always the same. Unexpected exceptions become a generic 500 carrying only a reference that is
-also written to the log with the traceback: their text may hold internals or secrets.
+One function, :func:`describe`, decides the status, code, message, details and headers of any exception (a
+:class:`Problem`), so an HTTP error, the answer to a refused WebSocket handshake and the ``error`` frame on an
+open WebSocket always agree. A route then renders the problem in the form OpenMAIC uses on that route
+(:func:`render`):
+
+* ``api`` (OpenMAIC's ``apiError``): ``{"success": false, "errorCode", "error", "details"?}`` — the default;
+* ``json`` (OpenMAIC's ``jsonErr``): ``{"error": {"code", "message", "details"?}}`` — identity, model settings,
+  agents, claims;
+* the *plain 404*: the text ``Not found`` — routes that must not reveal whether a resource exists answer every
+  404 this way (``api_route(..., not_found="plain")``).
+
+``details`` is an object of structured facts (``path`` names the offending field, ``limit`` a size limit); it is
+left out when there are none. Unexpected exceptions become a generic 500 carrying only a reference that is also
+written to the log with the traceback: their text may hold internals or secrets.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
+from quart import Response
 from werkzeug.exceptions import HTTPException
 
 from openmaic.errors import OpenMaicError
 
 __all__ = [
-    "AddressInUse", "ErrorBody", "ErrorInfo", "MalformedJson", "NotReady", "PayloadTooLarge", "ServiceUnavailable",
-    "Unauthorized", "describe",
+    "AddressInUse", "ApiErrorBody", "ErrorInfo", "ErrorStyle", "JsonErrorBody", "MalformedJson", "NotReady",
+    "PLAIN_NOT_FOUND", "PayloadTooLarge", "Problem", "ServiceUnavailable", "Unauthorized", "describe", "error_body",
+    "render",
 ]  # fmt: skip
+
+ErrorStyle = Literal["api", "json"]
+
+PLAIN_NOT_FOUND = b"Not found"
+"""The body of OpenMAIC's owner-hiding 404 (``ownerNotFound``)."""
 
 log = logging.getLogger("openmaic.api")
 
@@ -30,6 +47,7 @@ class Unauthorized(OpenMaicError):
 
     code = "unauthorized"
     status = 401
+    error_code = "INVALID_CREDENTIAL"
 
     def __init__(self, message: str | None = None, *, challenge: str | None = None, **details: Any) -> None:
         super().__init__(message, **details)
@@ -41,6 +59,7 @@ class MalformedJson(OpenMaicError):
 
     code = "malformed_json"
     status = 400
+    error_code = "INVALID_REQUEST"
 
 
 class PayloadTooLarge(OpenMaicError):
@@ -48,6 +67,7 @@ class PayloadTooLarge(OpenMaicError):
 
     code = "payload_too_large"
     status = 413
+    error_code = "INVALID_REQUEST"
 
 
 class ServiceUnavailable(OpenMaicError):
@@ -55,6 +75,7 @@ class ServiceUnavailable(OpenMaicError):
 
     code = "service_unavailable"
     status = 503
+    error_code = "SERVICE_UNAVAILABLE"
 
 
 class NotReady(OpenMaicError):
@@ -62,6 +83,7 @@ class NotReady(OpenMaicError):
 
     code = "not_ready"
     status = 503
+    error_code = "SERVICE_UNAVAILABLE"
 
 
 class AddressInUse(OpenMaicError):
@@ -70,38 +92,65 @@ class AddressInUse(OpenMaicError):
     code = "address_in_use"
 
 
-class ErrorInfo(msgspec.Struct, frozen=True):
-    """What went wrong: a stable ``code`` to branch on, a ``message`` for people, and structured ``details``."""
+class Problem(msgspec.Struct, frozen=True, kw_only=True):
+    """What went wrong, before it is rendered in a route's style."""
+
+    status: int
+    code: str
+    """OpenMAIC's ``errorCode`` (``INVALID_REQUEST``, ``RUN_STATE_CONFLICT``, …)."""
+    message: str
+    details: dict[str, Any] = {}
+    headers: dict[str, str] = {}
+    reason: str = "error"
+    """This project's own code for it (``wrong_expected_seq``): for logs and the WebSocket error frame."""
+
+
+class ApiErrorBody(msgspec.Struct, frozen=True, kw_only=True, rename="camel", omit_defaults=True):
+    """OpenMAIC's ``apiError`` body: ``{"success": false, "errorCode", "error", "details"?}``."""
+
+    success: bool
+    error_code: str
+    error: str
+    """What went wrong, for people (a field's problem names the field)."""
+    details: dict[str, Any] | None = None
+    """Structured facts: ``path`` names the offending field, ``limit`` a size limit, ``ref`` a server log entry."""
+
+
+class ErrorInfo(msgspec.Struct, frozen=True, omit_defaults=True):
+    """OpenMAIC's ``jsonErr`` error object, also the ``error`` of a WebSocket error frame."""
 
     code: str
     message: str
-    details: dict[str, Any] = {}
+    details: dict[str, Any] | None = None
 
 
-class ErrorBody(msgspec.Struct, frozen=True):
-    """The body of every error response."""
+class JsonErrorBody(msgspec.Struct, frozen=True):
+    """OpenMAIC's ``jsonErr`` body: ``{"error": {"code", "message", "details"?}}``."""
 
     error: ErrorInfo
 
 
-# werkzeug's exceptions (routing, body size, timeouts) by status: our stable code and message.
+# werkzeug's exceptions (routing, body size, timeouts) by status: OpenMAIC's code and our message.
 _HTTP_CODES = {
-    400: ("bad_request", "the request is malformed"),
-    404: ("not_found", "no such route"),
-    405: ("method_not_allowed", "this route does not accept this method"),
-    408: ("request_timeout", "the request body did not arrive in time"),
-    413: ("payload_too_large", "the request body is larger than this route accepts"),
-    415: ("unsupported_media_type", "this route does not accept this content type"),
+    400: ("INVALID_REQUEST", "the request is malformed"),
+    404: ("INVALID_REQUEST", "no such route"),
+    405: ("INVALID_REQUEST", "this route does not accept this method"),
+    408: ("INVALID_REQUEST", "the request body did not arrive in time"),
+    413: ("INVALID_REQUEST", "the request body is larger than this route accepts"),
+    415: ("INVALID_REQUEST", "this route does not accept this content type"),
 }
 
+_ENCODER = msgspec.json.Encoder()
 
-def describe(exc: BaseException, *, method: str = "", path: str = "") -> tuple[int, ErrorInfo, dict[str, str]]:
-    """Status, error body and extra headers for ``exc``. Logs unexpected exceptions (with a reference)."""
+
+def describe(exc: BaseException, *, method: str = "", path: str = "") -> Problem:
+    """The problem ``exc`` stands for. Logs unexpected exceptions (with a reference)."""
     if isinstance(exc, OpenMaicError):
-        return exc.status, ErrorInfo(exc.code, exc.message, _jsonable(exc.details)), getattr(exc, "headers", {})
+        return Problem(status=exc.status, code=exc.error_code, message=exc.message, details=_jsonable(exc.details),
+                       headers=getattr(exc, "headers", {}), reason=exc.code)  # fmt: skip
     if isinstance(exc, HTTPException):
         status = exc.code or 500
-        code, message = _HTTP_CODES.get(status, (f"http_{status}", exc.name.lower()))
+        code, message = _HTTP_CODES.get(status, ("INVALID_REQUEST", exc.name.lower()))
         details: dict[str, Any] = {}
         headers: dict[str, str] = {}
         if status == 404:
@@ -111,11 +160,32 @@ def describe(exc: BaseException, *, method: str = "", path: str = "") -> tuple[i
             details = {"allowed": allowed}
             headers = {"Allow": ", ".join(allowed)}
             message = f"{path} does not accept {method}; allowed: {', '.join(allowed)}" if method else message
-        return status, ErrorInfo(code, message, details), headers
+        return Problem(status=status, code=code, message=message, details=details, headers=headers,
+                       reason=f"http_{status}")
     ref = uuid.uuid4().hex[:12]
     log.error("unexpected error answering %s %s (ref %s)", method, path, ref, exc_info=exc)
-    return 500, ErrorInfo("internal_error", f"internal error; the server log has the details (ref {ref})",
-                          {"ref": ref}), {}  # fmt: skip
+    return Problem(status=500, code="INTERNAL_ERROR", message=f"internal error; the server log has the details "
+                   f"(ref {ref})", details={"ref": ref}, reason="internal_error")  # fmt: skip
+
+
+def error_body(problem: Problem, style: ErrorStyle = "api") -> bytes:
+    """The JSON body of ``problem`` in ``style``."""
+    details = problem.details or None
+    if style == "json":
+        return _ENCODER.encode(JsonErrorBody(ErrorInfo(problem.code, problem.message, details)))
+    return _ENCODER.encode(ApiErrorBody(success=False, error_code=problem.code, error=problem.message,
+                                        details=details))
+
+
+def render(problem: Problem, style: ErrorStyle = "api", *, plain_not_found: bool = False) -> Response:
+    """The HTTP answer for ``problem``: JSON in ``style``, or the plain ``Not found`` for a hidden 404."""
+    if plain_not_found and problem.status == 404:
+        response = Response(PLAIN_NOT_FOUND, 404, content_type="text/plain; charset=utf-8")
+    else:
+        response = Response(error_body(problem, style), problem.status, content_type="application/json")
+    for name, value in problem.headers.items():
+        response.headers[name] = value
+    return response
 
 
 def _jsonable(details: dict[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Operational routes: liveness, readiness, metrics and the OpenAPI document. All are public (no owner)."""
+"""Operational routes: OpenMAIC's ``/api/health``, liveness, readiness, metrics and the OpenAPI document.
+All are public (no owner)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from openmaic import metrics
 from openmaic.api.errors import NotReady
 from openmaic.api.openapi import build_openapi
 from openmaic.api.routing import Call, api_route, app_state, routes_of
-from openmaic.api.wire import encode
+from openmaic.api.wire import Success, Wire, encode
+from openmaic.capabilities import media_capabilities, server_version
 from openmaic.errors import OpenMaicError
 from openmaic.store.migrations import pending
 from openmaic.store.queries import Q
@@ -38,6 +40,36 @@ class Ready(msgspec.Struct, frozen=True):
     status: str
     checks: dict[str, str]
     """Each check's result: ``ok``, or why it failed."""
+
+
+class MediaCapabilities(Wire):
+    """Which media this server generates (a feature flag is only worth sending when its capability is true)."""
+
+    web_search: bool
+    image_generation: bool
+    video_generation: bool
+    tts: bool
+
+
+class ApiHealth(Success):
+    status: str
+    version: str
+    capabilities: MediaCapabilities
+
+
+def media_view(services_config: object) -> MediaCapabilities:
+    m = media_capabilities(services_config)  # type: ignore[arg-type]
+    return MediaCapabilities(web_search=m.web_search, image_generation=m.image_generation,
+                             video_generation=m.video_generation, tts=m.tts)
+
+
+@api_route(bp, "GET", "/api/health", response=ApiHealth, auth=False)
+async def api_health(call: Call) -> ApiHealth:
+    """The server is up: its version and which media it can generate (OpenMAIC's health check).
+
+    Needs no owner; it does not touch the database (``/readyz`` does).
+    """
+    return ApiHealth(status="ok", version=server_version(), capabilities=media_view(call.services.config))
 
 
 @api_route(bp, "GET", "/healthz", response=Health, auth=False)

@@ -8,13 +8,13 @@ the messages each side sends.
 
 from __future__ import annotations
 
-from importlib import metadata
 from typing import Any
 
 import msgspec
 
-from openmaic.api.errors import ErrorBody
+from openmaic.api.errors import ApiErrorBody, JsonErrorBody
 from openmaic.api.routing import RouteSpec
+from openmaic.capabilities import server_version
 from openmaic.config import IdentityConfig
 
 __all__ = ["build_openapi"]
@@ -22,12 +22,13 @@ __all__ = ["build_openapi"]
 REF = "#/components/schemas/{name}"
 
 _ERROR_TEXT = {
-    400: "The body is not valid JSON (code malformed_json).",
-    401: "Who you are could not be established (code unauthorized).",
+    400: "The body is not valid JSON, or a parameter or field is invalid (details.path names it); a missing "
+         "required field is MISSING_REQUIRED_FIELD.",
+    401: "Who you are could not be established.",
     404: "No such resource, or it belongs to someone else (the two are indistinguishable).",
     409: "The request conflicts with the current state.",
-    413: "The body is larger than this route accepts (code payload_too_large).",
-    422: "A parameter or field is invalid; details.path names it.",
+    413: "The body is larger than this route accepts (details.limit).",
+    415: "This route does not accept this content type.",
     429: "Too many requests of this kind for this owner.",
     500: "Unexpected error; details.ref finds it in the server log.",
     503: "A dependency of this route is unavailable.",
@@ -40,16 +41,9 @@ _SECURITY: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def _version() -> str:
-    try:
-        return metadata.version("openmaic")
-    except metadata.PackageNotFoundError:
-        return "0.0.0"
-
-
 def build_openapi(routes: list[RouteSpec], identity: IdentityConfig) -> dict[str, Any]:
     """The OpenAPI document for ``routes``, with the security scheme of the configured identity mode."""
-    types: list[Any] = [ErrorBody]
+    types: list[Any] = [ApiErrorBody, JsonErrorBody]
     for r in routes:
         types += [t for t in (r.body, r.response, r.query, r.ws_receives, r.ws_sends) if t is not None]
     unique = list(dict.fromkeys(types))
@@ -81,9 +75,11 @@ def build_openapi(routes: list[RouteSpec], identity: IdentityConfig) -> dict[str
         "openapi": "3.1.0",
         "info": {
             "title": "openmaic",
-            "version": _version(),
-            "description": "Durable, event-sourced course-generation sessions. Every error is "
-            '{"error": {"code", "message", "details"}}.',
+            "version": server_version(),
+            "description": "Durable, event-sourced course-generation sessions, speaking OpenMAIC 1.2's wire "
+            'contract. Errors are {"success": false, "errorCode", "error", "details"?} (jsonErr routes: '
+            '{"error": {"code", "message", "details"?}}); owner-scoped routes answer every 404 with the text '
+            '"Not found".',
         },
         "paths": dict(sorted(paths.items())),
         "components": {"schemas": dict(sorted(components.items()))},
@@ -140,16 +136,20 @@ def _operation(r: RouteSpec, schema_of: dict[Any, Any], components: dict[str, An
 
     statuses = set(r.errors) | {500}
     if r.body is not None:
-        statuses |= {400, 413, 422}
+        statuses |= {400, 413}
     if r.query is not None:
-        statuses.add(422)
+        statuses.add(400)
     if r.auth:
         statuses.add(401)
     if r.path_params:
         statuses.add(404)
-    error = {"application/json": {"schema": {"$ref": REF.format(name="ErrorBody")}}}
+    body = "JsonErrorBody" if r.error_style == "json" else "ApiErrorBody"
+    error = {"application/json": {"schema": {"$ref": REF.format(name=body)}}}
     for status in sorted(statuses):
-        responses[str(status)] = {"description": _ERROR_TEXT.get(status, "Error."), "content": error}
+        content = error
+        if status == 404 and r.plain_not_found:
+            content = {"text/plain": {"schema": {"type": "string", "const": "Not found"}}}
+        responses[str(status)] = {"description": _ERROR_TEXT.get(status, "Error."), "content": content}
     op["responses"] = responses
     return op
 

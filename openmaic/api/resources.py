@@ -17,7 +17,7 @@ from quart import Blueprint, Response
 
 from openmaic import errors, materials
 from openmaic.actors.commands import Commands as SessionCommands
-from openmaic.api import web
+from openmaic.api import headless, web
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices, CommandResult
@@ -70,7 +70,7 @@ def api_services(services: Any) -> ApiServices:
 
 
 def resource_blueprints() -> list[Blueprint]:
-    return [bp, web.bp]
+    return [bp, headless.bp, web.bp]
 
 
 def _runs(call: Call) -> RunService:
@@ -108,14 +108,14 @@ def _input(body: CreateRun) -> RunInput:
     return RunInput(**fields)
 
 
-@api_route(bp, "POST", "/api/runs", body=CreateRun, response=RunSnapshot, status=202, errors=(409, 422, 429))
+@api_route(bp, "POST", "/api/runs", body=CreateRun, response=RunSnapshot, status=202, errors=(409, 400, 429))
 async def create_run(call: Call) -> tuple[RunSnapshot, int]:
     """Start a generation run (and its course). Repeating the command_id returns the same run."""
     return await _runs(call).create_run(call.user, call.body.command_id, _input(call.body)), 202
 
 
 @api_route(bp, "POST", "/api/generate-classroom", body=CreateRun, response=RunSnapshot, status=202,
-           errors=(409, 422, 429))
+           errors=(409, 400, 429))
 async def generate_classroom(call: Call) -> tuple[RunSnapshot, int]:
     """Headless alias of POST /api/runs: the classroom is saved to the owner's library."""
     return await _runs(call).create_run(call.user, call.body.command_id, _input(call.body)), 202
@@ -128,7 +128,7 @@ async def get_run(call: Call, id: str) -> RunSnapshot:
 
 
 @api_route(bp, "POST", "/api/runs/{id}/confirm-outline", body=ConfirmOutline, response=CommandResult, status=202,
-           errors=(404, 409, 422))
+           errors=(404, 409, 400))
 async def confirm_outline(call: Call, id: str) -> tuple[Any, int]:
     """Confirm the proposed outline at its revision; sending an edited outline makes it revision + 1."""
     b: ConfirmOutline = call.body
@@ -136,7 +136,7 @@ async def confirm_outline(call: Call, id: str) -> tuple[Any, int]:
 
 
 @api_route(bp, "POST", "/api/runs/{id}/retry", body=CommandBody, response=CommandResult, status=202,
-           errors=(404, 409, 422))
+           errors=(404, 409, 400))
 async def retry_run(call: Call, id: str) -> tuple[Any, int]:
     """Re-run the step a paused run failed on (only that step)."""
     return await _runs(call).retry(call.user, id, call.body.command_id), 202
@@ -157,7 +157,7 @@ class AgentList(msgspec.Struct, frozen=True):
     """The built-in agents first, then yours in the order you created them."""
 
 
-@api_route(bp, "POST", "/api/agents", body=CreateAgent, response=AgentProfile, status=201, errors=(409, 422))
+@api_route(bp, "POST", "/api/agents", body=CreateAgent, response=AgentProfile, status=201, errors=(409, 400))
 async def create_custom_agent(call: Call) -> tuple[AgentProfile, int]:
     """Add a custom classroom agent; a run casts it by id (``"agents": ["agent_…", "teacher"]``). Repeating the
     command id returns the same agent."""
@@ -188,7 +188,7 @@ class PostMessage(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 @api_route(bp, "POST", "/api/sessions", body=CreateSession, response=SessionSnapshot, status=201,
-           errors=(404, 409, 422))
+           errors=(404, 409, 400))
 async def create_session(call: Call) -> tuple[SessionSnapshot, int]:
     """Open a workbench session on a new or an existing (completed) course, optionally with a first message."""
     b: CreateSession = call.body
@@ -202,7 +202,7 @@ async def get_session(call: Call, id: str) -> SessionSnapshot:
 
 
 @api_route(bp, "POST", "/api/sessions/{id}/messages", body=PostMessage, response=CommandResult, status=202,
-           errors=(404, 409, 422))
+           errors=(404, 409, 400))
 async def post_message(call: Call, id: str) -> tuple[Any, int]:
     """Send a follow-up; a running session gets it at its next turn boundary, an idle one wakes up."""
     b: PostMessage = call.body
@@ -210,7 +210,7 @@ async def post_message(call: Call, id: str) -> tuple[Any, int]:
 
 
 @api_route(bp, "POST", "/api/sessions/{id}/cancel", body=CommandBody, response=CommandResult, status=202,
-           errors=(404, 409, 422))
+           errors=(404, 409, 400))
 async def cancel_session(call: Call, id: str) -> tuple[Any, int]:
     """Cancel the turn in flight; the session settles as cancelled (a later message revives it)."""
     return await _sessions(call).cancel(call.user, id, call.body.command_id), 202
@@ -335,7 +335,7 @@ async def library_ws(call: Call) -> None:
 
 
 @api_route(bp, "POST", "/api/materials", response=materials.Material, status=201, body_limit="upload",
-           media_type="multipart/form-data", errors=(413, 415, 422))
+           media_type="multipart/form-data", errors=(413, 415, 400))
 async def upload_material(call: Call) -> tuple[materials.Material, int]:
     """Upload a material (PDF, text, Markdown, or an image) as the multipart field ``file``; text is extracted."""
     files = await call.request.files

@@ -6,10 +6,17 @@ installs does the generic work in a fixed order, identical for every route:
 
 1. refuse a body larger than the route accepts (by ``Content-Length`` at once, and while a chunked body is read);
 2. resolve the owner (unless the route is public);
-3. decode the query parameters and the JSON body into their Structs (400 malformed JSON, 422 with the field path);
+3. decode the query parameters and the JSON body into their Structs (400 for malformed JSON and for a field of
+   the wrong type, naming it; 400 ``MISSING_REQUIRED_FIELD`` for a missing one);
 4. call the handler with a :class:`Call` and the path parameters;
 5. encode what it returns (a Struct or other JSON value; a ``Response`` passes through; ``(value, status)``
    overrides the status; ``None`` is a 204).
+
+Errors: a handler raises an :class:`~openmaic.errors.OpenMaicError` subclass (its ``status`` and ``error_code``
+decide the answer), and the app renders it in the route's declared form (:mod:`openmaic.api.errors`):
+OpenMAIC's ``apiError`` envelope by default, ``error_style="json"`` for its ``jsonErr`` routes,
+``plain_not_found=True`` where every 404 must be the bare ``Not found`` (owner-scoped resources), and
+``error_codes={409: "RUN_STATE_CONFLICT"}`` to give every error of a status the route's own code.
 
 ``create_app`` refuses to start when a URL rule was added any other way, so the document cannot drift.
 """
@@ -26,7 +33,7 @@ from quart import Blueprint, Response
 from quart_trio.wrappers.request import TrioBody, TrioRequest
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from openmaic.api.errors import PayloadTooLarge
+from openmaic.api.errors import ErrorStyle, PayloadTooLarge
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import decode_json, decode_query, encode
 
@@ -69,6 +76,12 @@ class RouteSpec:
     """Error statuses this route answers besides the generic ones (documentation)."""
     media_type: str = "application/json"
     """The media type of a successful response (documentation)."""
+    error_style: ErrorStyle = "api"
+    """How errors are written: OpenMAIC's ``apiError`` envelope, or its ``jsonErr`` (``"json"``)."""
+    plain_not_found: bool = False
+    """Every 404 of this route is the plain text ``Not found`` (it must not reveal what exists)."""
+    error_codes: dict[int, str] = field(default_factory=dict)
+    """``{status: errorCode}``: every error of that status answers with the route's own code."""
     summary: str = ""
     description: str = ""
     path_params: tuple[str, ...] = field(default=())
@@ -103,6 +116,8 @@ class ApiState:
 
     services: ApiServices
     identity: IdentityResolver
+    routes: dict[str, RouteSpec] = field(default_factory=dict)
+    """Every declared route by its endpoint (``blueprint.endpoint``): how its errors are written."""
 
 
 def app_state() -> ApiState:
@@ -131,6 +146,9 @@ def api_route(
     ws_sends: Any = None,
     errors: tuple[int, ...] = (),
     media_type: str = "application/json",
+    error_style: ErrorStyle = "api",
+    plain_not_found: bool = False,
+    error_codes: dict[int, str] | None = None,
 ) -> Callable[[Handler], Handler]:
     """Declare a route on ``bp``: ``@api_route(bp, "POST", "/api/runs", body=CreateRun, response=RunSnapshot,
     status=202)``.
@@ -139,8 +157,9 @@ def api_route(
     (bodies should forbid unknown fields); ``response`` documents what the handler returns. ``method="WS"``
     declares a WebSocket route: the handler runs with ``call.request`` being the websocket; raising before it
     accepts refuses the handshake with the usual JSON error. ``body_limit="upload"`` lets the route read up to
-    ``limits.upload_bytes`` (multipart) instead of ``limits.json_body_bytes``. The handler's docstring becomes
-    the OpenAPI summary (first line) and description.
+    ``limits.upload_bytes`` (multipart) instead of ``limits.json_body_bytes``. ``error_style``,
+    ``plain_not_found`` and ``error_codes`` choose how its errors are written (see the module docstring). The
+    handler's docstring becomes the OpenAPI summary (first line) and description.
     """
     method = method.upper()
 
@@ -150,7 +169,8 @@ def api_route(
         spec = RouteSpec(
             method=method, path=path, endpoint=fn.__name__, blueprint=bp.name, handler=fn, body=body, query=query,
             response=response, status=status, auth=auth, body_limit=body_limit, sse=sse, ws_receives=ws_receives,
-            ws_sends=ws_sends, errors=errors, media_type=media_type, summary=summary.strip(),
+            ws_sends=ws_sends, errors=errors, media_type=media_type, error_style=error_style,
+            plain_not_found=plain_not_found, error_codes=dict(error_codes or {}), summary=summary.strip(),
             description=" ".join(description.split()), path_params=tuple(_PARAM.findall(path)),
         )  # fmt: skip
         if any(s.endpoint == spec.endpoint for s in routes_of(bp)):

@@ -28,7 +28,7 @@ import msgspec
 import trio
 
 from openmaic import metrics
-from openmaic.api.errors import ServiceUnavailable, describe
+from openmaic.api.errors import ErrorInfo, ServiceUnavailable, describe
 from openmaic.api.live_feeds import LiveEvent
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route
@@ -60,7 +60,7 @@ class StreamSocketQuery(msgspec.Struct, frozen=True, kw_only=True):
 
 
 @api_route(bp, "WS", "/api/streams/{id}/ws", query=StreamSocketQuery, ws_receives=ClientMessage,
-           ws_sends=ServerFrame, errors=(404, 422))  # fmt: skip
+           ws_sends=ServerFrame, errors=(404, 400))  # fmt: skip
 async def stream_socket(call: Call, id: str) -> None:
     """Follow a stream live over a WebSocket, and send commands on the same socket.
 
@@ -160,8 +160,8 @@ class _Connection:
             command = decode_json(raw, ClientMessage)  # type: ignore[arg-type]
             result = await self._dispatch(command)
         except Exception as exc:  # every failure becomes an error frame; the socket stays open
-            _status, info, _headers = describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")
-            return ErrorFrame(command_id, info)
+            problem = describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")
+            return ErrorFrame(command_id, ErrorInfo(problem.code, problem.message, problem.details or None))
         return Ack(result.command_id, result.seq, result.replayed)
 
     async def _dispatch(self, command: Any) -> CommandResult:

@@ -71,7 +71,7 @@ def check_cursor(value: int, head: int, name: str) -> int:
     return value
 
 
-@api_route(bp, "GET", "/api/streams/{id}/events", query=EventsQuery, response=EventPage, sse=True, errors=(404, 422))
+@api_route(bp, "GET", "/api/streams/{id}/events", query=EventsQuery, response=EventPage, sse=True, errors=(404, 400))
 async def stream_events(call: Call, id: str) -> EventPage | Response:
     """Read a stream's events: a JSON page, or (Accept: text/event-stream) a live SSE stream.
 

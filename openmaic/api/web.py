@@ -56,7 +56,7 @@ async def workbench_page(call: Call) -> Response:
     return _file("index.html")
 
 
-@api_route(bp, "GET", "/static/{name}", auth=False, media_type="text/*", errors=(404,))
+@api_route(bp, "GET", "/static/{name}", auth=False, media_type="text/*", errors=(404,), plain_not_found=True)
 async def workbench_file(call: Call, name: str) -> Response:
     """A static file of the web workbench (JavaScript module, stylesheet)."""
     return _file(name)

@@ -1,8 +1,16 @@
-"""Wire types and codecs of the API: one shared encoder, cached decoders, and msgspec errors made readable.
+"""Wire types and codecs of the API: the :class:`Wire` base, one shared encoder, cached decoders, and msgspec
+errors made readable.
 
-Request bodies and WebSocket messages decode into Structs that forbid unknown fields, so a typo is a 422 naming
-the field rather than a silently ignored value. Event envelopes are encoded with the one module-level encoder;
-their ``data`` is :class:`msgspec.Raw` holding the exact stored bytes, which are copied through untouched.
+Every request and response type of the public API derives from :class:`Wire`: its fields are written in Python
+(``material_ids``) and travel in camelCase (``materialIds``), as OpenMAIC's do, and every field is keyword-only
+(so required and defaulted fields may come in any order). Successful answers derive from :class:`Success`, whose
+first field is ``"success": true`` (OpenMAIC's ``apiSuccess``).
+
+Request bodies ignore fields they do not know, as OpenMAIC's do (its clients send fields this server has no use
+for); a field of the wrong type is a 400 naming the field (``details.path``, in the client's spelling), a
+missing required field a 400 ``MISSING_REQUIRED_FIELD`` ("Missing required field: requirement"). Event
+envelopes are encoded with the one module-level encoder; their ``data`` is :class:`msgspec.Raw` holding the exact
+stored bytes, which are copied through untouched.
 """
 
 from __future__ import annotations
@@ -15,11 +23,11 @@ from typing import Annotated, Any, Literal, TypeVar
 import msgspec
 
 from openmaic.api.errors import ErrorInfo, MalformedJson
-from openmaic.errors import InvalidInput
+from openmaic.errors import InvalidInput, MissingField
 from openmaic.events.log import Envelope
 
 __all__ = [
-    "ENCODER", "Ack", "CaughtUp", "ClientMessage", "CommandId", "ConfirmOutlineMessage", "ErrorFrame", "EventFrame",
+    "ENCODER", "Success", "Wire", "Ack", "CaughtUp", "ClientMessage", "CommandId", "ConfirmOutlineMessage", "ErrorFrame", "EventFrame",
     "EventPage", "MAX_PAGE", "PostMessage", "RetryMessage", "ServerFrame", "CancelMessage", "decode_json",
     "decode_query", "encode", "invalid_input",
 ]  # fmt: skip
@@ -30,6 +38,25 @@ ENCODER = msgspec.json.Encoder()
 """The one JSON encoder of the API (reused: creating encoders per call costs more than encoding)."""
 
 encode = ENCODER.encode
+
+class _WireMeta(msgspec.StructMeta):
+    """Makes every field of a :class:`Wire` subclass keyword-only unless the class says otherwise (msgspec does
+    not inherit ``kw_only``; without it a required field could not follow a base's defaulted ``success``)."""
+
+    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> Any:
+        kwargs.setdefault("kw_only", True)
+        return super().__new__(mcls, name, bases, namespace, **kwargs)
+
+
+class Wire(msgspec.Struct, metaclass=_WireMeta, rename="camel", frozen=True):
+    """Base of the API's request and response types: camelCase on the wire, keyword-only, immutable."""
+
+
+class Success(Wire):
+    """Base of OpenMAIC-style successful answers: ``{"success": true, …fields}``."""
+
+    success: bool = True
+
 
 CommandId = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 """A client-chosen idempotency key: the same id on the same stream returns the original result."""
@@ -125,7 +152,8 @@ _FIELD = re.compile(r"^Object (?:missing required|contains unknown) field `(?P<f
 
 
 def invalid_input(error: msgspec.ValidationError, *, where: str = "") -> InvalidInput:
-    """A msgspec validation error as a 422 whose ``details.path`` names the field (``a.b``, ``items[0].x``).
+    """A msgspec validation error as a 400 whose ``details.path`` names the field (``a.b``, ``items[0].x``);
+    a missing required field is a :class:`~openmaic.errors.MissingField` ("Missing required field: a.b").
 
     ``where`` prefixes the message (e.g. ``"query parameter"``).
     """
@@ -135,6 +163,9 @@ def invalid_input(error: msgspec.ValidationError, *, where: str = "") -> Invalid
     field = _FIELD.match(text)
     if field is not None:  # missing and unknown fields are reported at their object: name the field itself
         path = f"{path}.{field.group('field')}" if path else field.group("field")
+        if text.startswith("Object missing required field"):
+            what = f"{where} {path}" if where else path
+            return MissingField(f"Missing required field: {what}", path=path)
     subject = f"{where} {path!r}" if where and path else (where or path or "body")
     return InvalidInput(f"{subject}: {text}", path=path)
 
@@ -145,7 +176,7 @@ def _decoder(typ: Any) -> msgspec.json.Decoder[Any]:
 
 
 def decode_json(data: bytes, typ: type[T]) -> T:
-    """Decode a JSON body into ``typ``: malformed JSON is a 400, a value of the wrong shape a 422."""
+    """Decode a JSON body into ``typ``: malformed JSON and a value of the wrong shape are 400s."""
     try:
         return _decoder(typ).decode(data)
     except msgspec.ValidationError as e:
@@ -156,7 +187,7 @@ def decode_json(data: bytes, typ: type[T]) -> T:
 
 
 def decode_query(args: Mapping[str, str], typ: type[T]) -> T:
-    """Query parameters (strings) converted into ``typ``; a bad one is a 422 naming the parameter."""
+    """Query parameters (strings) converted into ``typ``; a bad one is a 400 naming the parameter."""
     try:
         return msgspec.convert(dict(args), typ, strict=False)
     except msgspec.ValidationError as e:

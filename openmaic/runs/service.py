@@ -154,7 +154,7 @@ class RunService:
     async def create_run(self, owner: str, command_id: str, inp: RunInput) -> RunSnapshot:
         """Create a run and its course (queued for a worker); repeating ``command_id`` returns the same run.
 
-        InvalidInput (422, ``details.path`` names the field) for a bad input, an unknown material or agent;
+        InvalidInput (400, ``details.path`` names the field) for a bad input, an unknown material or agent;
         TooManyRuns (429) when the owner already has ``limits.waiting_runs_per_owner`` runs waiting to start.
         """
         run_id, course_id = run_ids(owner, command_id)
@@ -272,7 +272,7 @@ class RunService:
         """Confirm the proposed outline at ``outline_revision``; with ``outline``, an edit (revision + 1).
 
         Conflict (409) unless the run awaits confirmation (also during a countdown) or when the revision is
-        stale; InvalidInput (422) for an edited outline without scenes or with an untitled scene.
+        stale; InvalidInput (400) for an edited outline without scenes or with an untitled scene.
         """
         edited = None if outline is None else list(outline)
         if edited is not None:

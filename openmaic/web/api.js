@@ -10,13 +10,18 @@ export function commandId() {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-/** An error answered by the API: `{"error": {"code", "message", "details"}}`. */
+/**
+ * An error answered by the API, from any of its forms: `{"success": false, "errorCode", "error", "details"}`,
+ * `{"error": {"code", "message", "details"}}`, or a plain-text body such as `Not found`.
+ */
 export class ApiError extends Error {
-  constructor(status, info) {
-    super(info?.message || `the server answered ${status}`);
+  constructor(status, body, text = "") {
+    const nested = body && typeof body.error === "object" ? body.error : null;
+    const message = nested ? nested.message : typeof body?.error === "string" ? body.error : text.trim();
+    super(message || `the server answered ${status}`);
     this.status = status;
-    this.code = info?.code || "error";
-    this.details = info?.details || {};
+    this.code = (nested ? nested.code : body?.errorCode) || "error";
+    this.details = (nested ? nested.details : body?.details) || {};
   }
 }
 
@@ -69,7 +74,7 @@ export async function api(method, path, { json, form } = {}) {
   try {
     response = await fetch(path, init);
   } catch {
-    throw new ApiError(0, { code: "network", message: "The server could not be reached. Check your connection and try again." });
+    throw new ApiError(0, { errorCode: "NETWORK", error: "The server could not be reached. Check your connection and try again." });
   }
   const text = await response.text();
   let body = null;
@@ -81,7 +86,7 @@ export async function api(method, path, { json, form } = {}) {
     }
   }
   if (!response.ok) {
-    const err = new ApiError(response.status, body?.error);
+    const err = new ApiError(response.status, body, body === null ? text : "");
     if (response.status === 401 && (response.headers.get("WWW-Authenticate") || "").startsWith("Bearer")) {
       window.dispatchEvent(new CustomEvent(SIGN_IN_NEEDED, { detail: err }));
     }

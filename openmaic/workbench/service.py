@@ -94,7 +94,7 @@ class WorkbenchSessions:
         """Create (or, for a repeated ``command_id``, find) the owner's session; see the module's doc.
 
         Raises StreamNotFound (404) for a course that is missing, deleted or another owner's; Conflict (409)
-        for a course a generation run is building; InvalidInput (422) for an empty message.
+        for a course a generation run is building; InvalidInput (400) for an empty message.
         """
         if message is not None:
             _check_text(message, "message")

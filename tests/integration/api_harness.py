@@ -22,7 +22,8 @@ from quart import Blueprint
 
 from openmaic.api import ApiServices, Call, CommandResult, Listening, api_route, create_app, serve_api
 from openmaic.config import Config, parse_config
-from openmaic.errors import Conflict, StreamNotFound
+from openmaic.api.wire import Success, Wire
+from openmaic.errors import Conflict, NotFound, StreamNotFound
 from openmaic.events.core import SessionCancelRequested, SessionCreated, SessionMessagePosted
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.wakeups import Wakeups
@@ -66,25 +67,54 @@ class StreamCommands:
 
 
 testing_bp = Blueprint("testing", __name__)
-"""Routes that exist only in tests: a JSON body route (through the commands) and one that fails unexpectedly."""
+"""Routes that exist only in tests: a JSON body route (through the commands), one that fails unexpectedly, and
+one per error form."""
 
 
-class Meta(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+class Meta(Wire):
     count: Annotated[int, msgspec.Meta(ge=0)]
+    max_items: int = 0
 
 
-class PostBody(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class PostBody(Wire):
     command_id: str
     text: str
     delivery: Literal["steer", "queued"] = "queued"
     meta: Meta | None = None
 
 
-@api_route(testing_bp, "POST", "/api/test/streams/{id}/messages", body=PostBody, response=CommandResult, status=202)
-async def post_test_message(call: Call, id: str) -> CommandResult:
+class TestAck(Success):
+    command_id: str
+    seq: int
+    replayed: bool
+
+
+@api_route(testing_bp, "POST", "/api/test/streams/{id}/messages", body=PostBody, response=TestAck, status=202)
+async def post_test_message(call: Call, id: str) -> TestAck:
     """Post a message to a test stream."""
     body: PostBody = call.body
-    return await call.services.commands.post_message(call.user, id, body.command_id, body.text, body.delivery)
+    r = await call.services.commands.post_message(call.user, id, body.command_id, body.text, body.delivery)
+    return TestAck(command_id=r.command_id, seq=r.seq, replayed=r.replayed)
+
+
+@api_route(testing_bp, "GET", "/api/test/json-style/{id}", error_style="json")
+async def json_style(call: Call, id: str) -> None:
+    """Errors as OpenMAIC's jsonErr."""
+    raise NotFound(f"no thing {id!r}", thing=id)
+
+
+@api_route(testing_bp, "GET", "/api/test/hidden/{id}", plain_not_found=True)
+async def hidden(call: Call, id: str) -> None:
+    """A 404 that reveals nothing; other errors keep the envelope."""
+    if id == "conflict":
+        raise Conflict("busy")
+    raise NotFound(f"no thing {id!r}")
+
+
+@api_route(testing_bp, "POST", "/api/test/conflict", error_codes={409: "RUN_STATE_CONFLICT"})
+async def conflict(call: Call) -> None:
+    """Every 409 of this route has the route's code."""
+    raise Conflict("the run is paused")
 
 
 @api_route(testing_bp, "GET", "/api/test/boom")

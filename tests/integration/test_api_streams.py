@@ -108,22 +108,22 @@ async def test_websocket_backlog_live_events_and_commands(db):
             # The same id for another command: a conflict, as an error frame.
             await ws.send_message(json.dumps({"type": "cancel", "command_id": "c1"}))
             err = await frame()
-            assert (err["type"], err["command_id"], err["error"]["code"]) == ("error", "c1", "command_conflict")
+            assert (err["type"], err["command_id"], err["error"]["code"]) == ("error", "c1", "CONFLICT")
             # Malformed messages get an error frame; the socket stays open.
             await ws.send_message("{not json")
             err = await frame()
-            assert (err["type"], err["command_id"], err["error"]["code"]) == ("error", None, "malformed_json")
+            assert (err["type"], err["command_id"], err["error"]["code"]) == ("error", None, "INVALID_REQUEST")
             await ws.send_message(json.dumps({"type": "shout", "command_id": "c2"}))
             err = await frame()
-            assert (err["command_id"], err["error"]["code"], err["error"]["details"]["path"]) == ("c2", "invalid_input", "type")
+            assert (err["command_id"], err["error"]["code"], err["error"]["details"]["path"]) == ("c2", "INVALID_REQUEST", "type")
             await ws.send_message(json.dumps({"type": "message", "command_id": "c3"}))
             err = await frame()
-            assert (err["error"]["code"], err["error"]["details"]["path"]) == ("invalid_input", "text")
+            assert (err["error"]["code"], err["error"]["details"]["path"]) == ("MISSING_REQUIRED_FIELD", "text")
             await ws.send_message(json.dumps({"type": "message", "command_id": "c4", "text": "x", "extra": 1}))
             assert (await frame())["error"]["details"]["path"] == "extra"
             await ws.send_message(json.dumps({"type": "retry", "command_id": "c5"}))
             err = await frame()
-            assert (err["command_id"], err["error"]["code"]) == ("c5", "conflict")
+            assert (err["command_id"], err["error"]["code"]) == ("c5", "CONFLICT")
             await ws.send_message(json.dumps({"type": "cancel", "command_id": "c6"}))
             got = [await frame(), await frame()]
             assert {"type": "ack", "command_id": "c6", "seq": 5, "replayed": False} in got

@@ -466,7 +466,7 @@ async def test_run_input_is_validated(log):
     for i, (inp, path) in enumerate(cases):
         with pytest.raises(errors.InvalidInput) as exc:
             await svc.create_run(OWNER, f"v{i}", inp)
-        assert exc.value.details["path"] == path and exc.value.status == 422
+        assert exc.value.details["path"] == path and exc.value.status == 400
     assert await log.db.fetchval("SELECT count(*) FROM streams") == 0
     with pytest.raises(errors.StreamNotFound):
         await svc.snapshot(OWNER, "run_missing")
@@ -523,7 +523,7 @@ async def test_materials_are_stored_extracted_and_owner_scoped(db):
     assert exc.value.status == 415 and "unsupported file type" in exc.value.message
     with pytest.raises(UnreadableFile) as bad:
         await store_material(db, OWNER, "latin1.txt", "text/plain", "café".encode("latin-1"))
-    assert bad.value.status == 422
+    assert bad.value.status == 400
     with pytest.raises(UnreadableFile):
         await store_material(db, OWNER, "broken.pdf", "application/pdf", b"%PDF-1.4\nnot really")
 

@@ -77,11 +77,11 @@ async def test_a_workbench_session_edits_its_course_and_goes_idle(server):
 async def test_bad_requests_get_clear_errors(server):
     client, _ = server
     r = await client.post("/api/runs", content=b"{not json", headers={"content-type": "application/json"})
-    assert r.status_code == 400 and r.json()["error"]["code"] == "malformed_json"
+    assert r.status_code == 400 and r.json()["errorCode"] == "INVALID_REQUEST"
     r = await client.post("/api/runs", json={"command_id": "x", "requirement": 5})
-    assert r.status_code == 422 and "requirement" in json.dumps(r.json()["error"])
+    assert r.status_code == 400 and r.json()["details"]["path"] == "requirement"
     r = await client.post("/api/runs", json={"command_id": "x", "requirement": "a", "api_key": "sk-nope"})
-    assert r.status_code == 422
+    assert r.status_code == 400
     r = await client.get("/api/runs/nope")
     assert r.status_code == 404
     r = await client.post("/api/sessions/nope/messages", json={"command_id": "m", "text": "hi"})
@@ -98,11 +98,11 @@ async def test_custom_agents_are_created_once_listed_and_cast_in_a_run(server):
     again = await client.post("/api/agents", json=body)  # the same command: the same agent, nothing written
     assert (again.status_code, again.json()) == (201, oak)
     r = await client.post("/api/agents", json={**body, "name": "Professor Elm"})
-    assert r.status_code == 409 and r.json()["error"]["code"] == "command_conflict"
+    assert r.status_code == 409 and r.json()["errorCode"] == "CONFLICT"
     for bad, path in (({"role": "wizard"}, "role"), ({"name": "   "}, "name"), ({"name": "x" * 81}, "name"),
                       ({"persona": "p" * 2001}, "persona"), ({"mood": "happy"}, "mood")):  # fmt: skip
         r = await client.post("/api/agents", json={**body, "command_id": f"bad-{path}", **bad})
-        assert r.status_code == 422 and path in json.dumps(r.json()["error"]), (bad, r.text)
+        assert r.status_code == 400 and path in json.dumps(r.json()), (bad, r.text)
     listed = [a["id"] for a in (await client.get("/api/agents")).json()["agents"]]
     assert listed[:4] == ["teacher", "assistant", "classmate_1", "classmate_2"] and listed[4:] == [oak["id"]]
 
@@ -119,4 +119,4 @@ async def test_custom_agents_are_created_once_listed_and_cast_in_a_run(server):
     assert [a["name"] for a in cast] == ["Professor Oak", "Sam"]
     r = await client.post("/api/runs", json={"command_id": "ghost-run", "requirement": "Seeds",
                                              "agents": ["agent_0000000000000000"]})  # fmt: skip
-    assert r.status_code == 422 and "agent_0000000000000000" in r.text
+    assert r.status_code == 400 and "agent_0000000000000000" in r.text
