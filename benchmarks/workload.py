@@ -106,8 +106,8 @@ def generation(rng: random.Random, run_id: str, course_id: str, owner: str, *, s
     for i, scene in enumerate(pending):
         if delete_at == i:
             yield [Write(course_id, [CourseDeleted()])]
-            yield [Write(run_id, [RunStopRequested(), RunStateChanged(state="stopped", previous="generating"),
-                                  SessionEnded(status="stopped")])]
+            yield [Write(run_id, [RunStopRequested(), RunStateChanged(state="ended", previous="generating"),
+                                  SessionEnded(status="ended")])]
             return
         step = f"scene:{i}:content"
         yield [Write(run_id, [RunStepStarted(step=step)])]

@@ -152,6 +152,10 @@ class LimitsConfig(_Section):
     waiting_runs_per_owner: PosInt = 10
     json_body_bytes: PosInt = 1_048_576
     upload_bytes: PosInt = 52_428_800
+    materials_per_owner: PosInt = 100
+    """Materials one owner may keep (OpenMAIC's ``MATERIALS_MAX_COUNT_PER_OWNER``)."""
+    material_bytes_per_owner: PosInt = 2 * 1024**3
+    """Their total size (OpenMAIC's ``MATERIALS_MAX_TOTAL_BYTES_PER_OWNER``)."""
 
 
 class IdentityConfig(_Section):

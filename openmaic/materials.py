@@ -1,6 +1,11 @@
 """Uploaded materials: text extracted on the server, images kept as assets, everything owner-scoped.
 
-A material is what a run's ``material_ids`` refer to. Its type is judged by its bytes first (PDF and image magic
+A material is what a run's ``material_ids`` refer to. Its id is OpenMAIC's shape, ``mat_`` and 26 Crockford
+base32 characters (a ULID: its time first, so ids sort by upload). Each owner may keep
+``limits.materials_per_owner`` materials of at most ``limits.material_bytes_per_owner`` bytes in all: an upload
+past either is refused (:class:`MaterialQuotaFull`), checked and inserted under the owner's lock so that
+concurrent uploads cannot pass it together. Deleting a material removes it for good (a run that already read
+it keeps what it read: the text is in the run's log, an image's asset stays). Its type is judged by its bytes first (PDF and image magic
 numbers), then by its declared type or file name for plain text (``.txt``, ``.md``): a client's label alone
 never decides how bytes are parsed. Text must be UTF-8 (a byte-order mark is tolerated); PDFs are read with
 pypdf in a worker thread (parsing is CPU-bound and must not stall the event loop); images are stored as assets
@@ -14,6 +19,9 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import io
+import os
+import re
+import time
 import uuid
 from collections.abc import Sequence
 
@@ -22,11 +30,17 @@ import trio
 
 from openmaic import errors
 from openmaic.store.database import Database, Record
+from openmaic.store.locks import owner_lock
 from openmaic.store.queries import Q
 
+MATERIALS_LOCK = 0x6F6D6D61
+"""First key of the owner lock that serializes an owner's uploads (see :func:`store_material`)."""
+
 __all__ = [
-    "FORMATS", "MAX_RUN_MATERIALS", "MAX_RUN_MATERIAL_BYTES", "MaterialFormat", "MAX_TEXT_CHARS", "MODEL_IMAGES", "MODEL_IMAGE_BYTES", "Material", "UnreadableFile", "UnsupportedFileType",
-    "get_asset", "get_material", "images_for_model", "material_texts", "missing_materials", "store_material",
+    "FORMATS", "MAX_RUN_MATERIALS", "MAX_RUN_MATERIAL_BYTES", "MaterialFormat", "MAX_TEXT_CHARS", "MODEL_IMAGES",
+    "MODEL_IMAGE_BYTES", "Material", "MaterialQuotaFull", "UnreadableFile", "UnsupportedFileType",
+    "declared_type", "delete_material", "get_asset", "get_material", "images_for_model", "material_sizes",
+    "material_texts", "missing_materials", "new_material_id", "store_material", "valid_material_id",
 ]  # fmt: skip
 
 MAX_TEXT_CHARS = 1_000_000
@@ -85,6 +99,12 @@ class UnreadableFile(errors.InvalidInput):
     code = "unreadable_file"
 
 
+class MaterialQuotaFull(errors.TooManyRequests):
+    """You keep as many materials as you may; delete some (DELETE /api/materials/{id}) and upload again."""
+
+    code = "material_quota_full"
+
+
 class Material(msgspec.Struct, frozen=True, kw_only=True):
     """An uploaded material. ``text`` is what was extracted (empty for an image, whose bytes are ``asset_id``)."""
 
@@ -95,6 +115,47 @@ class Material(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     asset_id: str | None
     created_at: dt.datetime
+
+    @property
+    def format(self) -> str:
+        """The id of its format in :data:`FORMATS` (``pdf``, ``md``, ``png``, …)."""
+        return format_of(self.media_type)
+
+
+# -- ids -----------------------------------------------------------------------------------------------------------
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_ID = re.compile(r"mat_[0-9A-HJKMNP-TV-Z]{26}")
+_LEGACY_ID = re.compile(r"mat_[0-9a-f]{32}")  # uploads stored before ids took OpenMAIC's shape
+
+
+def new_material_id() -> str:
+    """``mat_`` and a ULID: 48 bits of milliseconds, then 80 random bits, in Crockford base32."""
+    value = (time.time_ns() // 1_000_000) << 80 | int.from_bytes(os.urandom(10), "big")
+    return "mat_" + "".join(_CROCKFORD[(value >> (5 * i)) & 31] for i in reversed(range(26)))
+
+
+def valid_material_id(material_id: str) -> bool:
+    """Whether ``material_id`` has a material id's shape (OpenMAIC's, or this server's earlier one)."""
+    return bool(_ID.fullmatch(material_id) or _LEGACY_ID.fullmatch(material_id))
+
+
+# -- types -------------------------------------------------------------------------------------------------------
+
+_ALIASES = {"text/x-markdown": "text/markdown", "image/jpg": "image/jpeg", "image/pjpeg": "image/jpeg",
+            "application/x-pdf": "application/pdf"}  # fmt: skip
+
+
+def declared_type(content_type: str) -> str | None:
+    """The format's MIME type a declared ``Content-Type`` names (parameters dropped, aliases resolved), or None
+    when this server does not read that type."""
+    mime = content_type.split(";", 1)[0].strip().lower()
+    mime = _ALIASES.get(mime, mime)
+    return mime if any(f.mime == mime for f in FORMATS) else None
+
+
+def format_of(media_type: str) -> str:
+    return next((f.id for f in FORMATS if f.mime == media_type), media_type)
 
 
 def _sniff(filename: str, media_type: str, data: bytes) -> str:
@@ -161,18 +222,25 @@ def _pdf_text(filename: str, data: bytes) -> str:
     return "\n\n".join(p.strip() for p in pages if p.strip())
 
 
+MAX_NAME_CHARS = 512
+
+
 def _clean_name(filename: str) -> str:
     # Only the base name, without control characters: it is shown back to people and put in prompts.
     base = filename.replace("\\", "/").rsplit("/", 1)[-1]
     base = "".join(c for c in base if c.isprintable()).strip()
-    return base[:255] or "upload"
+    return base[:MAX_NAME_CHARS] or "upload"
 
 
-async def store_material(db: Database, owner: str, filename: str, media_type: str, data: bytes) -> Material:
+async def store_material(
+    db: Database, owner: str, filename: str, media_type: str, data: bytes, *, max_count: int | None = None,
+    max_bytes: int | None = None,
+) -> Material:
     """Store an upload of ``owner`` and extract its text.
 
-    Raises UnsupportedFileType (415) for anything but PDF, text, Markdown and PNG/JPEG/GIF/WebP images, and
-    UnreadableFile (400) for text that is not UTF-8 or a PDF that cannot be parsed.
+    Raises UnsupportedFileType (415) for anything but PDF, text, Markdown and PNG/JPEG/GIF/WebP images,
+    UnreadableFile (400) for text that is not UTF-8 or a PDF that cannot be parsed, and MaterialQuotaFull (429)
+    when the owner already keeps ``max_count`` materials, or this one would take them past ``max_bytes``.
     """
     name = _clean_name(filename)
     kind = _sniff(name, media_type, data)
@@ -185,13 +253,44 @@ async def store_material(db: Database, owner: str, filename: str, media_type: st
     else:
         text = _text_of(name, data)
     text = text[:MAX_TEXT_CHARS]
-    material_id = "mat_" + uuid.uuid4().hex
+    material_id = new_material_id()
     ops: list[tuple[str, Sequence[object]]] = []
     if asset_id is not None:
         ops.append((Q.asset_insert, (asset_id, owner, kind, len(data), hashlib.sha256(data).digest(), data)))
     ops.append((Q.material_insert, (material_id, owner, name, kind, len(data), text, asset_id)))
-    results = await db.transaction(ops)
-    return _material(results[-1][0])
+    if max_count is None and max_bytes is None:
+        results = await db.transaction(ops)
+        return _material(results[-1][0])
+    # The quota is read and the row written in one transaction under the owner's lock: two uploads at once
+    # cannot both take the last place.
+    async with owner_lock(db, owner, MATERIALS_LOCK) as conn:
+        usage = await conn.fetchrow(Q.materials_usage, owner)
+        assert usage is not None
+        count, used = int(usage["count"]), int(usage["bytes"])
+        if max_count is not None and count >= max_count:
+            raise MaterialQuotaFull(
+                f"you keep {count} materials, the most allowed; delete some (DELETE /api/materials/{{id}}) "
+                "and upload again", limit=max_count)
+        if max_bytes is not None and used + len(data) > max_bytes:
+            raise MaterialQuotaFull(
+                f"your materials take {used:,} bytes and this one {len(data):,}; at most {max_bytes:,} are "
+                "allowed in all: delete some (DELETE /api/materials/{id}) and upload again", limit=max_bytes)
+        rows: list[Record] = []
+        for sql, args in ops:
+            rows = await conn.fetch(sql, *args)
+    return _material(rows[0])
+
+
+async def delete_material(db: Database, owner: str, material_id: str) -> bool:
+    """Delete ``owner``'s material; False when there is none (missing, deleted already, or another owner's)."""
+    return await db.fetchval(Q.material_delete, material_id, owner) is not None
+
+
+async def material_sizes(db: Database, owner: str, material_ids: Sequence[str]) -> dict[str, int]:
+    """The size in bytes of each of ``material_ids`` that is a material of ``owner``."""
+    if not material_ids:
+        return {}
+    return {r["id"]: r["size"] for r in await db.fetch(Q.material_sizes, owner, list(material_ids))}
 
 
 def _material(r: Record) -> Material:
@@ -232,8 +331,9 @@ async def images_for_model(db: Database, owner: str, asset_ids: Sequence[str]) -
     return [(r["media_type"], bytes(r["data"])) for r in rows[:MODEL_IMAGES]]
 
 
-async def material_texts(db: Database, owner: str, material_ids: Sequence[str]) -> tuple[str, list[str]]:
-    """The text of the materials in the given order (each headed by its file name) and their image asset ids.
+async def material_texts(db: Database, owner: str, material_ids: Sequence[str]) -> tuple[str, list[str], list[str]]:
+    """The text of the materials in the given order (each headed by its file name), their image asset ids, and
+    the formats read (``pdf``, ``md``, ``png``, … once each).
 
     Raises NotFound when one of them is missing (deleted, or never the owner's).
     """
@@ -243,10 +343,12 @@ async def material_texts(db: Database, owner: str, material_ids: Sequence[str]) 
         raise errors.NotFound(f"material {missing[0]!r} no longer exists", material_id=missing[0])
     parts: list[str] = []
     images: list[str] = []
+    kinds: list[str] = []
     for mid in dict.fromkeys(material_ids):
         r = rows[mid]
+        kinds.append(format_of(r["media_type"]))
         if r["asset_id"] is not None:
             images.append(r["asset_id"])
         if r["text"].strip():
             parts.append(f"# {r['filename']}\n\n{r['text'].strip()}")
-    return "\n\n".join(parts), images
+    return "\n\n".join(parts), images, list(dict.fromkeys(kinds))

@@ -66,10 +66,12 @@ async def wait_ready(client: httpx.AsyncClient, procs: Sequence[subprocess.Popen
 
 
 @contextlib.asynccontextmanager
-async def running_server(db_url: str, tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, int]]:
+async def running_server(
+    db_url: str, tmp_path: Path, config: str = FAST_CONFIG
+) -> AsyncIterator[tuple[httpx.AsyncClient, int]]:
     """One `openmaic serve` with every role, ready; yields a client for it and its port."""
     port = free_port()
-    with serve_processes(db_url, tmp_path, [(None, port)]) as procs:
+    with serve_processes(db_url, tmp_path, [(None, port)], config) as procs:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=10) as client:
             await wait_ready(client, procs, tmp_path)
             yield client, port

@@ -18,6 +18,7 @@ from quart import Blueprint, Response
 from openmaic import errors, materials
 from openmaic.actors.commands import Commands as SessionCommands
 from openmaic.api import headless, web
+from openmaic.api import materials as materials_routes
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices, CommandResult
@@ -26,7 +27,7 @@ from openmaic.courses.events import CourseDocument
 from openmaic.courses.schema import AgentProfile, OutlineItem
 from openmaic.projections import default_projections, record_projection_lag
 from openmaic.runs.agents import create_agent, list_agents
-from openmaic.runs.events import RunInput
+from openmaic.runs.events import AgentsChoice, LearnerProfile, RunInput
 from openmaic.runs.service import RunService, RunSnapshot
 from openmaic.workbench.service import SessionSnapshot, WorkbenchSessions
 from openmaic.store.queries import Q
@@ -70,7 +71,7 @@ def api_services(services: Any) -> ApiServices:
 
 
 def resource_blueprints() -> list[Blueprint]:
-    return [bp, headless.bp, web.bp]
+    return [bp, headless.bp, materials_routes.bp, web.bp]
 
 
 def _runs(call: Call) -> RunService:
@@ -88,9 +89,16 @@ def _sessions(call: Call) -> WorkbenchSessions:
 # -- runs -----------------------------------------------------------------------------------------------------
 
 
-class CreateRun(RunInput, kw_only=True, forbid_unknown_fields=True):
+class CreateRun(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     command_id: str = msgspec.field(default_factory=lambda: f"auto-{uuid.uuid4()}")
     """Idempotency key: repeating a create with the same id returns the same run. Omitted: a fresh one."""
+    requirement: str
+    material_ids: list[str] = []
+    language: str = "en"
+    agents: Literal["auto"] | list[str] = "auto"
+    learner_profile: str = ""
+    outline_review: Literal["wait", "auto", "countdown"] = "wait"
+    interactive: bool = False
 
 
 class ConfirmOutline(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -104,20 +112,15 @@ class CommandBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 def _input(body: CreateRun) -> RunInput:
-    fields = {f: getattr(body, f) for f in RunInput.__struct_fields__}
-    return RunInput(**fields)
+    agents = AgentsChoice() if body.agents == "auto" else AgentsChoice(mode="preset", agent_ids=list(body.agents))
+    return RunInput(requirement=body.requirement, material_ids=body.material_ids, language=body.language,
+                    agents=agents, learner_profile=LearnerProfile(bio=body.learner_profile),
+                    outline_review=body.outline_review, interactive=body.interactive)
 
 
 @api_route(bp, "POST", "/api/runs", body=CreateRun, response=RunSnapshot, status=202, errors=(409, 400, 429))
 async def create_run(call: Call) -> tuple[RunSnapshot, int]:
     """Start a generation run (and its course). Repeating the command_id returns the same run."""
-    return await _runs(call).create_run(call.user, call.body.command_id, _input(call.body)), 202
-
-
-@api_route(bp, "POST", "/api/generate-classroom", body=CreateRun, response=RunSnapshot, status=202,
-           errors=(409, 400, 429))
-async def generate_classroom(call: Call) -> tuple[RunSnapshot, int]:
-    """Headless alias of POST /api/runs: the classroom is saved to the owner's library."""
     return await _runs(call).create_run(call.user, call.body.command_id, _input(call.body)), 202
 
 
@@ -331,21 +334,7 @@ async def library_ws(call: Call) -> None:
         await ws.send(_encoder.encode(change).decode())
 
 
-# -- materials -----------------------------------------------------------------------------------------------
-
-
-@api_route(bp, "POST", "/api/materials", response=materials.Material, status=201, body_limit="upload",
-           media_type="multipart/form-data", errors=(413, 415, 400))
-async def upload_material(call: Call) -> tuple[materials.Material, int]:
-    """Upload a material (PDF, text, Markdown, or an image) as the multipart field ``file``; text is extracted."""
-    files = await call.request.files
-    upload = files.get("file")
-    if upload is None:
-        raise errors.InvalidInput("send the material as a multipart/form-data field named 'file'", path="file")
-    data = upload.read()
-    return await materials.store_material(
-        call.services.db, call.user, upload.filename or "upload", upload.mimetype or "", data
-    ), 201
+# -- materials (reading one: this server's own shape, until sessions bind materials) -------------------------
 
 
 @api_route(bp, "GET", "/api/materials/{id}", response=materials.Material, errors=(404,))

@@ -40,10 +40,10 @@ from openmaic.api.wire import decode_json, decode_query, encode
 if TYPE_CHECKING:
     from openmaic.api.identity import IdentityResolver
 
-__all__ = ["ApiRequest", "ApiState", "Call", "RouteSpec", "api_route", "app_state", "routes_of"]
+__all__ = ["ApiRequest", "ApiState", "Call", "RouteSpec", "api_route", "app_state", "origin", "routes_of"]
 
 Handler = Callable[..., Awaitable[Any]]
-BodyLimit = Literal["json", "upload"]
+BodyLimit = Literal["json", "upload"] | int
 STATE_KEY = "openmaic"
 
 _PARAM = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -157,7 +157,7 @@ def api_route(
     (bodies should forbid unknown fields); ``response`` documents what the handler returns. ``method="WS"``
     declares a WebSocket route: the handler runs with ``call.request`` being the websocket; raising before it
     accepts refuses the handshake with the usual JSON error. ``body_limit="upload"`` lets the route read up to
-    ``limits.upload_bytes`` (multipart) instead of ``limits.json_body_bytes``. ``error_style``,
+    ``limits.upload_bytes`` instead of ``limits.json_body_bytes`` (an int: that many bytes). ``error_style``,
     ``plain_not_found`` and ``error_codes`` choose how its errors are written (see the module docstring). The
     handler's docstring becomes the OpenAPI summary (first line) and description.
     """
@@ -188,7 +188,14 @@ def api_route(
 
 def _limit(spec: RouteSpec, state: ApiState) -> int:
     limits = state.services.config.limits
+    if isinstance(spec.body_limit, int):
+        return spec.body_limit
     return limits.upload_bytes if spec.body_limit == "upload" else limits.json_body_bytes
+
+
+def origin(request: Any) -> str:
+    """``scheme://host[:port]`` of the request, for the absolute URLs an answer carries (``pollUrl``)."""
+    return f"{request.scheme}://{request.host}"
 
 
 def _too_large(limit: int) -> PayloadTooLarge:

@@ -25,6 +25,7 @@ import msgspec
 from openmaic.api.errors import ErrorInfo, MalformedJson
 from openmaic.errors import InvalidInput, MissingField
 from openmaic.events.log import Envelope
+from openmaic.wire import Wire
 
 __all__ = [
     "ENCODER", "Success", "Wire", "Ack", "CaughtUp", "ClientMessage", "CommandId", "ConfirmOutlineMessage", "ErrorFrame", "EventFrame",
@@ -38,19 +39,6 @@ ENCODER = msgspec.json.Encoder()
 """The one JSON encoder of the API (reused: creating encoders per call costs more than encoding)."""
 
 encode = ENCODER.encode
-
-class _WireMeta(msgspec.StructMeta):
-    """Makes every field of a :class:`Wire` subclass keyword-only unless the class says otherwise (msgspec does
-    not inherit ``kw_only``; without it a required field could not follow a base's defaulted ``success``)."""
-
-    def __new__(mcls, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> Any:
-        kwargs.setdefault("kw_only", True)
-        return super().__new__(mcls, name, bases, namespace, **kwargs)
-
-
-class Wire(msgspec.Struct, metaclass=_WireMeta, rename="camel", frozen=True):
-    """Base of the API's request and response types: camelCase on the wire, keyword-only, immutable."""
-
 
 class Success(Wire):
     """Base of OpenMAIC-style successful answers: ``{"success": true, …fields}``."""

@@ -11,6 +11,7 @@ import httpx
 import trio
 
 from openmaic.errors import ConfigError
+from openmaic.models.errors import MissingApiKey, MissingModel
 from openmaic.models.retry import Sleep
 from openmaic.models.types import Message, ToolSpec, TurnResult
 
@@ -117,6 +118,37 @@ class ModelRouter:
         """``(provider, model)`` for a slot such as ``course.outline`` (routing and inheritance by the config)."""
         route = self._config.route(slot)
         return self.provider(route.provider), route.model
+
+
+_KEY_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+"""Headers that carry a credential in place of ``api_key`` (a proxy's own scheme, Azure's ``api-key``)."""
+
+
+def check_slot(config: Any, slot: str) -> None:
+    """Whether ``slot`` can run now: returns, or raises :class:`MissingModel` (no model is assigned to it) or
+    :class:`MissingApiKey` (its provider needs a key and has none).
+
+    This is what a request checks before it starts work that needs the slot (a run needs ``course.outline``), so
+    that a misconfiguration is refused at once instead of pausing the run later. A provider needs a key when it is
+    Anthropic's API, or OpenAI's own endpoint; an OpenAI-compatible server elsewhere (Ollama, vLLM) may need none.
+    """
+    try:
+        route = config.route(slot)
+    except (ConfigError, ValueError) as exc:
+        raise MissingModel(f"no model is assigned to {slot}: set slots.{slot} (or slots.llm) in openmaic.yml",
+                           slot=slot) from exc
+    provider = config.providers.get(route.provider)
+    if provider is None or not route.model:
+        raise MissingModel(f"{slot} is routed to {route}, which is not a configured model", slot=slot)
+    if provider.kind == "demo" or provider.api_key is not None:
+        return
+    if any(name.lower() in _KEY_HEADERS for name in provider.headers):
+        return
+    default = (provider.base_url or "").rstrip("/") in ("", "https://api.openai.com/v1")
+    if provider.kind == "anthropic" or (provider.kind == "openai" and default):
+        raise MissingApiKey(
+            f"the provider {route.provider!r} of {slot} needs an API key: set providers.{route.provider}.api_key "
+            "(or api_key_file) in openmaic.yml", slot=slot, provider=route.provider)
 
 
 @asynccontextmanager

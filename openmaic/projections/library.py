@@ -6,7 +6,7 @@ Read model (what the API reads)::
                   updated_at)          -- index (owner_id, updated_at DESC)
 
 ``label`` is the card's text: "preparing", "outlining", "waiting for confirmation", "generating 3/8",
-"paused after a failure", "ready", "stopped". ``scenes`` (scene id → status, in course order) is fold state.
+"paused after a failure", "ready", "ended". ``scenes`` (scene id → status, in course order) is fold state.
 A deleted course has no card; ``library_deleted`` remembers it so that later run events cannot bring it back,
 and ``library_runs`` links a run to its course (run events carry only the run's id).
 
@@ -33,7 +33,8 @@ LABELS = {
     "awaiting_outline_confirmation": "waiting for confirmation",
     "paused": "paused after a failure",
     "completed": "ready",
-    "stopped": "stopped",
+    "ended": "ended",
+    "stopped": "ended",  # older logs' name for ended
 }
 
 

@@ -7,47 +7,33 @@ event — and either appends ``run.admitted`` for its own attempt or records ``r
 the stream back until about a second later (``Wait(wake_at=…)``), holding no worker meanwhile.
 
 Race-freedom: two runs of one owner admitted at once on two workers could both count one executing run and both
-go. So the count and the ``run.admitted`` append run in ONE transaction that first takes a transaction-scoped
-advisory lock on the owner (``pg_try_advisory_xact_lock(namespace, hashtext(owner))``): admissions of one owner
-are serialized, and each one's count (a fresh snapshot per statement under READ COMMITTED, taken after the lock
-was granted) sees every admission committed before it. The lock is released by the commit itself, so a
-crashed worker cannot leave it behind. It is polled with the ``try`` variant rather than waited for, because a
-statement on a held connection cannot be cancelled midway (see ``Database.connection``); the wait is a few
-milliseconds at most since the lock is only ever held for two statements. The ``run.admitted`` append is
-fenced by the attempt like every worker write, so a worker that lost its lease admits nothing.
+go. So the count and the ``run.admitted`` append run in ONE transaction under the owner's run lock
+(:func:`openmaic.store.locks.owner_lock`): admissions of one owner are serialized, and each one's count sees
+every admission committed before it. The ``run.admitted`` append is fenced by the attempt like every worker
+write, so a worker that lost its lease admits nothing.
 
-The same lock serializes ``create_run``'s count of the owner's waiting runs (never admitted, not terminal)
-with the creation, so two concurrent creates cannot both take the last waiting place.
+The same lock serializes the start of a run (its count of the owner's active and waiting runs) and the commands
+that make a run count again (confirm-outline, retry), so two requests at once cannot both take the last place.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import random
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
-import trio
+from contextlib import AbstractAsyncContextManager
 
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.runs.events import RunAdmitted
 from openmaic.store.database import Connection, Database
+from openmaic.store.locks import owner_lock
 from openmaic.store.queries import Q
 
 LOCK_NAMESPACE = 0x6F6D7275
-"""First key of the owner lock (two int4 keys: a separate space from the bigint keys of other locks)."""
+"""First key of the owner's run lock (two int4 keys: a separate space from the bigint keys of other locks)."""
 
 
-@asynccontextmanager
-async def owner_transaction(db: Database, owner: str) -> AsyncIterator[Connection]:
+def owner_transaction(db: Database, owner: str) -> AbstractAsyncContextManager[Connection]:
     """A transaction on a held connection that holds ``owner``'s run lock; committed when the block ends."""
-    while True:
-        async with db.connection() as conn, conn.transaction():
-            if await conn.fetchval(Q.run_owner_try_lock, LOCK_NAMESPACE, owner):
-                yield conn
-                return
-        # Jittered so that several waiters do not retry in lockstep.
-        await trio.sleep(random.uniform(0.002, 0.02))
+    return owner_lock(db, owner, LOCK_NAMESPACE)
 
 
 class Admission:
@@ -75,6 +61,18 @@ async def admit(log: EventLog, owner: str, stream_id: str, attempt: int, limit: 
     return Admission(True, active, now)
 
 
-async def waiting_runs(conn: Connection, owner: str) -> int:
-    """How many of ``owner``'s runs wait to start (call it inside :func:`owner_transaction`)."""
-    return int(await conn.fetchval(Q.runs_waiting, owner))
+class RunCounts:
+    """An owner's runs that count against its limits."""
+
+    def __init__(self, active: int, waiting: int) -> None:
+        self.active = active
+        """Preparing, outlining or generating (not paused, not awaiting confirmation, not ended)."""
+        self.waiting = waiting
+        """Awaiting their outline's confirmation, or paused."""
+
+
+async def run_counts(conn: Connection, owner: str, exclude: str = "") -> RunCounts:
+    """``owner``'s active and waiting runs other than ``exclude`` (call it inside :func:`owner_transaction`)."""
+    row = await conn.fetchrow(Q.runs_of_owner_by_status, owner, exclude)
+    assert row is not None
+    return RunCounts(int(row["active"]), int(row["waiting"]))

@@ -8,6 +8,7 @@ roster to the model (the run's ``agents`` step asks the ``course.agents`` slot f
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Sequence
 
@@ -16,7 +17,10 @@ from openmaic.courses.schema import AgentProfile
 from openmaic.store.database import Database
 from openmaic.store.queries import Q
 
-__all__ = ["BUILTIN_AGENTS", "MAX_PERSONA_CHARS", "create_agent", "list_agents", "resolve_agents", "unknown_agents"]
+__all__ = ["AGENT_ID", "BUILTIN_AGENTS", "MAX_PERSONA_CHARS", "create_agent", "list_agents", "resolve_agents", "unknown_agents"]
+
+AGENT_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+"""The shape of an agent id (OpenMAIC's)."""
 
 MAX_PERSONA_CHARS = 2_000
 MAX_NAME_CHARS = 80

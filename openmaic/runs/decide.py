@@ -1,8 +1,8 @@
-"""Pure decisions about a run: the events of a confirmation, a pause, a stop and the completion.
+"""Pure decisions about a run: the events of a confirmation, a pause, its end and its completion.
 
 Shared by the kind (the worker side) and the control plane (``confirm-outline``), so that a confirmation looks
-the same whoever makes it: the run's ``run.outline_confirmed`` and state change, and the course's
-``course.outline_set``, in one append.
+the same whoever makes it: the run's ``run.outline_confirmed``, ``run.course_created`` and state change, and the
+course's ``course.outline_set``, in one append.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from openmaic.courses.schema import OutlineItem
 from openmaic.events.core import SessionEnded
 from openmaic.events.log import StreamAppend
 from openmaic.events.types import Event
-from openmaic.runs.events import RunOutlineConfirmed, RunStateChanged
+from openmaic.runs.events import RunCourseCreated, RunOutlineConfirmed, RunStateChanged
 from openmaic.runs.fold import RunState, evolve
 
 MAX_OUTLINE_ITEMS = 30
@@ -47,6 +47,7 @@ def confirmation(
     confirmed = [*items]
     run_events: list[Event] = [
         RunOutlineConfirmed(revision=revision, items=confirmed, by=by),
+        RunCourseCreated(course_id=state.course_id),
         RunStateChanged(state="generating", previous=previous or state.state),  # type: ignore[arg-type]
     ]
     # The scenes are named from the confirmed outline alone, so the kind's fold and this agree on every id.
@@ -66,12 +67,13 @@ def pause(state: RunState, step: str | None, error: str, *events: Event) -> list
     return [*events, RunStateChanged(state="paused", previous=state.state, step=step, error=error)]
 
 
-def stopped(state: RunState, reason: str | None = None) -> Finish:
-    """Settle as ``stopped``. The course is unlocked unless it was deleted (then nobody may write it anyway)."""
+def ended(state: RunState, reason: str | None = None) -> Finish:
+    """Settle as ``ended`` (discarded, cancelled, or its course deleted). The course is unlocked unless it was
+    deleted (then nobody may write it anyway)."""
     events: list[Event] = []
-    if state.state != "stopped":
-        events.append(RunStateChanged(state="stopped", previous=state.state, step=state.step))
-    events.append(SessionEnded(status="stopped", error=None))
+    if state.state != "ended":
+        events.append(RunStateChanged(state="ended", previous=state.state, step=state.step))
+    events.append(SessionEnded(status="ended", error=None))
     also: list[StreamAppend] = []
     why = reason or state.stop_reason
     if state.course_id and why != "course deleted":

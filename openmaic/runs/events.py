@@ -1,34 +1,64 @@
-"""Events of a generation run stream (kind ``generation``). Tags are stable; see DESIGN §8."""
+"""Events of a generation run stream (kind ``generation``). Tags are stable; see DESIGN §8.
+
+Versions. ``run.created`` v2 holds OpenMAIC's start input (``agents: {mode, agent_ids}``, ``learner_profile:
+{nickname, bio}``, ``task_engine``, ``voice``); v1 held ``agents: "auto" | [ids]`` and a one-string learner
+profile. ``run.state_changed`` v2 names the end of a discarded or deleted run ``ended`` (OpenMAIC's word); v1
+said ``stopped``. Stored v1 events are never rewritten: the upcasters below lift them when they are read.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 import msgspec
 
 from openmaic.courses.schema import AgentProfile, OutlineItem, SceneActions, SceneContent
-from openmaic.events.types import Event, register
+from openmaic.events.types import Event, register, registry
 
 RunState = Literal[
-    "preparing", "outlining", "awaiting_outline_confirmation", "generating", "completed", "paused", "stopped"
+    "preparing", "outlining", "awaiting_outline_confirmation", "generating", "completed", "paused", "ended"
 ]
 
 
-class RunInput(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What a caller may ask for. No keys, models or URLs: those come only from the server's config."""
+class AgentsChoice(msgspec.Struct, frozen=True, kw_only=True):
+    """Who teaches: ``auto`` lets the ``course.agents`` slot cast the classroom (from ``preset_agent_ids`` when
+    given); ``preset`` casts ``agent_ids`` as they are."""
+
+    mode: Literal["auto", "preset"] = "auto"
+    agent_ids: list[str] = []
+    preset_agent_ids: list[str] = []
+
+
+class LearnerProfile(msgspec.Struct, frozen=True, kw_only=True):
+    nickname: str = ""
+    bio: str = ""
+
+
+class Voice(msgspec.Struct, frozen=True, kw_only=True):
+    provider_id: str
+    voice_id: str
+    speed: float | None = None
+
+
+class RunInput(msgspec.Struct, frozen=True, kw_only=True):
+    """What a caller asked for. No keys, models or URLs: those come only from the server's config."""
 
     requirement: str
     material_ids: list[str] = []
     language: str = "en"
-    agents: Literal["auto"] | list[str] = "auto"
-    learner_profile: str = ""
+    agents: AgentsChoice = AgentsChoice()
+    learner_profile: LearnerProfile = LearnerProfile()
     outline_review: Literal["wait", "auto", "countdown"] = "wait"
     interactive: bool = False
+    task_engine: bool = False
+    voice: Voice | None = None
 
 
 @register
 class RunCreated(Event, tag="run.created"):
+    version: ClassVar[int] = 2
+
     course_id: str
     owner_id: str
     input: RunInput
@@ -36,12 +66,35 @@ class RunCreated(Event, tag="run.created"):
     """The run's own stream id (a settling decision names it in ``course.unlocked``)."""
 
 
+@registry.upcaster("run.created", 1)
+def _run_created_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 input: ``agents: "auto" | [ids]``, ``learner_profile: str``."""
+    inp = dict(data.get("input") or {})
+    agents = inp.get("agents", "auto")
+    inp["agents"] = {"mode": "auto"} if agents == "auto" else {"mode": "preset", "agent_ids": list(agents)}
+    profile = inp.get("learner_profile", "")
+    inp["learner_profile"] = {"bio": profile} if isinstance(profile, str) else profile
+    return {**data, "input": inp}
+
+
 @register
 class RunStateChanged(Event, tag="run.state_changed"):
+    version: ClassVar[int] = 2
+
     state: RunState
     previous: RunState | None = None
     step: str | None = None
     error: str | None = None
+
+
+@registry.upcaster("run.state_changed", 1)
+def _state_changed_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """v1 named the end of a run whose course was deleted (or that was cancelled) ``stopped``."""
+    out = dict(data)
+    for key in ("state", "previous"):
+        if out.get(key) == "stopped":
+            out[key] = "ended"
+    return out
 
 
 @register
@@ -65,6 +118,8 @@ class RunStepFailed(Event, tag="run.step_failed"):
 class RunMaterialsExtracted(Event, tag="run.materials_extracted"):
     text: str
     images: list[str] = []
+    kinds: list[str] = []
+    """The formats read (``pdf``, ``md``, ``png``, …), for the client's ``material_kinds``; empty in older logs."""
 
 
 @register
@@ -93,10 +148,24 @@ class RunOutlineProposed(Event, tag="run.outline_proposed"):
 
 
 @register
+class RunOutlineHeld(Event, tag="run.outline_held"):
+    """The countdown of outline ``revision`` was stopped: the outline now waits for a confirmation."""
+
+    revision: int
+
+
+@register
 class RunOutlineConfirmed(Event, tag="run.outline_confirmed"):
     revision: int
     items: list[OutlineItem] = []
     by: Literal["user", "auto", "countdown"] = "user"
+
+
+@register
+class RunCourseCreated(Event, tag="run.course_created"):
+    """The run's course exists for its clients: its outline was confirmed (``course_created`` on the wire)."""
+
+    course_id: str
 
 
 @register
@@ -112,6 +181,7 @@ class RunRetryRequested(Event, tag="run.retry_requested"):
 @register
 class RunStopRequested(Event, tag="run.stop_requested"):
     reason: str = "course deleted"
+    """``course deleted``, or ``discarded`` (``DELETE /api/generation-runs/{id}``)."""
 
 
 @register

@@ -24,6 +24,7 @@ from openmaic.runs.events import (
     RunInput,
     RunMaterialsExtracted,
     RunOutlineConfirmed,
+    RunOutlineHeld,
     RunOutlineItem,
     RunOutlineProposed,
     RunOutlineRestarted,
@@ -78,6 +79,8 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     proposed_revision: int = 0
     countdown_until: dt.datetime | None = None
     countdown_waited: bool = False
+    outline_held: bool = False
+    """The countdown was stopped (``hold-outline``): the proposed outline waits for a user's confirmation."""
     confirmed: tuple[OutlineItem, ...] = ()
     confirmed_revision: int = 0
     confirmed_by: str | None = None
@@ -169,7 +172,9 @@ def evolve(state: RunState, event: Event, seq: int) -> RunState:
             return r(s, streamed=(*items, item))
         case RunOutlineProposed(revision=rev, title=title, items=items, countdown_until=until):
             return r(s, proposed=tuple(items), proposed_revision=rev, title=title, countdown_until=until,
-                     countdown_waited=False, streamed=())
+                     countdown_waited=False, outline_held=False, streamed=())
+        case RunOutlineHeld(revision=rev) if rev == s.proposed_revision:
+            return r(s, outline_held=True, countdown_until=None)
         case RunOutlineConfirmed(revision=rev, items=items, by=by):
             if s.confirmed_revision:
                 return s  # the first confirmation is the one the course was built from

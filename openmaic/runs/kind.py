@@ -19,8 +19,8 @@ confirmed twice.
 
 A failed step (provider error, invalid output, deadline) commits ``run.step_failed {will_retry: true}`` and is
 run again after an exponential backoff, up to ``runtime.step_retries`` times; then the run pauses
-(``run.state_changed paused``) and waits for ``retry``. A stop request (the course was deleted) or a cancel
-request settles the run ``stopped`` at the next step boundary.
+(``run.state_changed paused``) and waits for ``retry``. A stop request (the course was deleted, or the run
+discarded) or a cancel request settles the run ``ended`` at the next step boundary.
 
 Worker services (``ctx.services``): ``log`` (the :class:`~openmaic.events.log.EventLog`, whose ``db`` also
 serves materials and custom agents) and ``models`` (a :class:`~openmaic.models.provider.ModelRouter`); see
@@ -59,8 +59,8 @@ from openmaic.runs.decide import (
     check_outline,
     completed,
     confirmation,
+    ended,
     pause,
-    stopped,
 )
 from openmaic.runs.events import (
     RunAdmissionDeferred,
@@ -200,7 +200,7 @@ class GenerationKind:
 
     def decide(self, state: RunState, core: Core) -> Decision:
         if state.stop_requested:
-            return stopped(state)
+            return ended(state)
         if state.state == "paused":
             return Wait(reason=PAUSED)
         step = next_step(state)
@@ -216,7 +216,7 @@ class GenerationKind:
 
     def _confirm(self, state: RunState) -> Wait:
         review = state.input.outline_review if state.input is not None else "wait"
-        if review == "wait":
+        if review == "wait" or (review == "countdown" and state.outline_held):
             return Wait(reason=AWAITING)
         if review == "countdown" and not state.countdown_waited and state.countdown_until is not None:
             return Wait(wake_at=state.countdown_until, reason=COUNTDOWN_WAIT)
@@ -282,11 +282,11 @@ class GenerationKind:
 
     def over_cap(self, state: RunState, core: Core) -> Wait | Finish:
         if state.stop_requested:
-            return stopped(state)
+            return ended(state)
         return Wait(events=pause(state, next_step(state) or state.step, INTERRUPTED), reason=PAUSED)
 
     def cancelled(self, state: RunState, core: Core) -> Finish:
-        return stopped(state, "cancelled")
+        return ended(state, "cancelled")
 
     # -- step handlers ------------------------------------------------------------------------------------------
 
@@ -311,8 +311,9 @@ class GenerationKind:
 
     async def _materials(self, ctx: StepContext, state: RunState) -> Outcome:
         db = self._services(ctx).log.db
-        text, images = await material_texts(db, state.owner_id, self._input(state).material_ids)
-        return Outcome(events=[RunMaterialsExtracted(text=text, images=images), RunStepCompleted(step="materials")])
+        text, images, kinds = await material_texts(db, state.owner_id, self._input(state).material_ids)
+        return Outcome(events=[RunMaterialsExtracted(text=text, images=images, kinds=kinds),
+                               RunStepCompleted(step="materials")])
 
     async def _outline(self, ctx: StepContext, state: RunState) -> Outcome:
         services = self._services(ctx)
@@ -367,14 +368,14 @@ class GenerationKind:
     async def _agents(self, ctx: StepContext, state: RunState) -> Outcome:
         services = self._services(ctx)
         inp = self._input(state)
-        if inp.agents == "auto":
+        if inp.agents.mode == "auto":
             provider, model = services.models.for_slot("course.agents")
             roster = await provider.complete(
                 model, prompts.agents_messages(inp, state.title, list(state.confirmed)), AgentRoster
             )
             agents = _check_roster(roster.agents)
         else:
-            agents = await resolve_agents(services.log.db, state.owner_id, inp.agents)
+            agents = await resolve_agents(services.log.db, state.owner_id, inp.agents.agent_ids)
         course = StreamAppend(stream_id=state.course_id, events=[CourseAgentsSet(agents=agents)])
         return Outcome(events=[RunAgentsSelected(agents=agents), RunStepCompleted(step="agents")], also=[course])
 

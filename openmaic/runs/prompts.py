@@ -59,8 +59,10 @@ def _quoted(text: str, limit: int) -> str:
 
 def _brief(inp: RunInput) -> list[str]:
     lines = [f"Requirement: {_line(inp.requirement)}", f"Language: {inp.language}"]
-    if inp.learner_profile.strip():
-        lines.append(f"Learner: {_line(inp.learner_profile)}")
+    profile = inp.learner_profile
+    learner = "; ".join(p for p in (_line(profile.nickname), _line(profile.bio)) if p)
+    if learner:
+        lines.append(f"Learner: {learner}")
     lines.append(f"Interactive: {'yes' if inp.interactive else 'no'}")
     return lines
 

@@ -1,21 +1,30 @@
-"""The control plane of generation runs: create, snapshot, confirm-outline, retry, and deleting a run's course.
+"""The control plane of generation runs: start, read, confirm-outline, retry, hold-outline, discard, and deleting
+a run's course. Every transport (the HTTP routes, the WebSocket commands) calls these and nothing else, so a
+request is refused the same way whichever road it takes.
 
 Every command is owner-checked (another owner's run or course is a StreamNotFound, identical to a missing one)
-and idempotent by ``command_id``: repeating it returns the original result and writes nothing. Commands that
-depend on the run's state fold the run stream up to the head seq they read (with the same fold the worker
-uses) and append with ``expected_seq`` set to that head, deciding again when the stream moved on in between;
-so a confirmation can never race the run's own countdown, nor a stop request a run that is just giving its
-worker back.
+and idempotent by ``command_id``: repeating it returns the original result and writes nothing; a command that
+was refused wrote nothing and may be sent again. Commands that depend on the run's state fold the run stream up
+to the head seq they read (with the same fold the worker uses) and append with ``expected_seq`` set to that head,
+deciding again when the stream moved on in between; so a confirmation can never race the run's own countdown,
+nor a stop request a run that is just giving its worker back.
 
-Creating a run writes the run stream (kind ``generation``, queued) and its course stream (kind ``course``,
-locked by the run) in one append. Both ids are derived from ``(owner, command_id)``, so a repeated create finds
-the run it made. The owner's limit on waiting runs is checked under the owner's run lock (see
-:mod:`openmaic.runs.admission`), in the same transaction as the creation.
+Starting a run (:meth:`RunService.start`) validates its input, checks that the outline slot can run
+(:func:`openmaic.models.provider.check_slot`), then writes the run stream (kind ``generation``, queued) and its
+course stream (kind ``course``, locked by the run) in one append, under the owner's run lock
+(:mod:`openmaic.runs.admission`) together with the count of the owner's active and waiting runs: past
+``limits.active_runs_per_owner`` active or ``limits.waiting_runs_per_owner`` waiting runs it is a 429
+``ACTIVE_RUN_LIMIT``, as are the commands that make a run active again. Starting is not idempotent (OpenMAIC's
+start has no command id): each start is a new run, ``run-`` and 16 base64url characters.
 """
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
+import re
+import secrets
+import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -32,30 +41,56 @@ from openmaic.events.folds import FoldCache
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
 from openmaic.events.wakeups import RUNNABLE
-from openmaic.materials import missing_materials
-from openmaic.runs.admission import owner_transaction, waiting_runs
-from openmaic.runs.agents import unknown_agents
+from openmaic.materials import MAX_RUN_MATERIAL_BYTES, MAX_RUN_MATERIALS, material_sizes, valid_material_id
+from openmaic.models.provider import check_slot
+from openmaic.runs.admission import owner_transaction, run_counts
+from openmaic.runs.agents import AGENT_ID, unknown_agents
 from openmaic.runs.decide import check_outline, confirmation
-from openmaic.runs.events import RunCreated, RunInput, RunRetryRequested, RunStateChanged, RunStopRequested
+from openmaic.runs.events import (
+    AgentsChoice, RunCreated, RunInput, RunOutlineHeld, RunRetryRequested, RunStateChanged,
+    RunStopRequested, Voice,
+)  # fmt: skip
 from openmaic.runs.fold import RunState, evolve, next_step
+from openmaic.runs.views import COURSE_DELETED, DISCARDED, run_state
 from openmaic.store.database import Record
 from openmaic.store.queries import Q
 
-__all__ = ["MAX_REQUIREMENT_CHARS", "RunService", "RunSnapshot", "TooManyRuns", "course_title", "run_ids"]
+__all__ = [
+    "CommandOutcome", "MAX_REQUIREMENT_CHARS", "RunService", "RunSnapshot", "RunStateConflict", "TooManyRuns",
+    "course_title", "infer_language", "new_run_ids", "outline_items", "run_ids", "valid_run_id",
+]  # fmt: skip
 
 MAX_REQUIREMENT_CHARS = 20_000
-MAX_MATERIALS = 20
-MAX_AGENTS = 8
-MAX_PROFILE_CHARS = 5_000
+MAX_AGENTS = 20
+MAX_PROFILE_CHARS = 2_000
 _MAX_RACES = 50
 _NAMESPACE = uuid.UUID("6f6d6169-632d-7275-6e73-2d6964730000")
+_RUN_ID = re.compile(r"run[-_][A-Za-z0-9_-]{1,64}")
 
 
 class TooManyRuns(errors.OpenMaicError):
-    """Too many runs are waiting to start; wait for some of them to start or finish, then try again."""
+    """You have as many runs in progress as you may; wait for one to finish, or discard one, then try again."""
 
     code = "too_many_runs"
     status = 429
+    error_code = "ACTIVE_RUN_LIMIT"
+
+
+class RunStateConflict(errors.Conflict):
+    """The run is not in a state that takes this command."""
+
+    code = "run_state_conflict"
+    error_code = "RUN_STATE_CONFLICT"
+
+
+class CommandOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """What an accepted run command did: the seq of the event that recorded it and the run's state after it."""
+
+    command_id: str
+    seq: int
+    replayed: bool
+    state: str
+    outline_revision: int
 
 
 class RunSnapshot(msgspec.Struct, frozen=True, kw_only=True):
@@ -87,6 +122,25 @@ def run_ids(owner: str, command_id: str) -> tuple[str, str]:
     return f"run_{u}", f"course_{u}"
 
 
+def new_run_ids() -> tuple[str, str]:
+    """``(run_id, course_id)`` of a new run: ``run-`` and 16 base64url characters (OpenMAIC's shape); the course
+    shares the random part."""
+    token = base64.urlsafe_b64encode(secrets.token_bytes(12)).decode()
+    return f"run-{token}", f"course-{token}"
+
+
+def valid_run_id(run_id: str) -> bool:
+    """Whether ``run_id`` has a run id's shape (anything else cannot name a run: a 400 on the job poll)."""
+    return bool(_RUN_ID.fullmatch(run_id))
+
+
+def infer_language(requirement: str) -> str:
+    """The language to write a course in when the caller named none: Chinese when the requirement is written in
+    Chinese characters, else English (OpenMAIC infers it from the requirement too)."""
+    han = sum(1 for c in requirement if unicodedata.name(c, "").startswith("CJK UNIFIED IDEOGRAPH"))
+    return "zh-CN" if han * 4 >= sum(1 for c in requirement if c.isalpha()) and han else "en"
+
+
 def course_title(requirement: str, words: int = 8, limit: int = 60) -> str:
     """A provisional course title: the requirement's first words (the outline gives the real one)."""
     first = next((line for line in requirement.splitlines() if line.strip()), "")
@@ -101,8 +155,11 @@ def course_title(requirement: str, words: int = 8, limit: int = 60) -> str:
 
 def _refuse_stopping(s: RunState) -> None:
     if s.stop_requested and s.ended is None:
-        why = "its course was deleted" if s.stop_reason == "course deleted" else "it was asked to stop"
-        raise errors.Conflict(f"the run is stopping ({why})", state=s.state)
+        why = {COURSE_DELETED: "its course was deleted", DISCARDED: "it was discarded"}.get(s.stop_reason or "",
+                                                                                             "it was asked to stop")
+        raise RunStateConflict(f"the run is ending ({why})", state=s.state)
+    if s.state == "ended":
+        raise RunStateConflict("the run has ended", state="ended")
 
 
 def _requeue(row: Record) -> dict[str, Any]:
@@ -112,8 +169,20 @@ def _requeue(row: Record) -> dict[str, Any]:
     return {}
 
 
+def outline_items(outlines: Sequence[Any]) -> list[OutlineItem]:
+    """OpenMAIC ``SceneOutline``s (``{type, title, description, keyPoints}``, decoded into objects with those
+    attributes) as outline items; InvalidInput naming the first that this server cannot build."""
+    items = []
+    for i, o in enumerate(outlines):
+        if o.type not in ("slide", "quiz", "interactive"):
+            raise errors.InvalidInput(f"outlines[{i}].type: {o.type!r} scenes are not supported; use slide, quiz or "
+                                      "interactive", path=f"outlines[{i}].type")
+        items.append(OutlineItem(title=o.title, goal=o.description, kind=o.type, key_points=list(o.key_points)))
+    return items
+
+
 class RunService:
-    """Run commands and snapshots for the HTTP layer (and tools); see the module docstring."""
+    """Run commands and reads for every transport (and tools); see the module docstring."""
 
     def __init__(self, log: EventLog, config: Config) -> None:
         self.log = log
@@ -131,11 +200,26 @@ class RunService:
         """The course document folded from its events (up to ``to_seq``)."""
         return await self.courses.state(course_id, to_seq)
 
-    async def snapshot(self, owner: str, run_id: str) -> RunSnapshot:
-        """The run's snapshot; StreamNotFound for a missing run or another owner's."""
+    async def read(self, owner: str, run_id: str) -> tuple[Record, RunState]:
+        """The run's stream row and its state at that row's head; StreamNotFound for a missing run or another
+        owner's."""
         row = await owned_stream(self.log, owner, run_id, "generation")
         # Folded to the head seq of the row just read, so the state and the scheduling status agree.
-        return self._snapshot(row, await self.fold(run_id, to_seq=row["head_seq"]))
+        return row, await self.fold(run_id, to_seq=row["head_seq"])
+
+    async def in_progress(self, owner: str) -> list[tuple[Record, RunState]]:
+        """The owner's runs that have not completed or ended (nor are ending), oldest first."""
+        out = []
+        for row in await self.log.db.fetch(Q.runs_in_progress, owner):
+            state = await self.fold(row["id"], to_seq=row["head_seq"])
+            if state.state not in ("completed", "ended") and not state.stop_requested:
+                out.append((row, state))
+        return out
+
+    async def snapshot(self, owner: str, run_id: str) -> RunSnapshot:
+        """The run's snapshot (this server's own shape); StreamNotFound for a missing run or another owner's."""
+        row, state = await self.read(owner, run_id)
+        return self._snapshot(row, state)
 
     def _snapshot(self, row: Record, s: RunState) -> RunSnapshot:
         review = s.input.outline_review if s.input is not None else "wait"
@@ -149,21 +233,40 @@ class RunService:
             status=row["status"], head_seq=s.seq, created_at=row["created_at"],
         )
 
-    # -- create -------------------------------------------------------------------------------------------------
+    # -- start --------------------------------------------------------------------------------------------------
+
+    async def start(self, owner: str, inp: RunInput) -> tuple[Record, RunState]:
+        """Start a run and its course (queued for a worker); every start is a new run.
+
+        Refusals, in this order (nothing is written): MissingField for a blank requirement; InvalidInput (400,
+        ``details.path`` names the field) for a bad input or materials that are unavailable; MissingModel /
+        MissingApiKey when the outline slot cannot run; TooManyRuns (429) at the owner's run limits.
+        """
+        inp = await self._validated(owner, inp)
+        check_slot(self.config, "course.outline")
+        run_id, course_id = new_run_ids()
+        await self._create(owner, run_id, course_id, None, inp)
+        return await self.read(owner, run_id)
 
     async def create_run(self, owner: str, command_id: str, inp: RunInput) -> RunSnapshot:
-        """Create a run and its course (queued for a worker); repeating ``command_id`` returns the same run.
-
-        InvalidInput (400, ``details.path`` names the field) for a bad input, an unknown material or agent;
-        TooManyRuns (429) when the owner already has ``limits.waiting_runs_per_owner`` runs waiting to start.
-        """
+        """Create a run whose ids derive from ``command_id``: repeating it returns the same run."""
         run_id, course_id = run_ids(owner, command_id)
         existing = await self._replayed(owner, run_id, command_id)
         if existing is not None:
             return existing
-        await self._validate(owner, inp)
-        requirement = inp.requirement.strip()
-        inp = msgspec.structs.replace(inp, requirement=requirement)
+        inp = await self._validated(owner, inp)
+        check_slot(self.config, "course.outline")
+        try:
+            await self._create(owner, run_id, course_id, command_id, inp)
+        except errors.StreamExists:
+            # The same create, sent twice at once: the other one made the run.
+            existing = await self._replayed(owner, run_id, command_id)
+            if existing is None:
+                raise
+            return existing
+        return await self.snapshot(owner, run_id)
+
+    async def _create(self, owner: str, run_id: str, course_id: str, command_id: str | None, inp: RunInput) -> None:
         run = StreamAppend(
             stream_id=run_id, create=NewStream("generation", owner), command_id=command_id, status="queued",
             events=[
@@ -174,29 +277,27 @@ class RunService:
         )
         course = StreamAppend(
             stream_id=course_id, create=NewStream("course", owner), command_id=command_id,
-            events=[CourseCreated(title=course_title(requirement), language=inp.language, requirement=requirement,
-                                  locked_by=run_id)],
+            events=[CourseCreated(title=course_title(inp.requirement), language=inp.language,
+                                  requirement=inp.requirement, locked_by=run_id)],
         )
-        limit = self.config.limits.waiting_runs_per_owner
-        try:
-            async with owner_transaction(self.log.db, owner) as conn:
-                waiting = await waiting_runs(conn, owner)
-                if waiting >= limit:
-                    raise TooManyRuns(
-                        f"you already have {waiting} runs waiting to start (the limit is {limit}); wait for some "
-                        "of them to start or finish, then try again",
-                        waiting=waiting, limit=limit,
-                    )
-                await conn.fetch(Q.append, *self.log.append_args([run, course]))
-        except errors.StreamExists:
-            # The same create, sent twice at once: the other one made the run.
-            existing = await self._replayed(owner, run_id, command_id)
-            if existing is None:
-                raise
-            return existing
+        async with owner_transaction(self.log.db, owner) as conn:
+            self._check_limits(await run_counts(conn, owner), starting=True)
+            await conn.fetch(Q.append, *self.log.append_args([run, course]))
         # Written outside the event log's append path (under the owner's lock), so watchers are told here.
         self.log.hint([run_id, course_id, RUNNABLE])
-        return await self.snapshot(owner, run_id)
+
+    def _check_limits(self, counts: Any, *, starting: bool) -> None:
+        limits = self.config.limits
+        if counts.active >= limits.active_runs_per_owner:
+            raise TooManyRuns(
+                f"you already have {counts.active} runs in progress (the limit is {limits.active_runs_per_owner}); "
+                "wait for one to finish, then try again", active=counts.active,
+                limit=limits.active_runs_per_owner)  # fmt: skip
+        if starting and counts.waiting >= limits.waiting_runs_per_owner:
+            raise TooManyRuns(
+                f"you already have {counts.waiting} runs waiting for you (an outline to confirm, or a failed step "
+                f"to retry; the limit is {limits.waiting_runs_per_owner}); confirm, retry or discard some, then "
+                "try again", waiting=counts.waiting, limit=limits.waiting_runs_per_owner)  # fmt: skip
 
     async def _replayed(self, owner: str, run_id: str, command_id: str) -> RunSnapshot | None:
         row = await self.log.stream(run_id)
@@ -207,85 +308,143 @@ class RunService:
         await previous_result(self.log, run_id, command_id, "session.created")
         return self._snapshot(row, await self.fold(run_id, to_seq=row["head_seq"]))
 
-    async def _validate(self, owner: str, inp: RunInput) -> None:
+    async def _validated(self, owner: str, inp: RunInput) -> RunInput:
+        """``inp`` checked, with its requirement trimmed, its ids deduplicated and its language settled."""
         requirement = inp.requirement.strip()
         if not requirement:
-            raise errors.InvalidInput("requirement is required: describe the course you want", path="requirement")
+            raise errors.MissingField("Missing required field: requirement", path="requirement")
         if len(requirement) > MAX_REQUIREMENT_CHARS:
             raise errors.InvalidInput(
                 f"requirement is {len(requirement):,} characters long; at most {MAX_REQUIREMENT_CHARS:,} are allowed",
                 path="requirement",
             )
-        if not inp.language.strip() or len(inp.language) > 35:
+        language = inp.language.strip() or infer_language(requirement)
+        if len(language) > 35:
             raise errors.InvalidInput("language must be a language tag such as 'en' or 'zh-CN'", path="language")
-        if len(inp.learner_profile) > MAX_PROFILE_CHARS:
-            raise errors.InvalidInput(f"learner_profile is at most {MAX_PROFILE_CHARS:,} characters",
-                                      path="learner_profile")
-        if len(inp.material_ids) > MAX_MATERIALS:
-            raise errors.InvalidInput(f"at most {MAX_MATERIALS} materials per run", path="material_ids")
-        missing = await missing_materials(self.log.db, owner, inp.material_ids)
-        if missing:
-            i = inp.material_ids.index(missing[0])
-            raise errors.InvalidInput(f"no material {missing[0]!r}; upload it first with POST /api/materials",
-                                      path=f"material_ids[{i}]")
-        if isinstance(inp.agents, list):
-            if not inp.agents:
-                raise errors.InvalidInput('agents must be "auto" or a non-empty list of agent ids', path="agents")
-            if len(inp.agents) > MAX_AGENTS:
-                raise errors.InvalidInput(f"at most {MAX_AGENTS} agents per run", path="agents")
-            unknown = await unknown_agents(self.log.db, owner, inp.agents)
+        material_ids = list(dict.fromkeys(inp.material_ids))
+        await self._check_materials(owner, material_ids)
+        agents = await self._check_agents(owner, inp.agents)
+        profile = inp.learner_profile
+        for name, value in (("nickname", profile.nickname), ("bio", profile.bio)):
+            if len(value) > MAX_PROFILE_CHARS:
+                raise errors.InvalidInput(f"learnerProfile.{name} is at most {MAX_PROFILE_CHARS:,} characters",
+                                          path=f"learnerProfile.{name}")
+        _check_voice(inp.voice)
+        return msgspec.structs.replace(inp, requirement=requirement, language=language, material_ids=material_ids,
+                                       agents=agents)
+
+    async def _check_materials(self, owner: str, material_ids: list[str]) -> None:
+        for i, mid in enumerate(material_ids):
+            if not valid_material_id(mid):
+                raise errors.InvalidInput(f"materialIds[{i}]: {mid!r} is not a material id (mat_…)",
+                                          path=f"materialIds[{i}]")
+        if len(material_ids) > MAX_RUN_MATERIALS:
+            raise errors.InvalidInput(f"at most {MAX_RUN_MATERIALS} materials per run", path="materialIds")
+        sizes = await material_sizes(self.log.db, owner, material_ids)
+        if len(sizes) < len(material_ids):
+            # The same answer for unknown, deleted and other owners' ids: it must not tell which exist.
+            raise errors.InvalidInput("One or more materials are unavailable; upload them with POST /api/materials",
+                                      path="materialIds")
+        total = sum(sizes.values())
+        if total > MAX_RUN_MATERIAL_BYTES:
+            raise errors.InvalidInput(f"the materials take {total:,} bytes; at most {MAX_RUN_MATERIAL_BYTES:,} are "
+                                      "allowed per run", path="materialIds")
+
+    async def _check_agents(self, owner: str, agents: AgentsChoice) -> AgentsChoice:
+        for field, ids in (("agentIds", agents.agent_ids), ("presetAgentIds", agents.preset_agent_ids)):
+            for i, aid in enumerate(ids):
+                if not AGENT_ID.fullmatch(aid):
+                    raise errors.InvalidInput(f"agents.{field}[{i}]: {aid!r} is not an agent id",
+                                              path=f"agents.{field}[{i}]")
+            if len(ids) > MAX_AGENTS:
+                raise errors.InvalidInput(f"at most {MAX_AGENTS} agents per run", path=f"agents.{field}")
+            unknown = await unknown_agents(self.log.db, owner, ids)
             if unknown:
-                i = inp.agents.index(unknown[0])
-                raise errors.InvalidInput(f"no agent {unknown[0]!r}", path=f"agents[{i}]")
+                i = ids.index(unknown[0])
+                raise errors.InvalidInput(f"agents.{field}[{i}]: no agent {unknown[0]!r}", path=f"agents.{field}[{i}]")
+        if agents.mode == "preset" and not agents.agent_ids:
+            raise errors.MissingField("Missing required field: agents.agentIds", path="agents.agentIds")
+        return msgspec.structs.replace(agents, agent_ids=list(dict.fromkeys(agents.agent_ids)),
+                                       preset_agent_ids=list(dict.fromkeys(agents.preset_agent_ids)))
 
     # -- commands -----------------------------------------------------------------------------------------------
 
     async def _command(
         self, owner: str, run_id: str, command_id: str, event_type: str,
         decide: Callable[[Record, RunState], tuple[Sequence[Event], Sequence[StreamAppend]]],
-    ) -> CommandResult:
-        """Decide on the run folded to the head seq just read; append fenced by that seq; decide again on a race."""
+        *, activates: bool = False,
+    ) -> CommandOutcome:
+        """Decide on the run folded to the head seq just read; append fenced by that seq; decide again on a race.
+
+        ``activates``: the command makes the run count against the owner's active runs, so it is appended under
+        the owner's run lock after a look at that limit.
+        """
         for _ in range(_MAX_RACES):
             row = await owned_stream(self.log, owner, run_id, "generation")
             state = await self.fold(run_id, to_seq=row["head_seq"])
             try:
                 events, also = decide(row, state)
             except errors.OpenMaicError:
-                prev = await previous_result(self.log, run_id, command_id, event_type)
+                prev = await self._previous(run_id, command_id, event_type)
                 if prev is not None:
                     return prev
                 raise
             main = StreamAppend(stream_id=run_id, events=events, command_id=command_id,
                                 expected_seq=row["head_seq"], **_requeue(row))
             try:
-                results = await self.log.append(main, *also)
+                if activates:
+                    results = await self._append_active(owner, run_id, [main, *also])
+                else:
+                    results = await self.log.append(main, *also)
             except errors.WrongExpectedSeq:
                 continue
+            except errors.CommandConflict as exc:
+                raise RunStateConflict(exc.message, **exc.details) from None
             r = next(x for x in results if x.stream_id == run_id)
-            return CommandResult(command_id, r.first_seq, r.replayed)
-        raise errors.Conflict("the run is changing too fast to apply this command; retry it")
+            return await self._outcome(run_id, command_id, r.first_seq, r.replayed)
+        raise RunStateConflict("the run is changing too fast to apply this command; retry it")
+
+    async def _append_active(self, owner: str, run_id: str, batches: list[StreamAppend]) -> list[Any]:
+        async with owner_transaction(self.log.db, owner) as conn:
+            self._check_limits(await run_counts(conn, owner, exclude=run_id), starting=False)
+            rows = await conn.fetch(Q.append, *self.log.append_args(batches))
+        self.log.hint([b.stream_id for b in batches] + [RUNNABLE])
+        return [_Appended(r[0], r[1], r[3]) for r in rows]
+
+    async def _previous(self, run_id: str, command_id: str, event_type: str) -> CommandOutcome | None:
+        try:
+            prev = await previous_result(self.log, run_id, command_id, event_type)
+        except errors.CommandConflict as exc:
+            raise RunStateConflict(exc.message, **exc.details) from None
+        return None if prev is None else await self._outcome(run_id, command_id, prev.seq, True)
+
+    async def _outcome(self, run_id: str, command_id: str, seq: int, replayed: bool) -> CommandOutcome:
+        state = await self.fold(run_id)
+        return CommandOutcome(command_id=command_id, seq=seq, replayed=replayed, state=run_state(state.state),
+                              outline_revision=state.outline_revision)
 
     async def confirm_outline(
         self, owner: str, run_id: str, command_id: str, outline_revision: int,
         outline: Sequence[OutlineItem] | None = None,
-    ) -> CommandResult:
+    ) -> CommandOutcome:
         """Confirm the proposed outline at ``outline_revision``; with ``outline``, an edit (revision + 1).
 
-        Conflict (409) unless the run awaits confirmation (also during a countdown) or when the revision is
-        stale; InvalidInput (400) for an edited outline without scenes or with an untitled scene.
+        RunStateConflict (409) unless the run awaits confirmation (also during a countdown) or when the revision
+        is stale; InvalidInput (400) for an edited outline without scenes or with an untitled scene; TooManyRuns
+        (429) when the owner already has as many active runs as allowed (a confirmed run is active).
         """
         edited = None if outline is None else list(outline)
         if edited is not None:
-            check_outline(edited)
+            check_outline(edited, what="outlines")
 
         def decide(row: Record, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
             _refuse_stopping(s)
             if s.state != "awaiting_outline_confirmation":
-                raise errors.Conflict(f"the run is {s.state.replace('_', ' ')}; only a run awaiting outline "
-                                      "confirmation can be confirmed", state=s.state)
+                raise RunStateConflict(f"the run is {s.state.replace('_', ' ')}; only a run awaiting outline "
+                                       "confirmation can be confirmed", state=s.state)
             if outline_revision != s.proposed_revision:
-                raise errors.Conflict(f"outline revision {outline_revision} is stale; the current revision is "
-                                      f"{s.proposed_revision}", outline_revision=s.proposed_revision)
+                raise RunStateConflict(f"outline revision {outline_revision} is stale; the current revision is "
+                                       f"{s.proposed_revision}", outline_revision=s.proposed_revision)
             if edited is not None and edited != list(s.proposed):
                 revision, items = s.proposed_revision + 1, edited
             else:
@@ -293,24 +452,64 @@ class RunService:
             events, course = confirmation(s, revision, items, "user")
             return events, [course]
 
-        return await self._command(owner, run_id, command_id, "run.outline_confirmed", decide)
+        return await self._command(owner, run_id, command_id, "run.outline_confirmed", decide, activates=True)
 
-    async def retry(self, owner: str, run_id: str, command_id: str) -> CommandResult:
-        """Re-run the step a paused run failed on (that step only); Conflict (409) unless the run is paused."""
+    async def retry(self, owner: str, run_id: str, command_id: str) -> CommandOutcome:
+        """Re-run the step a paused run failed on (that step only); RunStateConflict (409) unless the run is
+        paused; TooManyRuns (429) at the owner's limit of active runs."""
 
         def decide(row: Record, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
             _refuse_stopping(s)
             if s.state != "paused":
-                raise errors.Conflict(f"the run is {s.state.replace('_', ' ')}; only a paused run can be retried",
-                                      state=s.state)
+                raise RunStateConflict(f"the run is {s.state.replace('_', ' ')}; only a paused run can be retried",
+                                       state=s.state)
             step = s.paused_step or next_step(s) or "admission"
             back = s.previous if s.previous not in (None, "paused") else "generating"
             return [RunRetryRequested(step=step), RunStateChanged(state=back, previous="paused", step=step)], []
 
-        return await self._command(owner, run_id, command_id, "run.retry_requested", decide)
+        return await self._command(owner, run_id, command_id, "run.retry_requested", decide, activates=True)
+
+    async def hold_outline(self, owner: str, run_id: str, command_id: str) -> CommandOutcome:
+        """Stop a countdown: the outline then waits for a confirmation (``outlineReview: countdown`` becomes
+        ``wait``). RunStateConflict (409) unless the run awaits confirmation under a countdown."""
+
+        def decide(row: Record, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
+            _refuse_stopping(s)
+            countdown = s.input is not None and s.input.outline_review == "countdown" and not s.outline_held
+            if s.state != "awaiting_outline_confirmation" or not countdown:
+                raise RunStateConflict("only a run counting down to confirm its outline can be held",
+                                       state=s.state)
+            return [RunOutlineHeld(revision=s.proposed_revision)], []
+
+        return await self._command(owner, run_id, command_id, "run.outline_held", decide)
+
+    async def discard(self, owner: str, run_id: str) -> CommandOutcome:
+        """Discard a run that has no course yet (its outline was never confirmed): it ends, and its course stream
+        goes with it. Discarding it again is harmless (the same answer). RunStateConflict (409) when its course
+        exists or it completed."""
+        command_id = f"discard-{run_id}"
+
+        def decide(row: Record, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
+            if s.stop_requested or s.state == "ended":
+                raise _AlreadyEnded()
+            if s.state == "completed":
+                raise RunStateConflict("the run has completed; delete its course instead", state=s.state)
+            if s.confirmed_revision:
+                raise RunStateConflict("the run's course exists (its outline was confirmed); delete the course "
+                                       "instead", state=s.state, stage_id=s.course_id)
+            course = StreamAppend(stream_id=s.course_id, events=[CourseDeleted()], command_id=command_id)
+            return [RunStopRequested(reason=DISCARDED)], [course]
+
+        try:
+            out = await self._command(owner, run_id, command_id, "run.stop_requested", decide)
+        except _AlreadyEnded:
+            row, s = await self.read(owner, run_id)
+            return CommandOutcome(command_id=command_id, seq=row["head_seq"], replayed=True, state="ended",
+                                  outline_revision=s.outline_revision)
+        return msgspec.structs.replace(out, state="ended")
 
     async def delete_course(self, owner: str, course_id: str, command_id: str) -> CommandResult:
-        """Delete a course; its run, if still live, is asked to stop (it settles ``stopped`` at its next step
+        """Delete a course; its run, if still live, is asked to stop (it settles ``ended`` at its next step
         boundary, at once when it was waiting). StreamNotFound for a missing, deleted or another owner's course."""
         for _ in range(_MAX_RACES):
             crow = await owned_stream(self.log, owner, course_id, "course")
@@ -325,7 +524,7 @@ class RunService:
             run = await self.log.stream(doc.locked_by) if doc.locked_by else None
             if run is not None and run["owner_id"] == owner and run["status"] != "terminal":
                 # Fenced by the run's head: had its actor just given the stream back, we must re-queue it.
-                batches.append(StreamAppend(stream_id=run["id"], events=[RunStopRequested(reason="course deleted")],
+                batches.append(StreamAppend(stream_id=run["id"], events=[RunStopRequested(reason=COURSE_DELETED)],
                                             command_id=command_id, expected_seq=run["head_seq"], **_requeue(run)))
             try:
                 results = await self.log.append(*batches)
@@ -334,3 +533,21 @@ class RunService:
             r = next(x for x in results if x.stream_id == course_id)
             return CommandResult(command_id, r.first_seq, r.replayed)
         raise errors.Conflict("the course is changing too fast to delete it now; retry")
+
+
+class _AlreadyEnded(errors.OpenMaicError):
+    """The run has ended, or is ending, already."""
+
+
+class _Appended(msgspec.Struct, frozen=True):
+    stream_id: str
+    first_seq: int
+    replayed: bool
+
+
+def _check_voice(voice: Voice | None) -> None:
+    if voice is None:
+        return
+    if voice.speed is not None and not 0 < voice.speed <= 4:
+        raise errors.InvalidInput("voice.speed must be above 0 and at most 4", path="voice.speed")
+

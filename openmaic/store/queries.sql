@@ -220,6 +220,17 @@ RETURNING id, filename, media_type, size, text, asset_id, created_at;
 -- name: material_get
 SELECT id, filename, media_type, size, text, asset_id, created_at FROM materials WHERE id = $1 AND owner_id = $2;
 
+-- name: material_delete
+-- The asset of an image stays: runs that read the material before it was deleted still show it to the model.
+DELETE FROM materials WHERE id = $1 AND owner_id = $2 RETURNING id;
+
+-- name: materials_usage
+-- Run under the owner's materials lock, so no upload of this owner can commit between this and its insert.
+SELECT count(*) AS count, coalesce(sum(size), 0) AS bytes FROM materials WHERE owner_id = $1;
+
+-- name: material_sizes
+SELECT id, size FROM materials WHERE owner_id = $1 AND id = ANY($2::text[]);
+
 -- name: material_texts
 SELECT id, filename, media_type, text, asset_id FROM materials WHERE owner_id = $1 AND id = ANY($2::text[]);
 
@@ -245,8 +256,8 @@ SELECT id, name, role, persona FROM agents WHERE owner_id = $1 AND id = ANY($2::
 -- name: agents_of_owner
 SELECT id, name, role, persona FROM agents WHERE owner_id = $1 ORDER BY created_at, id;
 
--- name: run_owner_try_lock
--- The owner's run lock for this transaction; false when another transaction holds it (poll again).
+-- name: owner_try_lock
+-- An owner's lock in namespace $1 for this transaction; false when another transaction holds it (poll again).
 SELECT pg_try_advisory_xact_lock($1::int, hashtext($2));
 
 -- name: runs_executing
@@ -260,11 +271,20 @@ SELECT count(*) AS active, clock_timestamp() AS now
    AND EXISTS (SELECT 1 FROM events e
                 WHERE e.stream_id = s.id AND e.type = 'run.admitted' AND e.attempt = s.attempt);
 
--- name: runs_waiting
--- Runs of an owner that wait to start: not ended and never admitted.
-SELECT count(*) FROM streams s
- WHERE s.owner_id = $1 AND s.kind = 'generation' AND s.status <> 'terminal'
-   AND NOT EXISTS (SELECT 1 FROM events e WHERE e.stream_id = s.id AND e.type = 'run.admitted');
+-- name: runs_in_progress
+-- An owner's runs that have not ended, oldest first (a run's own events say whether it is ending).
+SELECT id, head_seq, status, created_at, updated_at FROM streams
+ WHERE owner_id = $1 AND kind = 'generation' AND status <> 'terminal' AND deleted_at IS NULL
+ ORDER BY created_at, id;
+
+-- name: runs_of_owner_by_status
+-- An owner's runs other than $2 that count against its limits: active ones are queued or running (preparing,
+-- outlining, generating), waiting ones hold no worker until a command (awaiting confirmation, paused). Run under
+-- the owner's run lock, so no start or command of this owner can commit between this count and its append.
+SELECT count(*) FILTER (WHERE status IN ('queued', 'running')) AS active,
+       count(*) FILTER (WHERE status = 'waiting') AS waiting
+  FROM streams
+ WHERE owner_id = $1 AND kind = 'generation' AND id <> $2 AND status <> 'terminal' AND deleted_at IS NULL;
 
 -- name: table_exists
 SELECT to_regclass($1) IS NOT NULL;

@@ -294,7 +294,7 @@ function newCourseView() {
         const body = new FormData();
         body.append("file", file, file.name);
         const material = await api("POST", "/api/materials", { form: body });
-        materialIds.push(material.id);
+        materialIds.push(material.materialId);
       }
       status.textContent = "Starting…";
       const review = form.querySelector("input[name=outline_review]:checked").value;
@@ -407,7 +407,7 @@ function runView(runId) {
         h("p", {}, s.error || "A step failed."),
         s.failedStep ? h("p", { class: "hint" }, `Failed step: ${stepName(s.failedStep)}. Retry runs only that step again.`) : null,
         h("div", { class: "actions" }, retry), note));
-    } else if (s.state === "stopped" || s.stopRequested) {
+    } else if (s.state === "ended" || s.state === "stopped" || s.stopRequested) {
       fill(alerts, h("div", { class: "notice" }, h("p", {}, "This course was deleted, so writing stopped.")));
     } else if (s.deferredUntil && s.state !== "completed") {
       fill(alerts, h("div", { class: "notice" },

@@ -129,7 +129,8 @@ const LABELS = {
   awaiting_outline_confirmation: "waiting for confirmation",
   paused: "paused after a failure",
   completed: "ready",
-  stopped: "stopped",
+  ended: "ended",
+  stopped: "ended",
 };
 
 /** The same words the library cards use ("generating 3/8", "ready", …). */

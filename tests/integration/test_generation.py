@@ -30,7 +30,7 @@ from openmaic.materials import (
     MODEL_IMAGE_BYTES, UnreadableFile, UnsupportedFileType, get_asset, get_material, images_for_model, store_material,
 )  # fmt: skip
 from openmaic.runs.agents import BUILTIN_AGENTS, create_agent
-from openmaic.runs.events import RunInput
+from openmaic.runs.events import AgentsChoice, LearnerProfile, RunInput
 from openmaic.runs.kind import GenerationKind
 from openmaic.runs.service import RunService, TooManyRuns
 from openmaic.store.queries import Q
@@ -329,9 +329,9 @@ async def test_cancelling_a_run_stops_it_and_unlocks_its_course(db_url, log):
     async with open_generation_worker(db_url, config()):
         await wait_state(svc, snap.id, "awaiting_outline_confirmation")
         await Commands(log).cancel(OWNER, snap.id, "cancel-1")
-        s = await wait_state(svc, snap.id, "stopped")
+        s = await wait_state(svc, snap.id, "ended")
     assert s.status == "terminal"
-    assert [e.status for e in await decoded(log, snap.id, "session.ended")] == ["stopped"]
+    assert [e.status for e in await decoded(log, snap.id, "session.ended")] == ["ended"]
     assert (await course_doc(log, snap.course_id)).locked_by is None
 
 
@@ -347,13 +347,13 @@ async def test_deleting_the_course_of_a_waiting_run_stops_it(db_url, log):
             await svc.delete_course("mallory", snap.course_id, "d1")
         r = await svc.delete_course(OWNER, snap.course_id, "d1")
         assert (await svc.delete_course(OWNER, snap.course_id, "d1")).seq == r.seq
-        s = await wait_state(svc, snap.id, "stopped", timeout=10)
+        s = await wait_state(svc, snap.id, "ended", timeout=10)
     assert s.status == "terminal"
-    assert [e.status for e in await decoded(log, snap.id, "session.ended")] == ["stopped"]
+    assert [e.status for e in await decoded(log, snap.id, "session.ended")] == ["ended"]
     assert (await course_doc(log, snap.course_id)).deleted
     with pytest.raises(errors.StreamNotFound):
         await svc.delete_course(OWNER, snap.course_id, "d2")
-    with pytest.raises(errors.Conflict, match="stopped"):
+    with pytest.raises(errors.Conflict, match="ended"):
         await svc.confirm_outline(OWNER, snap.id, "c", 1)
 
 
@@ -375,7 +375,7 @@ async def test_deleting_the_course_mid_generation_stops_the_run_at_the_next_step
         s = await wait_state(svc, snap.id, "generating")
         await wait_for(lambda: _has_step_started(log, snap.id, "scene:0:content"))
         await svc.delete_course(OWNER, snap.course_id, "d1")
-        s = await wait_state(svc, snap.id, "stopped", timeout=10)
+        s = await wait_state(svc, snap.id, "ended", timeout=10)
     assert s.scenes_completed < s.scenes_total
     evs = await events(log, snap.id)
     types = [e.type for e in evs]
@@ -393,8 +393,10 @@ async def test_deleting_the_course_mid_generation_stops_the_run_at_the_next_step
 
 
 async def test_at_most_the_limit_of_an_owners_runs_execute_at_once(db, db_url, log):
+    # Starts are refused past the limit (below); runs that got past it at once (two API processes, say) are held
+    # back by the admission step: here the API allows three while the workers execute at most two.
     cfg = config(latency_ms=2, active=2)
-    svc = RunService(log, cfg)
+    svc = RunService(log, config(latency_ms=2, active=3))
     runs = [await svc.create_run(OWNER, f"c{i}", RunInput(requirement=requirement(t), outline_review="auto"))
             for i, t in enumerate(("light", "sound", "heat"))]
     other = await svc.create_run("bob", "c0", RunInput(requirement=requirement("magnets"), outline_review="auto"))
@@ -421,33 +423,52 @@ async def test_at_most_the_limit_of_an_owners_runs_execute_at_once(db, db_url, l
         await assert_complete_course(log, svc, r.id)
 
 
-async def test_too_many_waiting_runs_is_a_429(log):
-    svc = service(log, waiting=2)
-    first = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement()))
-    await svc.create_run(OWNER, "c2", RunInput(requirement=requirement()))
+async def test_starts_past_the_active_limit_are_a_429_and_write_nothing(log):
+    svc = service(log, active=2)
+    first, _ = await svc.start(OWNER, RunInput(requirement=requirement()))
+    await svc.start(OWNER, RunInput(requirement=requirement()))
+    streams = await log.db.fetchval("SELECT count(*) FROM streams")
     with pytest.raises(TooManyRuns) as exc:
-        await svc.create_run(OWNER, "c3", RunInput(requirement=requirement()))
-    assert exc.value.status == 429 and "2 runs waiting" in exc.value.message
-    assert (await svc.create_run(OWNER, "c1", RunInput(requirement=requirement()))).id == first.id  # a replay
-    await svc.create_run("bob", "c3", RunInput(requirement=requirement()))  # another owner is not affected
+        await svc.start(OWNER, RunInput(requirement=requirement()))
+    assert (exc.value.status, exc.value.error_code) == (429, "ACTIVE_RUN_LIMIT")
+    assert "2 runs in progress" in exc.value.message
+    assert await log.db.fetchval("SELECT count(*) FROM streams") == streams
+    await svc.start("bob", RunInput(requirement=requirement()))  # another owner is not affected
     with pytest.raises(errors.StreamNotFound):
-        await svc.snapshot("bob", first.id)
+        await svc.snapshot("bob", first["id"])
 
 
-async def test_concurrent_creates_do_not_pass_the_waiting_limit(log):
-    svc = service(log, waiting=3)
+async def test_runs_waiting_for_their_owner_count_against_the_waiting_limit(db_url, log):
+    svc = service(log, active=5, waiting=2)
+    waiting = [(await svc.start(OWNER, RunInput(requirement=requirement(t))))[0]["id"] for t in ("a", "b")]
+    async with open_generation_worker(db_url, config(active=5)):
+        for run_id in waiting:
+            await wait_state(svc, run_id, "awaiting_outline_confirmation")
+
+        async def parked() -> bool:
+            rows = [(await svc.read(OWNER, r))[0] for r in waiting]
+            return all(row["status"] == "waiting" for row in rows)
+
+        await wait_for(parked, timeout=10)
+    with pytest.raises(TooManyRuns) as exc:
+        await svc.start(OWNER, RunInput(requirement=requirement()))
+    assert exc.value.error_code == "ACTIVE_RUN_LIMIT" and "2 runs waiting for you" in exc.value.message
+
+
+async def test_concurrent_starts_do_not_pass_the_active_limit(log):
+    svc = service(log, active=3)
     outcomes: list[str] = []
 
-    async def create(i: int) -> None:
+    async def start() -> None:
         try:
-            await svc.create_run(OWNER, f"c{i}", RunInput(requirement=requirement()))
+            await svc.start(OWNER, RunInput(requirement=requirement()))
             outcomes.append("ok")
         except TooManyRuns:
             outcomes.append("429")
 
     async with trio.open_nursery() as nursery:
-        for i in range(8):
-            nursery.start_soon(create, i)
+        for _ in range(8):
+            nursery.start_soon(start)
     assert sorted(outcomes) == ["429"] * 5 + ["ok"] * 3
 
 
@@ -456,17 +477,25 @@ async def test_concurrent_creates_do_not_pass_the_waiting_limit(log):
 
 async def test_run_input_is_validated(log):
     svc = service(log)
+    preset = AgentsChoice(mode="preset", agent_ids=["teacher", "nobody"])
     cases = [
-        (RunInput(requirement="   "), "requirement"),
-        (RunInput(requirement="x" * 20_001), "requirement"),
-        (RunInput(requirement="ok", material_ids=["mat_nope"]), "material_ids[0]"),
-        (RunInput(requirement="ok", agents=["teacher", "nobody"]), "agents[1]"),
-        (RunInput(requirement="ok", agents=[]), "agents"),
+        (RunInput(requirement="   "), "requirement", "MISSING_REQUIRED_FIELD"),
+        (RunInput(requirement="x" * 20_001), "requirement", "INVALID_REQUEST"),
+        (RunInput(requirement="ok", material_ids=["mat_nope"]), "materialIds[0]", "INVALID_REQUEST"),
+        (RunInput(requirement="ok", material_ids=["mat_" + "0" * 26]), "materialIds", "INVALID_REQUEST"),
+        (RunInput(requirement="ok", material_ids=[f"mat_{i:026d}" for i in range(6)]), "materialIds",
+         "INVALID_REQUEST"),
+        (RunInput(requirement="ok", agents=preset), "agents.agentIds[1]", "INVALID_REQUEST"),
+        (RunInput(requirement="ok", agents=AgentsChoice(mode="preset")), "agents.agentIds", "MISSING_REQUIRED_FIELD"),
+        (RunInput(requirement="ok", agents=AgentsChoice(agent_ids=["no spaces"])), "agents.agentIds[0]",
+         "INVALID_REQUEST"),
+        (RunInput(requirement="ok", learner_profile=LearnerProfile(bio="b" * 2001)), "learnerProfile.bio",
+         "INVALID_REQUEST"),
     ]
-    for i, (inp, path) in enumerate(cases):
+    for i, (inp, path, code) in enumerate(cases):
         with pytest.raises(errors.InvalidInput) as exc:
             await svc.create_run(OWNER, f"v{i}", inp)
-        assert exc.value.details["path"] == path and exc.value.status == 400
+        assert (exc.value.details["path"], exc.value.status, exc.value.error_code) == (path, 400, code), path
     assert await log.db.fetchval("SELECT count(*) FROM streams") == 0
     with pytest.raises(errors.StreamNotFound):
         await svc.snapshot(OWNER, "run_missing")
@@ -537,15 +566,17 @@ async def test_a_run_reads_its_materials_and_uses_the_requested_agents(db, db_ur
     with pytest.raises(errors.InvalidInput):
         await svc.create_run(OWNER, "bad", RunInput(requirement="x", material_ids=[theirs.id]))
     with pytest.raises(errors.InvalidInput):
-        await svc.create_run("mallory", "bad", RunInput(requirement="x", agents=[mine.id]))
+        await svc.create_run("mallory", "bad", RunInput(requirement="x", agents=AgentsChoice(mode="preset",
+                                                                                                agent_ids=[mine.id])))
     inp = RunInput(requirement=requirement(), outline_review="auto", material_ids=[notes.id, leaf.id],
-                   agents=[mine.id, "assistant", "classmate_1"])
+                   agents=AgentsChoice(mode="preset", agent_ids=[mine.id, "assistant", "classmate_1"]))
     snap = await svc.create_run(OWNER, "c1", inp)
     async with open_generation_worker(db_url, config()):
         await wait_state(svc, snap.id, "completed")
     doc = await assert_complete_course(log, svc, snap.id)
     [extracted] = await decoded(log, snap.id, "run.materials_extracted")
     assert "Chlorophyll absorbs red and blue light." in extracted.text and extracted.images == [leaf.asset_id]
+    assert extracted.kinds == ["txt", "png"]
     assert list(doc.agents) == [mine, BUILTIN_AGENTS["assistant"], BUILTIN_AGENTS["classmate_1"]]
     states = [e.state for e in await decoded(log, snap.id, "run.state_changed")]
     assert states == ["outlining", "generating", "completed"]

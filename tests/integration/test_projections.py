@@ -144,7 +144,7 @@ async def test_read_models_content(db):
     assert sessions["wb-1"]["title"].startswith("Make a course about")
     assert sessions["wb-2"]["status"] == "cancelled"
     assert (sessions["run-ok"]["kind"], sessions["run-ok"]["status"]) == ("generation", "completed")
-    assert sessions["run-deleted"]["status"] == "stopped"
+    assert sessions["run-deleted"]["status"] == "ended"
     assert {r["session_id"] for r in await db.fetch("SELECT session_id FROM session_list WHERE owner_id = 'bob'")} \
         == {"run-deleted", "run-mid", "run-wait", "wb-2"}
 

@@ -21,6 +21,7 @@ from openmaic.courses.schema import (
 from openmaic.events.core import LeaseReleased, SessionEnded
 from openmaic.runs.decide import AWAITING, INTERRUPTED, PAUSED, QUEUED, check_outline, confirmation
 from openmaic.runs.events import (
+    RunCourseCreated,
     RunAdmissionDeferred,
     RunAdmitted,
     RunAgentsSelected,
@@ -137,8 +138,9 @@ def test_countdown_waits_until_its_deadline_then_confirms_itself_fenced():
     d = decide(s, attempt=2)
     # a Wait, so the runtime fences it by the head seq: a user's confirmation at the same moment wins
     assert isinstance(d, Wait) and d.wake_at == RESUME_NOW
-    confirmed, changed = d.events
+    confirmed, created, changed = d.events
     assert isinstance(confirmed, RunOutlineConfirmed) and (confirmed.by, confirmed.revision) == ("countdown", 1)
+    assert created == RunCourseCreated(course_id="course_1")
     assert (changed.state, changed.previous) == ("generating", "awaiting_outline_confirmation")
     [course] = d.also
     [outline_set] = course.events
@@ -222,16 +224,16 @@ def test_a_crash_loop_pauses_with_interrupted_too_many_times():
     assert (changed.state, changed.step, changed.error) == ("paused", "agents", INTERRUPTED)
 
 
-def test_a_stop_request_settles_stopped_and_a_deleted_course_is_not_unlocked():
+def test_a_stop_request_settles_ended_and_a_deleted_course_is_not_unlocked():
     s = evolve(confirmed_run(), RunStopRequested(reason="course deleted"), 70)
     d = decide(s)
-    assert isinstance(d, Finish) and d.events[-1] == SessionEnded(status="stopped")
-    assert d.events[0] == RunStateChanged(state="stopped", previous="generating", step=None)
+    assert isinstance(d, Finish) and d.events[-1] == SessionEnded(status="ended")
+    assert d.events[0] == RunStateChanged(state="ended", previous="generating", step=None)
     assert d.also == []
     assert isinstance(KIND.over_cap(s, core()), Finish)
     # a cancel request stops too, and hands the (live) course back
     c = KIND.cancelled(confirmed_run(), core())
-    assert c.events[-1].status == "stopped" and c.also[0].events == [CourseUnlocked(run_id="run_1")]
+    assert c.events[-1].status == "ended" and c.also[0].events == [CourseUnlocked(run_id="run_1")]
 
 
 def test_a_stop_request_wins_over_a_pause():

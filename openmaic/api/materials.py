@@ -1,0 +1,104 @@
+"""Materials over HTTP, as OpenMAIC's clients upload them.
+
+``POST /api/materials`` takes the file as the raw body, described by headers (OpenMAIC's skill and scripts):
+``Content-Type`` is its MIME type (one this server reads, else 415), ``X-Material-Filename`` its name
+(percent-encoded; required), ``X-Request-Id`` is echoed back. A browser's ``multipart/form-data`` upload (the
+field ``file``) is accepted too. The bytes decide how a file is read (a PDF is a PDF whatever it is labelled);
+the text is extracted at once, so an unreadable file is refused at once rather than failing the run later.
+Answers 201 ``{materialId, originalName, bytes, mime, extraction}``.
+
+``DELETE /api/materials/{id}`` answers ``{materialId, deleted: true}``; an unknown, deleted or another owner's
+id is the plain 404.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+from quart import Blueprint, Response
+
+from openmaic import errors, materials
+from openmaic.api.routing import Call, api_route
+from openmaic.api.wire import Wire, encode
+
+__all__ = ["bp"]
+
+bp = Blueprint("materials", __name__)
+
+
+class Extraction(Wire):
+    status: str
+    """``done``: the text was extracted at upload."""
+
+
+class UploadedMaterial(Wire):
+    material_id: str
+    original_name: str
+    bytes: int
+    mime: str
+    extraction: Extraction
+
+
+class DeletedMaterial(Wire):
+    material_id: str
+    deleted: bool
+
+
+def material_view(m: materials.Material) -> UploadedMaterial:
+    return UploadedMaterial(material_id=m.id, original_name=m.filename, bytes=m.size, mime=m.media_type,
+                            extraction=Extraction(status="done"))
+
+
+async def _upload(call: Call) -> tuple[str, str, bytes]:
+    """``(filename, declared type, bytes)`` of the request's upload, raw or multipart."""
+    request = call.request
+    content_type = request.headers.get("Content-Type", "")
+    if content_type.split(";", 1)[0].strip().lower() == "multipart/form-data":
+        files = await request.files
+        upload = files.get("file")
+        if upload is None:
+            raise errors.MissingField("Missing required field: file (the multipart field holding the material)",
+                                      path="file")
+        return upload.filename or "upload", upload.mimetype or "", upload.read()
+    name = urllib.parse.unquote(request.headers.get("X-Material-Filename", "")).strip()
+    if not name:
+        raise errors.MissingField("Missing required field: X-Material-Filename (the file's name)",
+                                  path="X-Material-Filename")
+    declared = materials.declared_type(content_type)
+    if declared is None:
+        shown = content_type.split(";", 1)[0].strip() or "none"
+        raise materials.UnsupportedFileType(f"unsupported material mime type: {shown}; upload PDF, plain text, "
+                                            "Markdown or an image (PNG, JPEG, GIF, WebP)", mime=shown)
+    return name, declared, await request.get_data(cache=False)
+
+
+@api_route(bp, "POST", "/api/materials", response=UploadedMaterial, status=201, body_limit="upload",
+           media_type="application/octet-stream", errors=(413, 415, 429))
+async def upload_material(call: Call) -> Response:
+    """Upload a material: the file as the raw body (Content-Type, X-Material-Filename), or multipart field file.
+
+    PDF, plain text and Markdown (their text is extracted), PNG, JPEG, GIF and WebP images (shown to the model
+    that plans the outline). 429 when the owner keeps limits.materials_per_owner materials or
+    limits.material_bytes_per_owner bytes.
+    """
+    filename, declared, data = await _upload(call)
+    if not data:
+        raise errors.InvalidInput("the upload is empty", path="body")
+    limits = call.services.config.limits
+    material = await materials.store_material(
+        call.services.db, call.user, filename, declared, data, max_count=limits.materials_per_owner,
+        max_bytes=limits.material_bytes_per_owner,
+    )
+    response = Response(encode(material_view(material)), 201, content_type="application/json")
+    request_id = call.request.headers.get("X-Request-Id")
+    if request_id:
+        response.headers["X-Request-Id"] = request_id[:200]
+    return response
+
+
+@api_route(bp, "DELETE", "/api/materials/{id}", response=DeletedMaterial, plain_not_found=True)
+async def delete_material(call: Call, id: str) -> DeletedMaterial:
+    """Delete a material. Runs that already read it keep what they read."""
+    if not await materials.delete_material(call.services.db, call.user, id):
+        raise errors.NotFound(f"no material {id!r}")
+    return DeletedMaterial(material_id=id, deleted=True)
