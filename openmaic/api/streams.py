@@ -20,14 +20,13 @@ The WebSocket route for the same stream lives in :mod:`openmaic.api.stream_socke
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Annotated
 
 import msgspec
-import trio
 from quart import Blueprint, Response
 
-from openmaic import metrics
+from openmaic.api.follow import Phase, follow_sse, sse_data
 from openmaic.api.live_feeds import LiveEvent
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
@@ -42,7 +41,6 @@ bp = Blueprint("streams", __name__)
 
 NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
 
-_WRITE_CHUNK = 64 * 1024  # SSE frames are written in chunks of about this size: one write per event is slow
 _DIGITS = re.compile(r"^[0-9]{1,18}$")
 
 
@@ -112,78 +110,21 @@ def _last_event_id(call: Call) -> int:
 
 def sse_frame(e: RecordedEvent) -> bytes:
     """One event as an SSE frame."""
-    data = encode(envelope(e))
-    if b"\n" in data or b"\r" in data:
-        # Stored JSON is compact, but a line break outside strings is legal JSON whitespace; SSE joins
-        # multi-line data with "\n", so the client parses the same document.
-        data = b"\ndata: ".join(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"))
-    return b"id: %d\ndata: %s\n\n" % (e.seq, data)
+    return b"id: %d\ndata: %s\n\n" % (e.seq, sse_data(encode(envelope(e))))
 
 
-def _caught_up(seq: int) -> bytes:
-    return b'event: caught_up\ndata: {"seq":%d}\n\n' % seq
+class _EnvelopeFraming:
+    """Frames of every event as its envelope, unnamed (they all reach ``EventSource.onmessage``)."""
+
+    def frames(self, events: Sequence[RecordedEvent], phase: Phase) -> list[bytes]:
+        return [sse_frame(e) for e in events]
+
+    def live(self, event: LiveEvent) -> bytes:
+        return event.encoded(sse_frame)  # encoded once for every subscriber of the stream
+
+    def caught_up(self, start: int, seq: int) -> bytes:
+        return b'event: caught_up\ndata: {"seq":%d}\n\n' % seq
 
 
-def _chunks(events: list[RecordedEvent]) -> list[bytes]:
-    out: list[bytes] = []
-    buf: list[bytes] = []
-    size = 0
-    for e in events:
-        frame = sse_frame(e)
-        buf.append(frame)
-        size += len(frame)
-        if size >= _WRITE_CHUNK:
-            out.append(b"".join(buf))
-            buf, size = [], 0
-    if buf:
-        out.append(b"".join(buf))
-    return out
-
-
-async def _sse(services: ApiServices, stream_id: str, start: int) -> AsyncIterator[bytes]:
-    log, feeds = services.log, services.feeds
-    ping_s = services.config.server.sse_ping_s
-    metrics.SSE_CLIENTS.inc()
-    # Live events wait here while the previous write is in progress; a full queue means the client cannot keep
-    # up, the feed drops it, and the response ends: the client resumes from its last seq.
-    send, receive = trio.open_memory_channel[LiveEvent](services.config.server.ws_send_queue)
-    try:
-        cursor = start
-        while True:  # the backlog, paced by the client: the next page is read once this one is written
-            batch = await log.read_stream(stream_id, cursor, MAX_PAGE)
-            for chunk in _chunks(batch):
-                yield chunk
-            if batch:
-                cursor = batch[-1].seq
-            if len(batch) < MAX_PAGE:
-                break
-        yield _caught_up(cursor)
-        with feeds.subscriber(stream_id, cursor, send) as sub:
-            while gap := await feeds.join(sub):  # behind the stream's feed: deliver the gap first, paced
-                for chunk in _chunks(gap):
-                    yield chunk
-                sub.after = gap[-1].seq
-            last_write = trio.current_time()
-            while True:
-                # The next live event, or a ping once the connection has been quiet for ping_s. (No yield inside
-                # the cancel scope: an async generator must not suspend within one.)
-                live: LiveEvent | None = None
-                with trio.move_on_after(max(0.0, ping_s - (trio.current_time() - last_write))):
-                    try:
-                        live = await receive.receive()
-                    except trio.EndOfChannel:
-                        return  # dropped by the feed (too slow, or the feed stopped): the client resumes
-                if live is None:
-                    yield b": ping\n\n"
-                else:
-                    frames = [live.encoded(sse_frame)]
-                    while True:  # whatever else is already queued goes in the same write
-                        try:
-                            frames.append(receive.receive_nowait().encoded(sse_frame))
-                        except (trio.WouldBlock, trio.EndOfChannel):
-                            break
-                    yield b"".join(frames)
-                last_write = trio.current_time()
-    finally:
-        receive.close()
-        metrics.SSE_CLIENTS.dec()
+def _sse(services: ApiServices, stream_id: str, start: int) -> AsyncIterator[bytes]:
+    return follow_sse(services, stream_id, start, _EnvelopeFraming())

@@ -39,18 +39,18 @@ COURSE_DELETED = "course deleted"
 # -- the snapshot ----------------------------------------------------------------------------------------------
 
 
-class AgentsChoiceView(Wire):
+class AgentsChoiceView(Wire, omit_defaults=True):
     mode: Literal["auto", "preset"]
     agent_ids: list[str] | None = None
     preset_agent_ids: list[str] | None = None
 
 
-class LearnerProfileView(Wire):
+class LearnerProfileView(Wire, omit_defaults=True):
     nickname: str | None = None
     bio: str | None = None
 
 
-class VoiceView(Wire):
+class VoiceView(Wire, omit_defaults=True):
     provider_id: str
     voice_id: str
     speed: float | None = None

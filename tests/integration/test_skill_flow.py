@@ -110,9 +110,9 @@ async def run_the_skill(client: httpx.AsyncClient, base: str) -> dict:
     assert "warning" not in result and "error" not in final
 
     # the classroom's course, with every scene ready (the page at result.url reads it)
-    course = (await client.get(f"/api/courses/{result['classroomId']}")).json()
-    assert len(course["document"]["scenes"]) == result["scenesCount"]
-    assert all(s["status"] == "ready" for s in course["document"]["scenes"])
+    course = (await client.get(f"/api/classrooms/{result['classroomId']}")).json()["classroom"]
+    assert len(course["scenes"]) == result["scenesCount"] and course["generatingRunId"] is None
+    assert all(s["status"] == "ready" for s in course["scenes"])
 
     # the material goes; deleting it again is the plain 404
     r = await client.delete(f"/api/materials/{material['materialId']}")

@@ -1,0 +1,125 @@
+"""Following one stream over server-sent events: the paced backlog, ``caught_up``, then live events and pings.
+
+:func:`follow_sse` is the one implementation of a stream's SSE response; what a frame looks like is the
+caller's :class:`SseFraming` (the run's OpenMAIC client events, see :mod:`openmaic.api.generation_runs`). The
+response is pulled: the next events are read only once the previous ones were written, so a slow reader costs no
+memory. After the backlog the follower joins the stream's live feed (:mod:`openmaic.api.live_feeds`); a reader
+found more than ``server.ws_send_queue`` events behind the stream's head once live is too slow to follow it:
+the response ends, and the client resumes from its last seq (an ``EventSource`` does so by itself, sending
+``Last-Event-ID``). A comment ``: ping`` is written whenever nothing was written for ``server.sse_ping_s``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Literal, Protocol
+
+import trio
+
+from openmaic import metrics
+from openmaic.api.live_feeds import LiveEvent
+from openmaic.api.services import ApiServices
+from openmaic.api.wire import MAX_PAGE
+from openmaic.events.log import RecordedEvent
+
+__all__ = ["PING", "Phase", "SseFraming", "SSE_HEADERS", "follow_sse", "sse_data"]
+
+Phase = Literal["backlog", "live"]
+
+PING = b": ping\n\n"
+WRITE_CHUNK = 64 * 1024
+"""Frames are written in chunks of about this size: one write per event is slow."""
+
+SSE_HEADERS = {
+    "Content-Type": "text/event-stream; charset=utf-8",
+    "Cache-Control": "no-cache, no-transform",
+    "X-Accel-Buffering": "no",  # a proxy (nginx) must not hold frames back
+}
+
+
+class SseFraming(Protocol):
+    """What a follower writes: the frames of events (some events may have none), and the caught-up frame."""
+
+    def frames(self, events: Sequence[RecordedEvent], phase: Phase) -> list[bytes]: ...
+
+    def live(self, event: LiveEvent) -> bytes:
+        """The frame of one live event (b"" for none); it may share encodings across subscribers."""
+        ...
+
+    def caught_up(self, start: int, seq: int) -> bytes: ...
+
+
+def sse_data(data: bytes) -> bytes:
+    """JSON as the value of ``data:`` lines. Encoded JSON is compact, but a line break outside strings is legal
+    JSON whitespace: SSE joins multi-line data with "\\n", so the client parses the same document."""
+    if b"\n" in data or b"\r" in data:
+        data = b"\ndata: ".join(data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n"))
+    return data
+
+
+def _chunks(frames: list[bytes]) -> list[bytes]:
+    out: list[bytes] = []
+    buf: list[bytes] = []
+    size = 0
+    for frame in frames:
+        buf.append(frame)
+        size += len(frame)
+        if size >= WRITE_CHUNK:
+            out.append(b"".join(buf))
+            buf, size = [], 0
+    if buf:
+        out.append(b"".join(buf))
+    return out
+
+
+async def follow_sse(services: ApiServices, stream_id: str, start: int, framing: SseFraming) -> AsyncIterator[bytes]:
+    """The SSE body of ``stream_id`` after seq ``start``, framed by ``framing``."""
+    log, feeds = services.log, services.feeds
+    ping_s = services.config.server.sse_ping_s
+    metrics.SSE_CLIENTS.inc()
+    # Live events wait here while the previous write is in progress; a full queue means the client cannot keep
+    # up, the feed drops it, and the response ends: the client resumes from its last seq.
+    send, receive = trio.open_memory_channel[LiveEvent](services.config.server.ws_send_queue)
+    try:
+        cursor = start
+        while True:  # the backlog, paced by the client: the next page is read once this one is written
+            batch = await log.read_stream(stream_id, cursor, MAX_PAGE)
+            for chunk in _chunks(framing.frames(batch, "backlog")):
+                yield chunk
+            if batch:
+                cursor = batch[-1].seq
+            if len(batch) < MAX_PAGE:
+                break
+        yield framing.caught_up(start, cursor)
+        with feeds.subscriber(stream_id, cursor, send) as sub:
+            while gap := await feeds.join(sub):  # behind the stream's feed: deliver the gap first, paced
+                for chunk in _chunks(framing.frames(gap, "live")):
+                    yield chunk
+                sub.after = gap[-1].seq
+            last_write = trio.current_time()
+            while True:
+                # The next live event, or a ping once the connection has been quiet for ping_s. (No yield inside
+                # the cancel scope: an async generator must not suspend within one.)
+                live: LiveEvent | None = None
+                with trio.move_on_after(max(0.0, ping_s - (trio.current_time() - last_write))):
+                    try:
+                        live = await receive.receive()
+                    except trio.EndOfChannel:
+                        return  # dropped by the feed (too slow, or the feed stopped): the client resumes
+                if live is None:
+                    yield PING
+                    last_write = trio.current_time()
+                    continue
+                frames = [framing.live(live)]
+                while True:  # whatever else is already queued goes in the same write
+                    try:
+                        frames.append(framing.live(receive.receive_nowait()))
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                out = b"".join(frames)
+                if out:
+                    yield out
+                    last_write = trio.current_time()
+    finally:
+        receive.close()
+        metrics.SSE_CLIENTS.dec()

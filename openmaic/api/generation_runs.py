@@ -1,0 +1,400 @@
+"""OpenMAIC's generation runs for the browser and scripts: ``/api/generation-runs``.
+
+Every route is a thin wrapper over :class:`~openmaic.runs.service.RunService` (the WebSocket commands call the
+same methods): start, list the runs in progress, read one (with its ``media``), discard, ``confirm-outline``,
+``retry``, ``hold-outline``. Reads and commands on a run that is not the caller's — or does not exist — answer
+the plain ``Not found``; conflicts are ``RUN_STATE_CONFLICT``.
+
+``GET /api/generation-runs/{id}/events?after=<seq>`` follows the run as OpenMAIC's SSE: every frame is ``id:
+<seq>``, ``event: <type>`` and data ``{runId, seq, ts, type, data, phase}``, where the types are OpenMAIC's
+(:mod:`openmaic.runs.client_events`) and ``seq`` the logged event's; after the backlog one ``event: caught_up``
+frame ``{type, from, seq}`` without an id; then live frames and ``: ping``. ``Last-Event-ID`` wins over
+``after``; a malformed cursor, or one beyond the run's last seq, starts from the beginning.
+
+``GET /api/generation-runs/events`` is the owner's feed: one unnamed ``{type: "runs", runs}`` frame with the runs
+in progress, then a ``{type: "run", run}`` frame whenever one of them changes (its last frame shows it
+completed or ended), and a run started meanwhile appears the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Sequence
+from typing import Annotated, Any, Literal
+
+import msgspec
+import trio
+from quart import Blueprint, Response
+
+from openmaic import errors, metrics
+from openmaic.api.follow import SSE_HEADERS, PING, Phase, follow_sse, sse_data
+from openmaic.api.headless import runs_of
+from openmaic.api.live_feeds import LiveEvent
+from openmaic.api.routing import Call, api_route
+from openmaic.api.services import ApiServices
+from openmaic.api.wire import Success, Wire, encode
+from openmaic.courses.views import ClassroomView, classroom_view
+from openmaic.events.log import RecordedEvent
+from openmaic.events.wakeups import RUNNABLE
+from openmaic.runs.client_events import ClientView
+from openmaic.runs.events import AgentsChoice, LearnerProfile, RunInput, Voice
+from openmaic.runs.service import RunService, RunStateConflict, outline_items
+from openmaic.runs.views import RunDetail, RunView, run_detail, run_view
+from openmaic.store.database import Record
+
+__all__ = ["bp", "client_view_from", "run_frame"]
+
+bp = Blueprint("generation_runs", __name__)
+
+CommandId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")]
+"""A client-chosen idempotency key (OpenMAIC's shape): repeating a command returns its first result."""
+
+_RUN = {"plain_not_found": True, "error_codes": {409: "RUN_STATE_CONFLICT"}}
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+# -- bodies and answers ----------------------------------------------------------------------------------------
+
+
+class AgentsBody(Wire):
+    mode: Literal["auto", "preset"] = "auto"
+    preset_agent_ids: list[str] = []
+    agent_ids: list[str] = []
+
+
+class LearnerProfileBody(Wire):
+    nickname: str = ""
+    bio: str = ""
+
+
+class VoiceBody(Wire):
+    provider_id: str
+    voice_id: str
+    speed: float | None = None
+
+
+class StartRun(Wire):
+    """OpenMAIC's start body. No keys, models or endpoints: those come only from the server's configuration."""
+
+    requirement: str | None = None
+    material_ids: list[str] = []
+    interactive: bool = False
+    task_engine: bool = False
+    agents: AgentsBody | None = None
+    learner_profile: LearnerProfileBody | None = None
+    outline_review: Literal["wait", "auto", "countdown"] = "wait"
+    voice: VoiceBody | None = None
+    release_materials: bool | None = None
+    """Accepted and ignored (uploaded materials are kept until deleted)."""
+    language: str = ""
+    """This server's addition: the course's language tag; inferred from the requirement when empty."""
+
+
+class SceneOutlineBody(Wire):
+    id: str = ""
+    type: str
+    title: str
+    description: str = ""
+    key_points: list[str] = []
+    order: int = 0
+
+
+class ConfirmOutline(Wire):
+    command_id: CommandId
+    outline_revision: Annotated[int, msgspec.Meta(ge=1)]
+    outlines: list[SceneOutlineBody] | None = None
+    """An edited outline: it becomes revision + 1."""
+
+
+class MediaRef(Wire):
+    element_id: str
+
+
+class Retry(Wire):
+    command_id: CommandId
+    media: MediaRef | None = None
+    """Retry one failed media element instead of the failed step."""
+
+
+class Command(Wire):
+    command_id: CommandId
+
+
+class RunAnswer(Success):
+    run: RunView
+
+
+class RunDetailAnswer(Success):
+    run: RunDetail
+
+
+class RunsAnswer(Success):
+    runs: list[RunView]
+
+
+class CommandAnswer(Success):
+    state: str
+    seq: int
+
+
+class ConfirmAnswer(CommandAnswer):
+    outline_revision: int
+
+
+class ActiveQuery(Wire):
+    active: str = ""
+
+
+class EventsQuery(Wire):
+    after: str = ""
+    """Send the events after this seq (``Last-Event-ID`` wins; malformed means from the start)."""
+
+
+def view_of(row: Record, state: Any) -> RunView:
+    return run_view(row["id"], state, created_at=row["created_at"], updated_at=row["updated_at"])
+
+
+def start_input(body: StartRun) -> RunInput:
+    """The run input of a start body (a missing requirement is refused by the service, like a blank one)."""
+    agents = body.agents or AgentsBody()
+    profile = body.learner_profile or LearnerProfileBody()
+    voice = None if body.voice is None else Voice(provider_id=body.voice.provider_id,
+                                                  voice_id=body.voice.voice_id, speed=body.voice.speed)
+    return RunInput(
+        requirement=body.requirement or "", material_ids=list(body.material_ids), language=body.language,
+        agents=AgentsChoice(mode=agents.mode, agent_ids=list(agents.agent_ids),
+                            preset_agent_ids=list(agents.preset_agent_ids)),
+        learner_profile=LearnerProfile(nickname=profile.nickname, bio=profile.bio),
+        outline_review=body.outline_review, interactive=body.interactive, task_engine=body.task_engine,
+        voice=voice,
+    )  # fmt: skip
+
+
+# -- routes ----------------------------------------------------------------------------------------------------
+
+
+@api_route(bp, "POST", "/api/generation-runs", body=StartRun, response=RunAnswer, status=202, errors=(403, 429))
+async def start_run(call: Call) -> tuple[RunAnswer, int]:
+    """Start a generation run (and its course); not idempotent: every start is a new run.
+
+    outlineReview: wait (the default: confirm-outline), auto, or countdown (confirms by itself after 2.5 s unless
+    held). 400 INVALID_REQUEST / MISSING_REQUIRED_FIELD naming the field, MISSING_MODEL / MISSING_API_KEY, 429
+    ACTIVE_RUN_LIMIT.
+    """
+    row, state = await runs_of(call).start(call.user, start_input(call.body))
+    return RunAnswer(run=view_of(row, state)), 202
+
+
+@api_route(bp, "GET", "/api/generation-runs", query=ActiveQuery, response=RunsAnswer)
+async def active_runs(call: Call) -> RunsAnswer:
+    """The runs in progress (every state but completed and ended), oldest first; active=1 is required."""
+    if call.query.active not in ("1", "true"):
+        raise errors.InvalidInput("list the runs in progress with ?active=1", path="active")
+    return RunsAnswer(runs=[view_of(row, s) for row, s in await runs_of(call).in_progress(call.user)])
+
+
+@api_route(bp, "GET", "/api/generation-runs/{id}", response=RunDetailAnswer, **_RUN)
+async def get_run(call: Call, id: str) -> RunDetailAnswer:
+    """A run's snapshot with the state of its media; follow its events after run.seq to stay current."""
+    row, state = await runs_of(call).read(call.user, id)
+    return RunDetailAnswer(run=run_detail(view_of(row, state)))
+
+
+@api_route(bp, "DELETE", "/api/generation-runs/{id}", response=CommandAnswer, errors=(409,), **_RUN)
+async def discard_run(call: Call, id: str) -> CommandAnswer:
+    """Discard a run that has no course yet (its outline was never confirmed); repeating it is harmless.
+
+    409 RUN_STATE_CONFLICT once its course exists or it completed (delete the course instead).
+    """
+    out = await runs_of(call).discard(call.user, id)
+    return CommandAnswer(state=out.state, seq=out.seq)
+
+
+@api_route(bp, "POST", "/api/generation-runs/{id}/confirm-outline", body=ConfirmOutline, response=ConfirmAnswer,
+           errors=(409, 429), **_RUN)
+async def confirm_outline(call: Call, id: str) -> ConfirmAnswer:
+    """Confirm the proposed outline at outlineRevision; sending edited outlines makes them revision + 1.
+
+    409 RUN_STATE_CONFLICT when the run is not awaiting confirmation or the revision is stale; 429
+    ACTIVE_RUN_LIMIT (a confirmed run is in progress again).
+    """
+    b: ConfirmOutline = call.body
+    items = None if b.outlines is None else outline_items(b.outlines)
+    out = await runs_of(call).confirm_outline(call.user, id, b.command_id, b.outline_revision, items)
+    return ConfirmAnswer(state=out.state, seq=out.seq, outline_revision=out.outline_revision)
+
+
+@api_route(bp, "POST", "/api/generation-runs/{id}/retry", body=Retry, response=CommandAnswer, errors=(409, 429),
+           **_RUN)
+async def retry_run(call: Call, id: str) -> CommandAnswer:
+    """Re-run the step a paused run failed on (that step only). 409 RUN_STATE_CONFLICT unless it is paused."""
+    b: Retry = call.body
+    if b.media is not None:
+        await runs_of(call).read(call.user, id)  # the same 404 as any command for a run that is not yours
+        raise RunStateConflict(f"the run has no media element {b.media.element_id!r} that failed", element_id=b.media.element_id)
+    out = await runs_of(call).retry(call.user, id, b.command_id)
+    return CommandAnswer(state=out.state, seq=out.seq)
+
+
+@api_route(bp, "POST", "/api/generation-runs/{id}/hold-outline", body=Command, response=CommandAnswer,
+           errors=(409,), **_RUN)
+async def hold_outline(call: Call, id: str) -> CommandAnswer:
+    """Stop an outline's countdown: the run then waits for confirm-outline."""
+    out = await runs_of(call).hold_outline(call.user, id, call.body.command_id)
+    return CommandAnswer(state=out.state, seq=out.seq)
+
+
+# -- the classroom (the course a run builds) -----------------------------------------------------------------------
+
+
+class ClassroomAnswer(Success):
+    classroom: ClassroomView
+
+
+@api_route(bp, "GET", "/api/classrooms/{id}", response=ClassroomAnswer, plain_not_found=True)
+async def get_classroom(call: Call, id: str) -> ClassroomAnswer:
+    """A classroom (the course at result.classroomId / run.stageId): its scenes with their content and script,
+    its agents, and the run still writing it, if any (follow that run's events for the scenes to come)."""
+    row = await call.services.log.stream(id)
+    if row is None or row["owner_id"] != call.user or row["kind"] != "course" or row["deleted_at"] is not None:
+        raise errors.NotFound(f"no classroom {id!r}")
+    # Folded from the course stream (through the runs' fold cache): authoritative and never behind, unlike a
+    # projection; to the head of the row just read, so the view and its seq agree.
+    doc = await runs_of(call).course(id, to_seq=row["head_seq"])
+    if doc.deleted:
+        raise errors.NotFound(f"no classroom {id!r}")
+    return ClassroomAnswer(classroom=classroom_view(id, doc))
+
+
+# -- the run's events --------------------------------------------------------------------------------------------
+
+
+class ClientFrame(Wire):
+    run_id: str
+    seq: int
+    ts: int
+    """When the event was recorded: milliseconds since the epoch."""
+    type: str
+    data: dict[str, Any]
+    phase: Phase
+
+
+def run_frame(run_id: str, seq: int, recorded_ms: int, kind: str, data: dict[str, Any], phase: Phase) -> bytes:
+    """One client event as OpenMAIC's SSE frame."""
+    body = encode(ClientFrame(run_id=run_id, seq=seq, ts=recorded_ms, type=kind, data=data, phase=phase))
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (seq, kind.encode(), sse_data(body))
+
+
+class _RunFraming:
+    """The run's client events: one view per follower, advanced by every event it passes."""
+
+    def __init__(self, run_id: str, view: ClientView, decode: Any) -> None:
+        self.run_id = run_id
+        self.view = view
+        self.decode = decode
+
+    def _frame(self, e: RecordedEvent, event: Any, phase: Phase) -> bytes:
+        out = self.view.next(event, e.seq)
+        if out is None:
+            return b""
+        kind, data = out
+        return run_frame(self.run_id, e.seq, int(e.recorded_at.timestamp() * 1000), kind, data, phase)
+
+    def frames(self, events: Sequence[RecordedEvent], phase: Phase) -> list[bytes]:
+        out = [self._frame(e, self.decode(e), phase) for e in events]
+        return [f for f in out if f]
+
+    def live(self, event: LiveEvent) -> bytes:
+        return self._frame(event.event, event.encoded(self.decode), "live")  # decoded once for every follower
+
+    def caught_up(self, start: int, seq: int) -> bytes:
+        return b"event: caught_up\ndata: %s\n\n" % encode({"type": "caught_up", "from": start, "seq": seq})
+
+
+async def client_view_from(runs: RunService, run_id: str, seq: int) -> ClientView:
+    """A client view of ``run_id`` that continues after ``seq``."""
+    state = await runs.fold(run_id, to_seq=seq)
+    return ClientView(state, max_attempts=runs.config.runtime.step_retries + 1)
+
+
+def _cursor(call: Call, head: int) -> int:
+    value = call.request.headers.get("Last-Event-ID")
+    if value is None:
+        value = call.query.after
+    value = value.strip()
+    cursor = int(value) if _DIGITS.fullmatch(value) else 0
+    return cursor if cursor <= head else 0  # nobody can have seen a later seq: start again
+
+
+@api_route(bp, "GET", "/api/generation-runs/{id}/events", query=EventsQuery, sse=True, media_type="text/event-stream",
+           **_RUN)
+async def run_events(call: Call, id: str) -> Response:
+    """The run's events as server-sent events, OpenMAIC's framing (id, named event, {runId, seq, ts, type, data,
+    phase}); caught_up after the backlog; Last-Event-ID resumes."""
+    runs = runs_of(call)
+    row, _ = await runs.read(call.user, id)
+    start = _cursor(call, row["head_seq"])
+    framing = _RunFraming(id, await client_view_from(runs, id, start), call.services.log.decode)
+    response = Response(follow_sse(call.services, id, start, framing), 200, dict(SSE_HEADERS))
+    response.timeout = None  # a live stream has no end; quart would otherwise cut it after 60 s
+    return response
+
+
+# -- the owner's feed ------------------------------------------------------------------------------------------------
+
+
+async def owner_run_changes(services: ApiServices, owner: str, idle_s: float) -> AsyncIterator[dict[str, Any] | None]:
+    """The owner's runs in progress, then each change: woken by hints on those runs and on new runnable streams
+    (a start), with a poll as the backstop. ``None`` whenever nothing changed for ``idle_s`` (a heartbeat)."""
+    runs: RunService = services.runs  # type: ignore[assignment]
+    known: dict[str, int] = {}
+    first = True
+    quiet_since = trio.current_time()
+    while True:
+        with services.wakeups.watch(RUNNABLE, *known) as watch:
+            while True:
+                current = await runs.in_progress(owner)
+                changes: list[dict[str, Any]] = []
+                if first:
+                    changes.append({"type": "runs", "runs": [view_of(r, s) for r, s in current]})
+                    first = False
+                else:
+                    seen = {r["id"] for r, _ in current}
+                    changes += [{"type": "run", "run": view_of(r, s)} for r, s in current
+                                if known.get(r["id"]) != s.seq]  # fmt: skip
+                    for gone in sorted(known.keys() - seen):
+                        # Its last change: completed, ended, or ending (then it reads as it is until it ends).
+                        row, s = await runs.read(owner, gone)
+                        changes.append({"type": "run", "run": view_of(row, s)})
+                for change in changes:
+                    yield change
+                    quiet_since = trio.current_time()
+                ids = {r["id"]: s.seq for r, s in current}
+                moved = ids.keys() != known.keys()
+                known = ids
+                if moved:
+                    break  # watch the new set of runs (read again first: nothing falls in between)
+                idle = idle_s - (trio.current_time() - quiet_since)
+                if idle <= 0:
+                    yield None
+                    quiet_since = trio.current_time()
+                    idle = idle_s
+                await watch.wait(min(services.config.runtime.wake_poll_s, idle))
+
+
+@api_route(bp, "GET", "/api/generation-runs/events", sse=True, media_type="text/event-stream")
+async def owner_events(call: Call) -> Response:
+    """Your runs in progress as server-sent events: a runs frame, then a run frame for every change."""
+    runs_of(call)
+    response = Response(_owner_sse(call.services, call.user), 200, dict(SSE_HEADERS))
+    response.timeout = None
+    return response
+
+
+async def _owner_sse(services: ApiServices, owner: str) -> AsyncIterator[bytes]:
+    metrics.SSE_CLIENTS.inc()
+    try:
+        async for change in owner_run_changes(services, owner, services.config.server.sse_ping_s):
+            yield PING if change is None else b"data: " + sse_data(encode(change)) + b"\n\n"
+    finally:
+        metrics.SSE_CLIENTS.dec()
