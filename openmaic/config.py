@@ -1,9 +1,21 @@
 """Configuration: ``openmaic.yml`` decoded strictly into one frozen tree, plus ``OPENMAIC_*`` overrides.
 
-The file is found through ``OPENMAIC_CONFIG``, else ``./openmaic.yml``, else the built-in defaults (an offline
-``demo`` provider, so everything runs with no key and no network). String values may reference environment
-variables as ``${NAME}``; ``$${`` is a literal ``${``. A few keys can be overridden from the environment after
-the file is read (see ``ENV_OVERRIDES``).
+The file is found through ``OPENMAIC_CONFIG``, else ``./openmaic.yml``, else the built-in defaults. Its model
+sections — ``providers``, ``slots``, ``policy`` — are OpenMAIC 1.2's, accepted exactly as OpenMAIC writes them
+(:mod:`openmaic.modelconfig.layer`); this project's own sections (``runtime``, ``server``, ``limits``,
+``identity``) extend the file and are just as strict. String values may reference environment variables as
+``${NAME}`` (unset or empty is an error); ``$${`` is a literal ``${``. A few keys can be overridden from the
+environment after the file is read (see ``ENV_OVERRIDES``).
+
+Where the models come from (``Config.model_source``):
+
+* ``openmaic.yml`` — the file declares providers, slots or policy. Its slots lock what they set; the legacy
+  environment is ignored (a notice says so).
+* ``environment`` — no model sections, but the environment configures models the legacy way
+  (``OPENAI_API_KEY``, ``server-providers.yml``, ``DEFAULT_MODEL`` …; :mod:`openmaic.modelconfig.legacy`).
+  ``MODEL_ROUTES`` stops the boot with what to write instead.
+* ``built-in`` — nothing configured: the offline ``demo`` provider answers every slot, as a default an owner's
+  own settings may override.
 
 Anything invalid raises :class:`~openmaic.errors.ConfigError` naming the key path and what was expected, e.g.
 ``runtime.lease_ttl_s: expected a number > 0, got -1``. API keys are held in :class:`Secret` and never appear
@@ -21,17 +33,21 @@ import typing
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 import msgspec
 import yaml
 
 from openmaic.errors import ConfigError
+from openmaic.modelconfig.layer import DEMO_SLOTS, ModelLayer, Policy, ProviderSpec, SlotValue, parse_model_sections
+from openmaic.modelconfig.legacy import has_legacy_configuration, translate_environment
+from openmaic.modelconfig.resolve import SlotResolutionError, resolve
+from openmaic.modelconfig.slots import SLOTS
+from openmaic.secret import Secret
 
 __all__ = [
     "DEFAULT_SLOTS", "ENV_OVERRIDES", "KNOWN_SLOTS", "SLOT_PARENTS", "Config", "IdentityConfig", "LimitsConfig",
-    "ProviderConfig", "Route", "RuntimeConfig", "Secret", "ServerConfig", "StepDeadlines", "default_config",
-    "load_config", "parse_config",
+    "ProviderConfig", "ProviderSpec", "Route", "RuntimeConfig", "Secret", "ServerConfig", "StepDeadlines",
+    "default_config", "load_config", "parse_config",
 ]  # fmt: skip
 
 PosInt = Annotated[int, msgspec.Meta(gt=0)]
@@ -40,21 +56,11 @@ PosFloat = Annotated[float, msgspec.Meta(gt=0)]
 NonNegFloat = Annotated[float, msgspec.Meta(ge=0)]
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 
-#: Every model slot and the slot it inherits from when unassigned (``llm`` is the root).
-SLOT_PARENTS: dict[str, str | None] = {
-    "llm": None,
-    "course.outline": "llm",
-    "course.agents": "llm",
-    "course.content": "llm",
-    "course.actions": "llm",
-    "course.content.slide": "course.content",
-    "course.content.quiz": "course.content",
-    "course.content.interactive": "course.content",
-    "agent": "llm",
-}
+#: Every model slot and the slot it inherits from when unassigned (each capability root has none).
+SLOT_PARENTS: dict[str, str | None] = {d.id: d.parent for d in SLOTS}
 KNOWN_SLOTS: tuple[str, ...] = tuple(SLOT_PARENTS)
-DEFAULT_SLOTS: dict[str, str] = {"llm": "demo:course", "agent": "demo:agent"}
-DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
+DEFAULT_SLOTS: dict[str, SlotValue] = dict(DEMO_SLOTS)
+_MODEL_SECTIONS = ("providers", "slots", "policy")
 
 #: Environment variables applied after the file: variable -> (section, key).
 ENV_OVERRIDES: dict[str, tuple[str, str]] = {
@@ -62,52 +68,29 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "OPENMAIC_PORT": ("server", "port"),
     "OPENMAIC_DATA_DIR": ("server", "data_dir"),
     "OPENMAIC_IDENTITY_MODE": ("identity", "mode"),
-    "OPENMAIC_SECRET_KEY": ("identity", "secret_key"),
 }
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # an HTTP token (header or cookie name)
 _MIN_SECRET_KEY = 16
 
 
-class Secret:
-    """A string that must never be shown: its repr and str are ``Secret('***')``; ``reveal()`` returns it."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        """The secret itself — pass it straight to the HTTP client, never to a log."""
-        return self._value
-
-    def __repr__(self) -> str:
-        return "Secret('***')"
-
-    __str__ = __repr__
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Secret) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
-
 class _Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     """Base of every section: strict (unknown keys are errors) and immutable."""
 
 
-class ProviderConfig(_Section):
-    """One model endpoint. ``base_url`` defaults by kind; ``api_key_file`` is read at load into ``api_key``."""
+class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """What a model driver is given: one provider's endpoint, resolved from its preset and ``options`` (see
+    :func:`openmaic.models.provider.endpoint`). ``kind`` is the wire protocol (``openai``, ``anthropic``,
+    ``demo``). Never decoded from a file: ``openmaic.yml`` declares providers in OpenMAIC's shape."""
 
-    kind: Literal["openai", "anthropic", "demo"]
+    kind: str
     base_url: str | None = None
     api_key: Secret | None = None
-    api_key_file: str | None = None
     latency_ms: NonNegInt = 0
     timeout_s: PosFloat = 60.0
     max_retries: NonNegInt = 4
     headers: dict[str, str] = {}
+    proxy: str | None = None
 
     def key(self) -> str | None:
         """The API key, or ``None`` when the endpoint needs none."""
@@ -125,24 +108,6 @@ class ProviderConfig(_Section):
 
     def __rich_repr__(self) -> Any:  # msgspec's default would show header values
         yield from self._shown()
-
-
-class Route(msgspec.Struct, frozen=True):
-    """Where a slot's calls go: a configured provider and a model name (which may contain colons)."""
-
-    provider: str
-    model: str
-
-    @classmethod
-    def parse(cls, text: str) -> Route:
-        """Parse ``"provider:model"``, splitting at the first colon; ``ValueError`` if either part is empty."""
-        provider, sep, model = text.partition(":")
-        if not sep or not provider or not model or provider.strip() != provider or model.strip() != model:
-            raise ValueError(f"expected 'provider:model', got {text!r}")
-        return cls(provider, model)
-
-    def __str__(self) -> str:
-        return f"{self.provider}:{self.model}"
 
 
 class LimitsConfig(_Section):
@@ -209,31 +174,62 @@ class ServerConfig(_Section):
     data_dir: str = ".openmaic"
 
 
-def _default_providers() -> dict[str, ProviderConfig]:
-    return {"demo": ProviderConfig(kind="demo")}
+class Route(msgspec.Struct, frozen=True):
+    """Where a slot's calls go: a declared provider and a model name (which may contain colons; ``None`` for a
+    provider's default model)."""
+
+    provider: str
+    model: str | None
+
+    def __str__(self) -> str:
+        return self.provider if self.model is None else f"{self.provider}:{self.model}"
+
+
+_COMPUTED = ("source", "default_slots", "model_source", "notices", "secret_key")
+"""Fields of :class:`Config` the loader fills in; they are not keys of the file."""
 
 
 class Config(_Section):
-    """The whole configuration. ``source`` is the file it came from, or ``"<defaults>"``."""
+    """The whole configuration. ``source`` is the file it came from, or ``"<defaults>"``.
 
-    providers: dict[str, ProviderConfig] = msgspec.field(default_factory=_default_providers)
-    slots: dict[str, str] = msgspec.field(default_factory=lambda: dict(DEFAULT_SLOTS))
+    ``providers`` and ``slots`` are the deployment layer (what ``openmaic.yml`` declares, or the providers of a
+    legacy environment); ``default_slots`` rank below an owner's own settings (a legacy ``DEFAULT_MODEL``, or the
+    built-in demo). ``secret_key`` is ``OPENMAIC_SECRET_KEY`` (it seals the keys owners save).
+    """
+
+    providers: dict[str, ProviderSpec] = {}
+    slots: dict[str, SlotValue] = {}
+    policy: Policy = Policy()
     limits: LimitsConfig = LimitsConfig()
     identity: IdentityConfig = IdentityConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     server: ServerConfig = ServerConfig()
+    default_slots: dict[str, SlotValue] = msgspec.field(default_factory=lambda: dict(DEFAULT_SLOTS))
+    model_source: Literal["openmaic.yml", "environment", "built-in"] = "built-in"
+    notices: tuple[str, ...] = ()
+    secret_key: Secret | None = None
     source: str = "<defaults>"
 
+    def layers(self, workspace: ModelLayer | None = None) -> list[ModelLayer]:
+        """The layers slots resolve through, in precedence order, with an owner's ``workspace`` when given."""
+        out = [ModelLayer(source="deployment", providers=self.providers, slots=self.slots)]
+        if workspace is not None:
+            out.append(workspace)
+        out.append(ModelLayer(source="default", slots=self.default_slots))
+        return out
+
     def route(self, slot: str) -> Route:
-        """The route for ``slot``, inherited from the nearest assigned ancestor (``ValueError`` if unknown)."""
+        """The deployment's route for ``slot`` (``ValueError`` if unknown; ``ConfigError`` when it is off,
+        unassigned or does not resolve)."""
         if slot not in SLOT_PARENTS:
             raise ValueError(f"unknown slot {slot!r}; valid slots: {', '.join(KNOWN_SLOTS)}")
-        current: str | None = slot
-        while current is not None and current not in self.slots:
-            current = SLOT_PARENTS[current]
-        if current is None:
-            raise ConfigError("slots.llm: not set; every other slot inherits from it", key="slots.llm")
-        return Route.parse(self.slots[current])
+        try:
+            resolution = resolve(slot, self.layers())
+        except SlotResolutionError as e:
+            raise ConfigError(str(e), key=f"slots.{slot}") from None
+        if resolution.target is None:
+            raise ConfigError(f"slots.{slot}: {resolution.status}", key=f"slots.{slot}")
+        return Route(resolution.target.provider_id, resolution.target.model)
 
 
 def default_config() -> Config:
@@ -271,13 +267,17 @@ def parse_config(
     source: str,
     env: Mapping[str, str] | None = None,
     base_dir: str | os.PathLike[str] | None = None,
+    legacy_dir: str | os.PathLike[str] | None = None,
 ) -> Config:
-    """Decode and validate configuration ``text``; relative ``api_key_file`` paths are under ``base_dir``.
+    """Decode and validate configuration ``text`` (``base_dir``: the file's directory).
 
-    ``env`` (default ``os.environ``) supplies ``${NAME}`` references and the ``OPENMAIC_*`` overrides.
+    ``env`` (default ``os.environ``) supplies ``${NAME}`` references, the ``OPENMAIC_*`` overrides and, when the
+    file has no model sections, the legacy model variables; ``server-providers.yml`` is read from ``legacy_dir``
+    (default: the working directory, as OpenMAIC reads it).
     """
     env = os.environ if env is None else env
-    return _Loader(source, env, Path.cwd() if base_dir is None else Path(base_dir)).load(text)
+    return _Loader(source, env, Path.cwd() if base_dir is None else Path(base_dir),
+                   Path.cwd() if legacy_dir is None else Path(legacy_dir)).load(text)
 
 
 # --- ${NAME} references -----------------------------------------------------------------------------------
@@ -358,7 +358,7 @@ def _describe(t: Any) -> str:
 
 
 def _fields(struct: Any) -> str:
-    return ", ".join(f for f in struct.__struct_fields__ if f != "source")  # source is set by the loader
+    return ", ".join(f for f in struct.__struct_fields__ if f not in _COMPUTED)  # set by the loader
 
 
 def _raw_at(raw: Any, parts: list[Any]) -> Any:
@@ -373,10 +373,11 @@ def _raw_at(raw: Any, parts: list[Any]) -> Any:
 class _Loader:
     """One load: carries the source name, where overridden keys came from, and the secrets to scrub."""
 
-    def __init__(self, source: str, env: Mapping[str, str], base_dir: Path) -> None:
-        self.source, self.env, self.base_dir = source, env, base_dir
+    def __init__(self, source: str, env: Mapping[str, str], base_dir: Path, legacy_dir: Path) -> None:
+        self.source, self.env, self.base_dir, self.legacy_dir = source, env, base_dir, legacy_dir
         self.origins: dict[str, str] = {}  # key path -> environment variable that set it
         self.secrets: set[str] = set()
+        self.env_values: set[str] = set()  # what ${NAME} references expanded to
 
     def error(self, path: str, what: str) -> ConfigError:
         var = self.origins.get(path)
@@ -406,17 +407,42 @@ class _Loader:
         raw = {k: v for k, v in self._expand(raw, []).items() if v is not None}  # an empty section is absent
         self._apply_env(raw)
         self._collect_secrets(raw)
-        if "source" in raw or any(not isinstance(k, str) for k in raw):
-            bad = "source" if "source" in raw else next(k for k in raw if not isinstance(k, str))
+        bad = next((k for k in raw if not isinstance(k, str) or k in _COMPUTED), None)
+        if bad is not None:
             raise self.error(str(bad), f"unknown key; valid keys: {_fields(Config)}")
-        rest = {k: v for k, v in raw.items() if k not in ("providers", "slots")}
+        rest = {k: v for k, v in raw.items() if k not in _MODEL_SECTIONS}
         config = self._convert(rest, Config, [])
-        providers = self._providers(raw["providers"]) if "providers" in raw else _default_providers()
-        slots = self._slots(raw.get("slots"), providers)
-        config = msgspec.structs.replace(config, providers=providers, slots=slots, source=self.source)
+        secret = (self.env.get("OPENMAIC_SECRET_KEY") or "").strip()
+        if secret:
+            self.secrets.add(secret)
+        config = msgspec.structs.replace(config, **self._models(raw), secret_key=Secret(secret) if secret else None,
+                                         source=self.source)
         self._check_finite(config, [])
         self._check_semantics(config)
         return config
+
+    def _models(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """The model fields of the config: from the file's model sections, else from a legacy environment, else
+        the built-in demo (see the module docstring)."""
+        if any(k in raw for k in _MODEL_SECTIONS):
+            layer, policy = parse_model_sections(raw, self.error, shown=self.shown)
+            notices = ()
+            if has_legacy_configuration(self.env, self.legacy_dir):
+                notices = ("openmaic.yml declares the models, so the legacy provider variables, server-providers.yml, "
+                           "DEFAULT_MODEL, MODEL_ROUTES and MODEL_FALLBACK are not used",)
+            return {"providers": layer.providers, "slots": layer.slots, "policy": policy, "default_slots": {},
+                    "model_source": "openmaic.yml", "notices": notices}
+        legacy = translate_environment(self.env, self.legacy_dir)
+        if legacy is None:
+            return {}
+        return {"providers": legacy.deployment.providers, "default_slots": legacy.defaults.slots,
+                "model_source": "environment", "notices": legacy.notices}
+
+    def shown(self, value: str) -> str:
+        """``value`` quoted for a message, unless it came from the environment (it may be a key)."""
+        if any(v and v in value for v in self.env_values):
+            return "(a value from an environment variable)"
+        return f'"{value}"'
 
     def _expand(self, node: Any, path: list[Any]) -> Any:
         if isinstance(node, str):
@@ -434,9 +460,11 @@ class _Loader:
     def _lookup(self, m: re.Match[str], path: list[Any]) -> str:
         if m.group(1) is None:
             return "${"
-        if m.group(1) not in self.env:
-            raise self.error(_path_str(path), f"environment variable {m.group(1)} is not set")
-        return self.env[m.group(1)]
+        value = self.env.get(m.group(1))
+        if not value:
+            raise self.error(_path_str(path), f"environment variable {m.group(1)} is not set (or is empty)")
+        self.env_values.add(value)
+        return value
 
     def _apply_env(self, raw: dict[Any, Any]) -> None:
         for var, (section, key) in ENV_OVERRIDES.items():
@@ -461,9 +489,11 @@ class _Loader:
         providers = raw.get("providers")
         for p in providers.values() if isinstance(providers, dict) else ():
             if isinstance(p, dict):
-                self.secrets.add(p.get("api_key") if isinstance(p.get("api_key"), str) else "")
-                headers = p.get("headers") if isinstance(p.get("headers"), dict) else {}
-                self.secrets.update(v for v in headers.values() if isinstance(v, str))
+                for key in ("apiKey", "api_key"):
+                    if isinstance(p.get(key), str):
+                        self.secrets.add(p[key])
+                credentials = p.get("credentials") if isinstance(p.get("credentials"), dict) else {}
+                self.secrets.update(v for v in credentials.values() if isinstance(v, str))
         identity = raw.get("identity")
         if isinstance(identity, dict) and isinstance(identity.get("secret_key"), str):
             self.secrets.add(identity["secret_key"])
@@ -496,69 +526,6 @@ class _Loader:
             got = repr(_raw_at(obj, parts))
         return self.error(_path_str([*prefix, *parts]), f"expected {expected}, got {got}")
 
-    def _providers(self, raw: Any) -> dict[str, ProviderConfig]:
-        if not isinstance(raw, dict):
-            raise self.error("providers", "expected a mapping of provider name to settings")
-        out = {}
-        for name, value in raw.items():
-            if not isinstance(name, str) or not name or ":" in name:
-                raise self.error(f"providers.{name}", "a provider name must be a non-empty string without ':'")
-            out[name] = self._provider(name, self._convert(value, ProviderConfig, ["providers", name]))
-        return out
-
-    def _provider(self, name: str, p: ProviderConfig) -> ProviderConfig:
-        base = f"providers.{name}"
-        if p.api_key is not None and p.api_key_file is not None:
-            raise self.error(f"{base}.api_key_file", "give either api_key or api_key_file, not both")
-        if p.api_key_file is not None:
-            file = self.base_dir / Path(p.api_key_file).expanduser()
-            try:
-                key = file.read_text("utf-8").strip()
-            except (OSError, UnicodeDecodeError) as e:
-                reason = getattr(e, "strerror", None) or "not UTF-8 text"
-                raise self.error(f"{base}.api_key_file", f"cannot read {str(file)!r}: {reason}") from None
-            self.secrets.add(key)
-            if not key:
-                raise self.error(f"{base}.api_key_file", f"{str(file)!r} is empty")
-            p = msgspec.structs.replace(p, api_key=Secret(key))
-        elif p.api_key is not None and not p.api_key.reveal():
-            raise self.error(f"{base}.api_key", "is empty (is the environment variable it references empty?)")
-        if p.kind != "demo":
-            url = (p.base_url or DEFAULT_BASE_URLS[p.kind]).rstrip("/")
-            parts = urlsplit(url)
-            if parts.scheme not in ("http", "https") or not parts.hostname:
-                raise self.error(f"{base}.base_url", f"expected an http(s) URL, got {url!r}")
-            if parts.username or parts.password:
-                raise self.error(f"{base}.base_url", "must not contain credentials; use api_key or headers")
-            p = msgspec.structs.replace(p, base_url=url)
-        for header, value in p.headers.items():
-            if not _TOKEN.match(header) or "\r" in value or "\n" in value:
-                raise self.error(f"{base}.headers.{header}", "expected a valid header name and a one-line value")
-        return p
-
-    def _slots(self, raw: Any, providers: dict[str, ProviderConfig]) -> dict[str, str]:
-        defaulted = raw is None
-        slots = dict(DEFAULT_SLOTS) if defaulted else raw
-        if not isinstance(slots, dict):
-            raise self.error("slots", "expected a mapping of slot name to 'provider:model'")
-        configured = ", ".join(providers) or "none"
-        for slot, value in slots.items():
-            path = f"slots.{slot}"
-            if slot not in SLOT_PARENTS:
-                raise self.error(path, f"unknown slot; valid slots: {', '.join(KNOWN_SLOTS)}")
-            if not isinstance(value, str):
-                raise self.error(path, f"expected a route 'provider:model', got {_kind(value)}")
-            try:
-                route = Route.parse(value)
-            except ValueError as e:
-                raise self.error(path, str(e)) from None
-            if route.provider not in providers:
-                hint = f"; slots is not set, so the default {value!r} applies" if defaulted else ""
-                raise self.error(path, f"unknown provider {route.provider!r} (configured: {configured}){hint}")
-        if "llm" not in slots:
-            raise self.error("slots.llm", "required: every other slot inherits from it; set 'provider:model'")
-        return slots
-
     def _check_finite(self, node: Any, path: list[Any]) -> None:
         # msgspec's bounds let .inf and .nan through; neither makes sense as a duration or size.
         if isinstance(node, float) and not math.isfinite(node):
@@ -587,11 +554,11 @@ class _Loader:
         if ident.mode == "trusted_header" and not ident.trusted_proxies:
             what = "required when identity.mode is trusted_header (the header is trusted only from these)"
             raise self.error("identity.trusted_proxies", what)
-        if ident.mode == "anonymous" and ident.secret_key is None:
-            what = "required when identity.mode is anonymous: it signs the owner cookie (or OPENMAIC_SECRET_KEY)"
-            raise self.error("identity.secret_key", what)
         if ident.secret_key is not None and len(ident.secret_key.reveal()) < _MIN_SECRET_KEY:
             raise self.error("identity.secret_key", f"too short; use at least {_MIN_SECRET_KEY} random characters")
+        if c.secret_key is not None and len(c.secret_key.reveal()) < _MIN_SECRET_KEY:
+            raise ConfigError(f"OPENMAIC_SECRET_KEY: too short; use at least {_MIN_SECRET_KEY} random characters",
+                              key="OPENMAIC_SECRET_KEY")
         for key in ("user_header", "cookie_name"):
             if not _TOKEN.match(value := getattr(ident, key)):
                 raise self.error(

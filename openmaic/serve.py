@@ -23,7 +23,9 @@ from openmaic.actors.worker import Worker
 from openmaic.api.app import create_app
 from openmaic.api.resources import api_services, resource_blueprints
 from openmaic.api.server import serve_api
-from openmaic.config import load_config
+from openmaic.config import Config, load_config
+from openmaic.models.errors import ProviderError
+from openmaic.models.provider import check_slot
 from openmaic.kinds import session_kinds
 from openmaic.projections import default_projections
 from openmaic.projections.projector import run_projectors
@@ -121,6 +123,7 @@ async def _stop_on_signal(signals: Any, stop: _Stop) -> None:
 
 async def _serve(args: argparse.Namespace, stop: _Stop) -> None:
     config = load_config(os.environ.get("OPENMAIC_CONFIG") or None)
+    report_models(config)
     if not os.environ.get("DATABASE_URL") and not embedded_running():
         log.info("starting the embedded PostgreSQL under %s", data_dir() / "pgdata")
     # In a thread: the embedded server's first start runs initdb, which takes seconds.
@@ -135,6 +138,19 @@ async def _serve(args: argparse.Namespace, stop: _Stop) -> None:
         stop.graceful = services.stopping
         tune_gc()
         await serve_roles(services, args)
+
+
+def report_models(config: Config) -> None:
+    """Log where the model configuration came from, what did not carry over, and the slots that cannot run."""
+    log.info("models: from %s", {"openmaic.yml": config.source, "environment": "the environment (legacy variables)",
+                                 "built-in": "the built-in offline demo (nothing is configured)"}[config.model_source])
+    for notice in config.notices:
+        log.warning("models: %s", notice)
+    for slot in ("llm", "course.outline", "course.content", "course.actions", "course.agents", "agent"):
+        try:
+            check_slot(config, slot)
+        except ProviderError as e:
+            log.warning("models: %s", e.message)
 
 
 async def serve_roles(services: Services, args: argparse.Namespace) -> None:

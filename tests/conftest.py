@@ -14,8 +14,11 @@ import urllib.parse
 import pytest
 import trio
 
-# Environment must not leak into tests.
-for _k in [k for k in os.environ if k.startswith("OPENMAIC_")]:
+# Environment must not leak into tests: neither this project's variables nor the legacy model variables an
+# environment-only deployment is configured by (a developer's OPENAI_API_KEY would change every default).
+from openmaic.modelconfig.legacy import legacy_variables  # noqa: E402
+
+for _k in [k for k in os.environ if k.startswith("OPENMAIC_") or k in legacy_variables(os.environ)]:
     del os.environ[_k]
 
 from openmaic.store.database import open_database  # noqa: E402

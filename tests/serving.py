@@ -26,7 +26,8 @@ def serve_processes(
     """Start one `openmaic serve` per ``(role or None for all roles, port or None)``; SIGTERM them all at the end."""
     config_file = tmp_path / "openmaic.yml"
     config_file.write_text(config)
-    env = dict(os.environ, DATABASE_URL=db_url, OPENMAIC_CONFIG=str(config_file))
+    # The data directory (the instance secret file) is the test's own, never the checkout's.
+    env = dict(os.environ, DATABASE_URL=db_url, OPENMAIC_CONFIG=str(config_file), OPENMAIC_DATA_DIR=str(tmp_path))
     procs: list[subprocess.Popen] = []
     try:
         for i, (role, port) in enumerate(roles):

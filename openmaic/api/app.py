@@ -19,7 +19,7 @@ from openmaic import metrics
 from openmaic.api import health, streams
 from openmaic.api import stream_socket  # noqa: F401 - declares the WebSocket route on streams.bp
 from openmaic.api.errors import describe, render
-from openmaic.api.identity import IdentityResolver
+from openmaic.api.identity import IdentityResolver, cookie_key
 from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
 from openmaic.api.services import ApiServices
 
@@ -43,7 +43,8 @@ def create_app(services: ApiServices, *, blueprints: Iterable[Blueprint] = ()) -
     # The request object exists before routing picks a route's limit, so it starts at the largest; each
     # route's wrapper then lowers it (see routing._LimitedBody).
     app.config["MAX_CONTENT_LENGTH"] = max(limits.json_body_bytes, limits.upload_bytes)
-    state = ApiState(services, IdentityResolver(services.config.identity, services.db))
+    identity = IdentityResolver(services.config.identity, services.db, cookie_key=cookie_key(services.config))
+    state = ApiState(services, identity)
     app.extensions[STATE_KEY] = state
 
     for bp in (*CORE_BLUEPRINTS, *blueprints):

@@ -7,9 +7,10 @@
   ``openmaic`` (never echoing the token).
 * ``trusted_header`` — the reverse proxy's ``identity.user_header``, believed only when the TCP peer is inside
   ``identity.trusted_proxies``; from anywhere else the header is ignored and the request is a 401.
-* ``anonymous`` — a signed cookie: ``<owner id>.<HMAC-SHA256(secret_key, owner id)>``, set on the first visit
+* ``anonymous`` — a signed cookie: ``<owner id>.<HMAC-SHA256(key, owner id)>``, set on the first visit
   (400 days, HttpOnly, SameSite=Lax). A missing or forged cookie gets a fresh owner on HTTP; a WebSocket
-  cannot set cookies, so there it is a 401.
+  cannot set cookies, so there it is a 401. The key is ``identity.secret_key`` when set, else one derived from
+  the instance secret (:func:`cookie_key`).
 
 Tokens look like ``tok_<12 hex>.<secret>``: the part before the dot is the token's id, safe to show and to
 revoke by.
@@ -27,7 +28,8 @@ from typing import Any
 import quart
 
 from openmaic.api.errors import Unauthorized
-from openmaic.config import IdentityConfig
+from openmaic.config import Config, IdentityConfig
+from openmaic.modelconfig.secret_box import instance_key
 from openmaic.store.database import Database
 from openmaic.store.queries import Q
 
@@ -82,14 +84,24 @@ async def revoke_token(db: Database, token_or_id: str) -> bool:
     return revoked is not None
 
 
+def cookie_key(config: Config) -> bytes | None:
+    """The key that signs anonymous owners' cookies: ``identity.secret_key``, else (in anonymous mode) one derived
+    from the instance secret, under a label of its own so it can never open a sealed key."""
+    if config.identity.secret_key is not None:
+        return config.identity.secret_key.reveal().encode()
+    if config.identity.mode != "anonymous":
+        return None
+    return hashlib.sha256(b"openmaic.owner-cookie:" + instance_key(config.secret_key, config.server.data_dir).key).digest()
+
+
 class IdentityResolver:
     """Resolves the owner of a request (or WebSocket handshake) according to the configured mode."""
 
-    def __init__(self, config: IdentityConfig, db: Database) -> None:
+    def __init__(self, config: IdentityConfig, db: Database, *, cookie_key: bytes | None = None) -> None:
         self.config = config
         self.db = db
         self._networks = config.proxy_networks()
-        self._key = config.secret_key.reveal().encode() if config.secret_key is not None else None
+        self._key = cookie_key or (config.secret_key.reveal().encode() if config.secret_key is not None else None)
 
     async def resolve(self, request: Any) -> str:
         """The owner of ``request`` (a quart Request or Websocket), or :class:`Unauthorized`."""
@@ -161,7 +173,7 @@ class IdentityResolver:
 
     def sign(self, owner: str) -> str:
         """The cookie value for ``owner``."""
-        assert self._key is not None, "anonymous mode requires identity.secret_key (checked by the config)"
+        assert self._key is not None, "anonymous mode needs a cookie key (see cookie_key)"
         mac = hmac.new(self._key, owner.encode(), hashlib.sha256).digest()
         return f"{owner}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
 

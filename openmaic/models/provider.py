@@ -1,4 +1,16 @@
-"""The provider interface, the factory for configured providers, and the slot router."""
+"""The provider interface, the drivers, the slot router with its fallback, and whether a slot can run.
+
+``ModelRouter.for_slot(slot, workspace=...)`` resolves the slot through the configuration's layers (the
+deployment, the owner's own settings, the defaults; :mod:`openmaic.modelconfig.resolve`) and returns a
+:class:`RoutedProvider` and the model name. A routed provider calls the slot's primary model and, when that
+fails after its own retries and the slot has a ``fallback``, calls the fallback instead: whatever the primary
+had streamed is discarded first (``on_retry``), and :meth:`RoutedProvider.fallback_events` gives the
+``model.fallback_used`` event the step commits with its result, so the log says which model answered.
+
+:func:`check_slot` says whether a slot can run before any work is queued: ``MISSING_MODEL`` (off, unassigned,
+or assigned to a preset whose protocol has no driver here) or ``MISSING_API_KEY`` (its provider needs a key and
+has none). :func:`check_run_slots` applies it to what a generation run needs.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +22,26 @@ from typing import Any, Protocol, TypeVar
 import httpx
 import trio
 
+import logging
+from collections.abc import Awaitable, Sequence
+from typing import cast
+
+from openmaic.config import Config, ProviderConfig
 from openmaic.errors import ConfigError
-from openmaic.models.errors import MissingApiKey, MissingModel
+from openmaic.events.types import Event
+from openmaic.modelconfig.layer import ModelLayer
+from openmaic.modelconfig.resolve import Resolution, SlotResolutionError, Target, resolve, target_for
+from openmaic.modelconfig.slots import CHAT_CONTENT_SLOTS
+from openmaic.modelconfig.slots import slot as slot_def
+from openmaic.models.errors import MissingApiKey, MissingModel, ProviderError
+from openmaic.models.events import ModelFallbackUsed
 from openmaic.models.retry import Sleep
 from openmaic.models.types import Message, ToolSpec, TurnResult
+
+log = logging.getLogger("openmaic.models")
+
+DRIVERS: dict[str, frozenset[str]] = {"chat": frozenset({"openai", "anthropic", "demo"})}
+"""Per capability, the protocols this server has a driver for (a preset's ``protocol``)."""
 
 T = TypeVar("T")
 
@@ -86,8 +114,128 @@ def build_provider(
     raise ConfigError(f"provider {name!r} has an unknown kind {kind!r} (expected openai, anthropic or demo)")
 
 
+def endpoint(target: Target) -> ProviderConfig:
+    """What the driver of ``target``'s protocol is given: its endpoint and transport settings (``options``)."""
+    spec = target.spec
+    return ProviderConfig(
+        kind=target.protocol, base_url=target.base_url, api_key=target.api_key,
+        timeout_s=float(spec.option("timeoutS", 60.0)), max_retries=int(spec.option("maxRetries", 4)),
+        latency_ms=int(spec.option("latencyMs", 0)), proxy=spec.proxy,
+    )
+
+
+def _unavailable(resolution: Resolution, capability: str) -> ProviderError | None:
+    """Why ``resolution`` cannot run, or ``None``."""
+    slot = resolution.slot
+    if resolution.status == "unassigned":
+        return MissingModel(f"no model is assigned to {slot} (nor to a slot it inherits from); assign one in "
+                            "openmaic.yml or on the Models page", slot=slot)
+    if resolution.status == "disabled":
+        where = "" if resolution.resolved_at == slot else f" (through {resolution.resolved_at})"
+        return MissingModel(f"{slot} is turned off{where}", slot=slot)
+    assert resolution.target is not None
+    for target in (resolution.target, resolution.fallback):
+        if target is None:
+            continue
+        if target.protocol not in DRIVERS.get(capability, frozenset()):
+            return MissingModel(f"{slot} is assigned to provider {target.provider_id!r} (preset {target.preset_id!r}), "
+                                f"which this server cannot call for {capability}", slot=slot)
+        if target.requires_key and target.api_key is None:
+            return MissingApiKey(f"provider {target.provider_id!r} of {slot} needs an API key and has none", slot=slot,
+                                 provider=target.provider_id)
+    return None
+
+
+def resolution(config: Config, slot: str, workspace: ModelLayer | None = None) -> Resolution:
+    """``slot`` resolved through ``config``'s layers (and an owner's ``workspace``); ``MissingModel`` when the
+    assignment does not resolve (an undeclared provider, a preset without the capability)."""
+    try:
+        return resolve(slot, config.layers(workspace))
+    except SlotResolutionError as e:
+        raise MissingModel(f"{slot} cannot be used: {e}", slot=slot) from None
+
+
+def check_slot(config: Config, slot: str, workspace: ModelLayer | None = None) -> Resolution:
+    """The slot's resolution if it can run; raises ``MissingModel`` or ``MissingApiKey`` otherwise."""
+    found = resolution(config, slot, workspace)
+    problem = _unavailable(found, slot_def(slot).capability)
+    if problem is not None:
+        raise problem
+    return found
+
+
+def check_run_slots(config: Config, workspace: ModelLayer | None = None, *, agents_auto: bool = True) -> None:
+    """Whether a generation run can start: its outline, actions (and, with ``agents_auto``, agents) slots can run,
+    and at least one scene content slot can. Raises the first problem (``MissingModel`` / ``MissingApiKey``)."""
+    for slot in ("course.outline", "course.actions", *(("course.agents",) if agents_auto else ())):
+        check_slot(config, slot, workspace)
+    problems: list[ProviderError] = []
+    for slot in CHAT_CONTENT_SLOTS:
+        try:
+            check_slot(config, slot, workspace)
+            return
+        except (MissingModel, MissingApiKey) as e:
+            problems.append(e)
+    raise problems[0]
+
+
+class RoutedProvider:
+    """A slot's primary provider, and its fallback when the slot has one (see the module docstring).
+
+    One is made per :meth:`ModelRouter.for_slot` call, so its recorded fallback belongs to that call alone.
+    """
+
+    def __init__(self, slot: str, primary: Provider, primary_route: str,
+                 fallback: tuple[Provider, str, str] | None = None) -> None:
+        self.slot = slot
+        self.primary = primary
+        self.primary_route = primary_route
+        self.fallback = fallback
+        self.name = primary.name
+        self._events: list[Event] = []
+
+    def fallback_events(self) -> list[Event]:
+        """``model.fallback_used`` when the fallback answered the last call, else nothing."""
+        return list(self._events)
+
+    async def _call(self, call: Callable[[Provider, str], Awaitable[T]], model: str,
+                    on_retry: Callable[[], None] | None) -> T:
+        self._events.clear()
+        try:
+            return await call(self.primary, model)
+        except ProviderError as exc:
+            if self.fallback is None:
+                raise
+            provider, fallback_model, route = self.fallback
+            log.warning("slot %s: %s failed (%s); trying its fallback %s", self.slot, self.primary_route,
+                        exc.message, route)
+            if on_retry is not None:
+                on_retry()  # what the primary streamed will never be committed
+            try:
+                result = await call(provider, fallback_model)
+            except ProviderError as second:
+                raise type(second)(f"{exc.message}; its fallback {route} failed too: {second.message}",
+                                   **second.details) from second
+            self._events.append(ModelFallbackUsed(slot=self.slot, failed=self.primary_route, reason=exc.message,
+                                                  answered=route))
+            return result
+
+    async def stream_turn(self, model: str, messages: list[Message], tools: list[ToolSpec], *,
+                          on_delta: Callable[[str], None], on_retry: Callable[[], None] | None = None) -> TurnResult:
+        return await self._call(
+            lambda p, m: p.stream_turn(m, messages, tools, on_delta=on_delta, on_retry=on_retry), model, on_retry
+        )
+
+    async def complete(self, model: str, messages: list[Message], output_type: type[T], *,
+                       on_delta: Callable[[str], None] | None = None,
+                       on_retry: Callable[[], None] | None = None) -> T:
+        return await self._call(
+            lambda p, m: p.complete(m, messages, output_type, on_delta=on_delta, on_retry=on_retry), model, on_retry
+        )
+
+
 class ModelRouter:
-    """Slot → ``(provider, model)`` from the configuration, building each provider once."""
+    """Slot → ``(RoutedProvider, model)`` from the configuration, building each driver once per endpoint."""
 
     def __init__(
         self,
@@ -97,58 +245,47 @@ class ModelRouter:
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self._config = config
+        self._config = cast(Config, config)
         self._http = http
         self._sleep = sleep
         self._rng = rng
-        self._providers: dict[str, Provider] = {}
+        self._drivers: dict[tuple[Any, ...], Provider] = {}
 
     def provider(self, name: str) -> Provider:
-        """The provider configured as ``name``."""
-        cached = self._providers.get(name)
-        if cached is not None:
-            return cached
-        cfg = self._config.providers.get(name)
-        if cfg is None:
-            raise ConfigError(f"no provider named {name!r} is configured", provider=name)
-        built = self._providers[name] = build_provider(name, cfg, http=self._http, sleep=self._sleep, rng=self._rng)
-        return built
+        """The driver of the deployment's provider ``name`` for chat."""
+        try:
+            target = target_for(f"{name}:_", "chat", self._config.layers(), name)
+        except SlotResolutionError:
+            raise ConfigError(f"no provider named {name!r} is configured", provider=name) from None
+        return self._driver(target)
 
-    def for_slot(self, slot: str) -> tuple[Provider, str]:
-        """``(provider, model)`` for a slot such as ``course.outline`` (routing and inheritance by the config)."""
-        route = self._config.route(slot)
-        return self.provider(route.provider), route.model
+    def _driver(self, target: Target) -> Provider:
+        cfg = endpoint(target)
+        key = (target.provider_id, target.provider_source, cfg.kind, cfg.base_url, cfg.key(), cfg.timeout_s,
+               cfg.max_retries, cfg.latency_ms, cfg.proxy)
+        cached = self._drivers.get(key)
+        if cached is None:
+            # A provider behind its own proxy cannot share the pooled client: its transport opens its own.
+            http = None if cfg.proxy else self._http
+            cached = self._drivers[key] = build_provider(target.provider_id, cfg, http=http, sleep=self._sleep,
+                                                         rng=self._rng)
+        return cached
+
+    def for_slot(self, slot: str, *, workspace: ModelLayer | None = None) -> tuple[RoutedProvider, str]:
+        """``(provider, model)`` for a chat slot such as ``course.outline``, through the owner's ``workspace``
+        settings when given. Raises ``MissingModel`` / ``MissingApiKey`` when the slot cannot run."""
+        found = check_slot(self._config, slot, workspace)
+        assert found.target is not None and found.target.model is not None
+        fallback = None
+        if found.fallback is not None and found.fallback.model is not None:
+            fallback = (self._driver(found.fallback), found.fallback.model, found.fallback.route)
+        routed = RoutedProvider(slot, self._driver(found.target), found.target.route, fallback)
+        return routed, found.target.model
 
 
-_KEY_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
-"""Headers that carry a credential in place of ``api_key`` (a proxy's own scheme, Azure's ``api-key``)."""
-
-
-def check_slot(config: Any, slot: str) -> None:
-    """Whether ``slot`` can run now: returns, or raises :class:`MissingModel` (no model is assigned to it) or
-    :class:`MissingApiKey` (its provider needs a key and has none).
-
-    This is what a request checks before it starts work that needs the slot (a run needs ``course.outline``), so
-    that a misconfiguration is refused at once instead of pausing the run later. A provider needs a key when it is
-    Anthropic's API, or OpenAI's own endpoint; an OpenAI-compatible server elsewhere (Ollama, vLLM) may need none.
-    """
-    try:
-        route = config.route(slot)
-    except (ConfigError, ValueError) as exc:
-        raise MissingModel(f"no model is assigned to {slot}: set slots.{slot} (or slots.llm) in openmaic.yml",
-                           slot=slot) from exc
-    provider = config.providers.get(route.provider)
-    if provider is None or not route.model:
-        raise MissingModel(f"{slot} is routed to {route}, which is not a configured model", slot=slot)
-    if provider.kind == "demo" or provider.api_key is not None:
-        return
-    if any(name.lower() in _KEY_HEADERS for name in provider.headers):
-        return
-    default = (provider.base_url or "").rstrip("/") in ("", "https://api.openai.com/v1")
-    if provider.kind == "anthropic" or (provider.kind == "openai" and default):
-        raise MissingApiKey(
-            f"the provider {route.provider!r} of {slot} needs an API key: set providers.{route.provider}.api_key "
-            "(or api_key_file) in openmaic.yml", slot=slot, provider=route.provider)
+def fallback_events(providers: Sequence[Any]) -> list[Event]:
+    """The ``model.fallback_used`` events of routed providers (none for a plain provider)."""
+    return [e for p in providers if isinstance(p, RoutedProvider) for e in p.fallback_events()]
 
 
 @asynccontextmanager

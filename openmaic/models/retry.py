@@ -194,7 +194,8 @@ class Transport:
     ) -> T:
         try:
             if self._http is None:
-                async with httpx.AsyncClient(timeout=self._timeout) as client:
+                # A provider behind its own proxy gets a client of its own (see ModelRouter).
+                async with httpx.AsyncClient(timeout=self._timeout, proxy=getattr(self._cfg, "proxy", None)) as client:
                     return await self._send(client, url, headers, content, consume)
             return await self._send(self._http, url, headers, content, consume)
         except httpx.TimeoutException as exc:

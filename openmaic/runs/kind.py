@@ -46,7 +46,7 @@ from openmaic.events.types import Event
 from openmaic.materials import images_for_model, material_texts
 from openmaic.models.errors import OutputInvalid
 from openmaic.models.incremental import StreamedArray
-from openmaic.models.provider import ModelRouter
+from openmaic.models.provider import ModelRouter, fallback_events
 from openmaic.models.types import Image
 from openmaic.runs import prompts
 from openmaic.runs.admission import admit
@@ -357,7 +357,7 @@ class GenerationKind:
             until = now + dt.timedelta(seconds=self.countdown_s)
         proposed = RunOutlineProposed(revision=revision, title=outline.title.strip() or state.title,
                                       items=outline.items, countdown_until=until)
-        events: list[Event] = [proposed, RunStepCompleted(step="outline")]
+        events: list[Event] = [*fallback_events([provider]), proposed, RunStepCompleted(step="outline")]
         if inp.outline_review == "auto":
             after = evolve(msgspec.structs.replace(state, state="outlining"), proposed, state.seq)
             confirmed, course = confirmation(after, revision, outline.items, "auto", previous="outlining")
@@ -368,8 +368,10 @@ class GenerationKind:
     async def _agents(self, ctx: StepContext, state: RunState) -> Outcome:
         services = self._services(ctx)
         inp = self._input(state)
+        called = []
         if inp.agents.mode == "auto":
             provider, model = services.models.for_slot("course.agents")
+            called.append(provider)
             roster = await provider.complete(
                 model, prompts.agents_messages(inp, state.title, list(state.confirmed)), AgentRoster
             )
@@ -377,7 +379,8 @@ class GenerationKind:
         else:
             agents = await resolve_agents(services.log.db, state.owner_id, inp.agents.agent_ids)
         course = StreamAppend(stream_id=state.course_id, events=[CourseAgentsSet(agents=agents)])
-        return Outcome(events=[RunAgentsSelected(agents=agents), RunStepCompleted(step="agents")], also=[course])
+        return Outcome(events=[*fallback_events(called), RunAgentsSelected(agents=agents),
+                               RunStepCompleted(step="agents")], also=[course])
 
     async def _content(self, ctx: StepContext, state: RunState) -> Outcome:
         step = next_step(state)
@@ -390,8 +393,8 @@ class GenerationKind:
         content = _check_content(await provider.complete(model, messages, SceneContent), item.kind)
         scene = state.scene(index, content=content)
         course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
-        return Outcome(events=[RunSceneContent(index=index, content=content), RunStepCompleted(step=step)],
-                       also=[course])
+        return Outcome(events=[*fallback_events([provider]), RunSceneContent(index=index, content=content),
+                               RunStepCompleted(step=step)], also=[course])
 
     async def _actions(self, ctx: StepContext, state: RunState) -> Outcome:
         step = next_step(state)
@@ -405,6 +408,6 @@ class GenerationKind:
         actions = _check_actions(await provider.complete(model, messages, SceneActions), state.agents)
         scene = state.scene(index, content=content, actions=actions, ready=True)
         course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
-        return Outcome(events=[RunSceneActions(index=index, actions=actions), RunStepCompleted(step=step)],
-                       also=[course])
+        return Outcome(events=[*fallback_events([provider]), RunSceneActions(index=index, actions=actions),
+                               RunStepCompleted(step=step)], also=[course])
 

@@ -29,6 +29,7 @@ from openmaic.actors.kind import Core, Finish, Message, Outcome, Step, StepConte
 from openmaic.config import Config
 from openmaic.events.core import ModelOutputDelta, ModelTurnCompleted, SessionEnded, ToolCalled
 from openmaic.events.types import Event
+from openmaic.models.provider import fallback_events
 from openmaic.models.types import Message as ModelMessage
 from openmaic.models.types import SystemMessage, ToolCall, TurnResult, UserMessage
 from openmaic.store.database import collapse_groups
@@ -222,7 +223,7 @@ class WorkbenchKind:
                     co.close()
             calls = _call_dicts(result, n) if tools else []
             done = ModelTurnCompleted(text=result.text, tool_calls=calls, delivered=[m.seq for m in deliver])
-            return Outcome(events=[*co.take(), done])
+            return Outcome(events=[*co.take(), *fallback_events([provider]), done])
 
         return Step(name=f"turn:{n}", handler=turn, deadline=self.turn_deadline)
 

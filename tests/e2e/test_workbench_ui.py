@@ -48,11 +48,12 @@ TIMEOUT_MS = 30_000
 def config_text(fake_url: str | None = None) -> str:
     """Course writing is quick; the agent's replies stream slowly enough to be seen (and cancelled) mid-turn.
     With ``fake_url``, quizzes come from the scriptable fake provider there (to make a step fail)."""
-    providers = ["  demo: {kind: demo, latency_ms: 10}", "  slow: {kind: demo, latency_ms: 120}"]
+    providers = ["  demo: {preset: demo, options: {latencyMs: 10}}", "  slow: {preset: demo, options: {latencyMs: 120}}"]
     slots = 'llm: "demo:course", agent: "slow:agent"'
     if fake_url is not None:
         providers.append(
-            f"  fake: {{kind: openai, base_url: '{fake_url}', api_key: sk-e2e, max_retries: 0, timeout_s: 5}}"
+            f"  fake: {{preset: openai-compatible, baseUrl: '{fake_url}', apiKey: sk-e2e, "
+            "options: {maxRetries: 0, timeoutS: 5}}"
         )
         slots += ', course.content.quiz: "fake:gpt-test"'
     return (

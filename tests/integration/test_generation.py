@@ -22,7 +22,7 @@ import trio
 
 from openmaic import errors
 from openmaic.actors.commands import Commands
-from openmaic.config import Config, ProviderConfig, Secret, default_config
+from openmaic.config import Config, ProviderSpec, Secret, default_config
 from openmaic.courses.events import CourseDocument, evolve_course
 from openmaic.courses.schema import OutlineItem
 from openmaic.events.log import EventLog, RecordedEvent
@@ -46,11 +46,11 @@ def config(*, latency_ms: int = 0, active: int = 2, waiting: int = 10, fake_url:
            fake_slot: str = "course.content.quiz", fake_retries: int = 0, deadlines: dict[str, float] | None = None,
            **runtime: Any) -> Config:
     """The default (demo) configuration with short runtime settings; ``fake_url`` routes ``fake_slot`` to it."""
-    providers = {"demo": ProviderConfig(kind="demo", latency_ms=latency_ms)}
+    providers = {"demo": ProviderSpec(preset="demo", options={"latencyMs": latency_ms})}
     slots = {"llm": "demo:course", "agent": "demo:agent"}
     if fake_url is not None:
-        providers["fake"] = ProviderConfig(kind="openai", base_url=fake_url, api_key=Secret(KEY),
-                                           max_retries=fake_retries, timeout_s=5.0)
+        providers["fake"] = ProviderSpec(preset="openai-compatible", base_url=fake_url, api_key=Secret(KEY),
+                                         options={"maxRetries": fake_retries, "timeoutS": 5.0})
         slots[fake_slot] = "fake:gpt-test"
     rt = msgspec.structs.replace(FAST, **{"step_retries": 2, **runtime})
     if deadlines:

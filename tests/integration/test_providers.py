@@ -14,7 +14,7 @@ import msgspec
 import pytest
 import trio
 
-from openmaic.config import Config, ProviderConfig, Secret
+from openmaic.config import Config, ProviderConfig, ProviderSpec, Secret
 from openmaic.courses.schema import Outline, OutlineItem, json_schema
 from openmaic.models import (
     AssistantMessage,
@@ -398,15 +398,15 @@ async def test_key_is_sent_but_never_logged(kind, fake, make, caplog):
 async def test_router_shares_a_client(fake, sleeps):
     config = Config(
         providers={
-            "oa": ProviderConfig(kind="openai", base_url=fake.openai_url, api_key=Secret(KEY)),
-            "an": ProviderConfig(kind="anthropic", base_url=fake.anthropic_url, api_key=Secret(KEY)),
+            "oa": ProviderSpec(preset="openai-compatible", base_url=fake.openai_url, api_key=Secret(KEY)),
+            "an": ProviderSpec(preset="anthropic", base_url=fake.anthropic_url, api_key=Secret(KEY)),
         },
         slots={"llm": "oa:gpt-x", "course.outline": "an:claude-y"},
     )
     fake.push(Text("a"), Json(OUTLINE))
     async with open_model_router(config, sleep=sleeps) as router:
         provider, model = router.for_slot("agent")
-        assert model == "gpt-x" and router.for_slot("llm")[0] is provider
+        assert model == "gpt-x" and router.for_slot("llm")[0].primary is provider.primary
         assert (await provider.stream_turn(model, messages(), [], on_delta=print)).text == "a"
         outline_provider, outline_model = router.for_slot("course.outline")
         outline = await outline_provider.complete(outline_model, messages(), Outline)

@@ -11,7 +11,7 @@ import trio
 
 from openmaic import errors
 from openmaic.actors.commands import create_session
-from openmaic.config import Config, ProviderConfig, Secret
+from openmaic.config import Config, ProviderSpec, Secret
 from openmaic.courses.events import CourseCreated, CourseRetitled, CourseUnlocked
 from openmaic.events.core import LeaseClaimed, ModelTurnCompleted, ToolCalled
 from openmaic.events.log import EventLog, NewStream, StreamAppend
@@ -26,11 +26,11 @@ KEY = "sk-workbench-test-key"
 
 
 def make_config(fake: FakeProviderServer | None = None) -> Config:
-    providers = {"demo": ProviderConfig(kind="demo")}
+    providers = {"demo": ProviderSpec(preset="demo")}
     slots = {"llm": "demo:course", "agent": "demo:agent"}
     if fake is not None:
-        providers["fake"] = ProviderConfig(kind="openai", base_url=fake.openai_url, api_key=Secret(KEY),
-                                           max_retries=0, timeout_s=20.0)
+        providers["fake"] = ProviderSpec(preset="openai-compatible", base_url=fake.openai_url, api_key=Secret(KEY),
+                                         options={"maxRetries": 0, "timeoutS": 20.0})
         slots["agent"] = "fake:gpt-test"
     return Config(providers=providers, slots=slots, runtime=FAST)
 

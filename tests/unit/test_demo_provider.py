@@ -281,9 +281,10 @@ async def test_workbench_only_calls_offered_tools():
 def test_router_builds_demo_providers_once():
     router = ModelRouter(Config())
     provider, model = router.for_slot("course.outline")
-    assert isinstance(provider, DemoProvider) and model == "course"
-    assert router.for_slot("course.content.quiz")[0] is provider
-    assert router.for_slot("agent") == (provider, "agent")
+    assert isinstance(provider.primary, DemoProvider) and model == "course" and provider.fallback is None
+    assert router.for_slot("course.content.quiz")[0].primary is provider.primary
+    agent, model = router.for_slot("agent")
+    assert agent.primary is provider.primary and model == "agent"
     assert isinstance(build_provider("d", ProviderConfig(kind="demo", latency_ms=5)), DemoProvider)
 
 

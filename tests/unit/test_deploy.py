@@ -579,13 +579,13 @@ def test_systemd() -> None:
 def test_example_config() -> None:
     config = example_config()
     assert config.route("llm").provider == "demo" and config.identity.mode == "anonymous"
-    # anonymous identity signs cookies with OPENMAIC_SECRET_KEY: without it the server must refuse to start.
+    assert config.route("image").provider == "demo" and config.model_source == "openmaic.yml"
     text = (DEPLOY / "openmaic.yml").read_text("utf-8")
-    with pytest.raises(ConfigError, match="secret_key"):
-        parse_config(text, source="deploy/openmaic.yml", env={})
+    with pytest.raises(ConfigError, match="OPENMAIC_SECRET_KEY: too short"):
+        parse_config(text, source="deploy/openmaic.yml", env={"OPENMAIC_SECRET_KEY": "short"})
     # The commented examples are valid too: uncomment every provider and route line and load the result.
-    uncommented = re.sub(r"(?m)^(\s*)# ([\w.]+: (?:\{kind: .*|\w+:\S+))$", r"\1\2", text)
-    assert uncommented.count("kind: openai") == 2 and "kind: anthropic" in uncommented
+    uncommented = re.sub(r"(?m)^(\s*)# ([\w.]+: (?:\{preset: .*|\w+:\S+))$", r"\1\2", text)
+    assert uncommented.count("preset: openai") == 2 and "preset: anthropic" in uncommented
     full = parse_config(uncommented, source="uncommented", env={"OPENMAIC_SECRET_KEY": SECRET_KEY, **PROVIDER_KEYS})
     assert set(full.providers) == {"demo", "openai", "claude", "local"}
     assert {full.route(s).provider for s in ("llm", "course.outline", "course.content")} == {"openai", "claude",

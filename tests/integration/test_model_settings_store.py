@@ -1,0 +1,100 @@
+"""Owners' model settings in PostgreSQL: keys sealed apart from the settings, never stored in the clear, reported
+unreadable (and kept) under another instance secret, refused when damaged, and written by compare-and-swap."""
+
+from __future__ import annotations
+
+import base64
+
+import msgspec
+import pytest
+
+from openmaic.config import ProviderSpec, Secret
+from openmaic.modelconfig.layer import Assignment, ModelLayer
+from openmaic.modelconfig.secret_box import SecretCorrupt, derive, open_secret
+from openmaic.modelconfig.store import SettingsConflict, read_settings, save_settings, secret_context
+
+KEY = "sk-workspace-LIVE-key-0123456789abcdef"
+CRED = "cred-SECRET-value-9876543210"
+INSTANCE = derive("the-instance-secret-0123456789")
+
+
+def layer(key: str | None = KEY) -> ModelLayer:
+    return ModelLayer(source="workspace", providers={
+        "mine": ProviderSpec(preset="openai-compatible", base_url="http://10.1.2.3:8000/v1",
+                             api_key=Secret(key) if key else None, models=("llama3",)),
+        "kl": ProviderSpec(preset="kling", credentials={"accessKeyId": Secret("AKID-public"),
+                                                        "accessKeySecret": Secret(CRED)}),
+    }, slots={"llm": Assignment(model="mine:llama3", fallback="demo:course"), "image": None})
+
+
+async def test_round_trip_and_no_key_bytes_in_the_database(db):
+    assert await read_settings(db, "alice", INSTANCE) is None
+    assert await save_settings(db, "alice", layer(), None, INSTANCE) == 1
+    stored = await read_settings(db, "alice", INSTANCE)
+    assert stored is not None and stored.revision == 1 and stored.unreadable == frozenset()
+    assert stored.layer.providers["mine"].api_key == Secret(KEY)
+    assert stored.layer.providers["kl"].credentials["accessKeySecret"] == Secret(CRED)
+    assert stored.layer.slots == layer().slots
+    # Read the table as a backup would see it: the key is in no column, in no encoding.
+    row = await db.fetchrow("SELECT owner_id, config::text AS c, secrets::text AS s, revision FROM model_settings")
+    dump = "".join(str(v) for v in row.values())
+    for secret in (KEY, CRED):
+        for form in (secret, base64.b64encode(secret.encode()).decode(), secret.encode().hex()):
+            assert form not in dump
+    sealed = msgspec.json.decode(row["s"])
+    assert set(sealed) == {"mine", "kl"} and sealed["mine"]["kid"] == INSTANCE.kid
+    assert "apiKey" not in row["c"] and "credentials" not in row["c"] and "10.1.2.3" in row["c"]
+
+
+async def test_a_changed_instance_secret_reports_unreadable_and_keeps_the_key(db):
+    await save_settings(db, "bob", layer(), None, INSTANCE)
+    other = derive("a-rotated-instance-secret-42424242")
+    stored = await read_settings(db, "bob", other)
+    assert stored is not None and stored.unreadable == frozenset({"mine", "kl"})
+    assert stored.layer.providers["mine"].api_key is None  # nothing is made up
+    # A save under the new secret that brings no new key keeps the sealed value untouched ...
+    await save_settings(db, "bob", layer(key=None), 1, other, current=stored)
+    assert (await read_settings(db, "bob", INSTANCE)).layer.providers["mine"].api_key == Secret(KEY)  # type: ignore[union-attr]
+    # ... unless that provider's key is removed on purpose.
+    again = await read_settings(db, "bob", other)
+    await save_settings(db, "bob", layer(key=None), 2, other, current=again, clear_keys=["mine"])
+    back = await read_settings(db, "bob", INSTANCE)
+    assert back is not None and back.layer.providers["mine"].api_key is None
+    assert back.unreadable == {"kl"}  # its credentials came with the save, so they are sealed under the new secret
+
+
+async def test_a_flipped_byte_is_refused(db):
+    await save_settings(db, "carol", layer(), None, INSTANCE)
+    row = await db.fetchrow("SELECT secrets::text AS s FROM model_settings WHERE owner_id = 'carol'")
+    sealed = msgspec.json.decode(row["s"])
+    ct = bytearray(base64.b64decode(sealed["mine"]["ct"]))
+    ct[len(ct) // 2] ^= 0x40
+    sealed["mine"]["ct"] = base64.b64encode(bytes(ct)).decode()
+    await db.execute("UPDATE model_settings SET secrets = $1::jsonb WHERE owner_id = 'carol'",
+                     msgspec.json.encode(sealed).decode())
+    with pytest.raises(SecretCorrupt):
+        open_secret(sealed["mine"], secret_context("mine"), INSTANCE)
+    stored = await read_settings(db, "carol", INSTANCE)
+    assert stored is not None and stored.unreadable == frozenset({"mine"})
+    assert stored.layer.providers["mine"].api_key is None and stored.layer.providers["kl"].credentials
+
+
+async def test_a_sealed_key_moved_to_another_provider_does_not_open(db):
+    await save_settings(db, "dave", layer(), None, INSTANCE)
+    row = await db.fetchrow("SELECT secrets::text AS s FROM model_settings WHERE owner_id = 'dave'")
+    sealed = msgspec.json.decode(row["s"])
+    sealed["kl"] = sealed["mine"]  # bound to workspace-provider:mine
+    await db.execute("UPDATE model_settings SET secrets = $1::jsonb WHERE owner_id = 'dave'",
+                     msgspec.json.encode(sealed).decode())
+    assert (await read_settings(db, "dave", INSTANCE)).unreadable == frozenset({"kl"})  # type: ignore[union-attr]
+
+
+async def test_stale_revisions_are_refused(db):
+    await save_settings(db, "erin", layer(), None, INSTANCE)
+    with pytest.raises(SettingsConflict):
+        await save_settings(db, "erin", layer(), None, INSTANCE)  # a second "first" save
+    current = await read_settings(db, "erin", INSTANCE)
+    assert await save_settings(db, "erin", layer(), 1, INSTANCE, current=current) == 2
+    with pytest.raises(SettingsConflict):
+        await save_settings(db, "erin", layer(), 1, INSTANCE, current=current)  # the row moved on to 2
+    assert (await read_settings(db, "erin", INSTANCE)).revision == 2  # type: ignore[union-attr]
