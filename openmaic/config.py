@@ -172,6 +172,9 @@ class ServerConfig(_Section):
     sse_ping_s: PosFloat = 25.0
     ws_send_queue: PosInt = 1000
     data_dir: str = ".openmaic"
+    allow_local_endpoints: bool = False
+    """Whether a provider an owner adds on the Models page may point at a local or private address (a deployment
+    whose users run their own model servers on the same network)."""
 
 
 class Route(msgspec.Struct, frozen=True):
@@ -204,7 +207,7 @@ class Config(_Section):
     identity: IdentityConfig = IdentityConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     server: ServerConfig = ServerConfig()
-    default_slots: dict[str, SlotValue] = msgspec.field(default_factory=lambda: dict(DEFAULT_SLOTS))
+    default_slots: dict[str, SlotValue] = {}
     model_source: Literal["openmaic.yml", "environment", "built-in"] = "built-in"
     notices: tuple[str, ...] = ()
     secret_key: Secret | None = None
@@ -233,8 +236,11 @@ class Config(_Section):
 
 
 def default_config() -> Config:
-    """The built-in configuration: the offline demo provider for every slot, every other setting at default."""
-    return Config()
+    """The built-in configuration: the offline demo provider for every slot, every other setting at default.
+
+    (A bare ``Config()`` configures no model at all; the loader gives a file without model sections, in an
+    environment without legacy model variables, these built-in defaults.)"""
+    return Config(default_slots=dict(DEFAULT_SLOTS))
 
 
 def load_config(path: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None) -> Config:
@@ -434,7 +440,7 @@ class _Loader:
                     "model_source": "openmaic.yml", "notices": notices}
         legacy = translate_environment(self.env, self.legacy_dir)
         if legacy is None:
-            return {}
+            return {"default_slots": dict(DEFAULT_SLOTS)}
         return {"providers": legacy.deployment.providers, "default_slots": legacy.defaults.slots,
                 "model_source": "environment", "notices": legacy.notices}
 

@@ -11,7 +11,8 @@ import trio
 from openmaic.config import Config
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import CHANNEL, Wakeups
-from openmaic.models.provider import ModelRouter, open_model_router
+from openmaic.modelconfig.secret_box import InstanceKey, instance_key
+from openmaic.models.provider import ModelRouter, open_model_router, settings_reader
 from openmaic.store.database import Database, open_database
 
 
@@ -26,13 +27,19 @@ class Services:
     models: ModelRouter
     stopping: trio.Event = field(default_factory=trio.Event)
     """Set on the first SIGTERM/SIGINT: every role winds down gracefully (the worker releases its leases)."""
+    instance_key: InstanceKey | None = None
+    """Seals and opens the keys owners save (``OPENMAIC_SECRET_KEY`` or the instance secret file)."""
 
 
 @contextlib.asynccontextmanager
 async def open_services(config: Config, url: str, *, pool_size: int = 20) -> AsyncIterator[Services]:
+    # Read (or created) before anything serves: a damaged secret file stops the start with what to do.
+    key = instance_key(config.secret_key, config.server.data_dir)
     async with open_database(url, max_size=pool_size, listen=[CHANNEL]) as db:
         wakeups = Wakeups()
-        async with open_model_router(config) as models, trio.open_nursery() as nursery:
+        async with open_model_router(config, settings=settings_reader(config, db, key)) as models, \
+                trio.open_nursery() as nursery:
             await nursery.start(wakeups.run, db)
-            yield Services(config=config, db=db, log=EventLog(db, wakeups), wakeups=wakeups, models=models)
+            yield Services(config=config, db=db, log=EventLog(db, wakeups), wakeups=wakeups, models=models,
+                           instance_key=key)
             nursery.cancel_scope.cancel()

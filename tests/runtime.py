@@ -34,6 +34,7 @@ async def open_worker(
     kinds: dict[str, Any] | None = None,
     config: Config | None = None,
     listener_ping_s: float = 1.0,
+    model_settings: Any = None,
     **kw: Any,
 ) -> AsyncIterator[Worker]:
     """A worker (test kind unless ``kinds`` says otherwise) with its own pool, wake-ups and model router, wired
@@ -41,7 +42,8 @@ async def open_worker(
     shuts down gracefully."""
     config = config or default_config()
     async with open_database(url, listen=["openmaic_events"], listener_ping_s=listener_ping_s,
-                             max_size=20) as db, open_model_router(config) as models:
+                             max_size=20) as db, open_model_router(config, settings=model_settings and model_settings(db)) \
+            as models:
         wakeups = Wakeups()
         log = EventLog(db, wakeups)
         services = Services(config=config, db=db, log=log, wakeups=wakeups, models=models)

@@ -116,7 +116,7 @@ _PRESETS: list[Preset] = [
     _single("seedance", "Seedance", "video", "seedance"),
     _single("kling", "Kling", "video", "kling"),
     _single("veo", "Veo", "video", "veo"),
-    _single("sora", "Sora", "video", "sora"),
+    _single("sora", "Sora", "video", "sora", "https://api.openai.com/v1"),
     _single("minimax-video", "MiniMax Video", "video", "minimax-video", "https://api.minimaxi.com"),
     _single("grok-video", "Grok Video", "video", "grok-video"),
     # -- web search and documents -----------------------------------------------------------------------------

@@ -33,7 +33,8 @@ SQL = load_sql("openmaic.modelconfig", "settings.sql")
 class SettingsConflict(Conflict):
     """The settings changed since they were read; reload them."""
 
-    code = "CONFLICT"
+    code = "settings_conflict"
+    error_code = "CONFLICT"
 
 
 @dataclass(frozen=True)

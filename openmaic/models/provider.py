@@ -244,12 +244,31 @@ class ModelRouter:
         http: httpx.AsyncClient | None = None,
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
+        settings: Callable[[str], Awaitable[ModelLayer | None]] | None = None,
     ) -> None:
         self._config = cast(Config, config)
         self._http = http
         self._sleep = sleep
         self._rng = rng
+        self._settings = settings
         self._drivers: dict[tuple[Any, ...], Provider] = {}
+
+    @property
+    def config(self) -> Config:
+        return self._config
+
+    async def workspace(self, owner: str) -> ModelLayer | None:
+        """The owner's own settings as the calls see them (``None`` without any, or without a settings store)."""
+        return None if self._settings is None else await self._settings(owner)
+
+    async def for_owner(self, owner: str, slot: str) -> tuple[RoutedProvider, str]:
+        """:meth:`for_slot` through ``owner``'s own settings, read now (a change applies from the next call)."""
+        return self.for_slot(slot, workspace=await self.workspace(owner))
+
+    async def check_run(self, owner: str, *, agents_auto: bool = True) -> None:
+        """:func:`check_run_slots` for ``owner``: whether a generation run of theirs can start (raises
+        ``MissingModel`` / ``MissingApiKey``)."""
+        check_run_slots(self._config, await self.workspace(owner), agents_auto=agents_auto)
 
     def provider(self, name: str) -> Provider:
         """The driver of the deployment's provider ``name`` for chat."""
@@ -289,12 +308,26 @@ def fallback_events(providers: Sequence[Any]) -> list[Event]:
 
 
 @asynccontextmanager
-async def open_model_router(config: Any, *, sleep: Sleep | None = None) -> AsyncIterator[ModelRouter]:
-    """A ``ModelRouter`` whose providers share one pooled HTTP client, closed on exit."""
+async def open_model_router(config: Any, *, sleep: Sleep | None = None,
+                            settings: Callable[[str], Awaitable[ModelLayer | None]] | None = None,
+                            ) -> AsyncIterator[ModelRouter]:
+    """A ``ModelRouter`` whose providers share one pooled HTTP client, closed on exit; ``settings`` reads an
+    owner's workspace layer (see :func:`settings_reader`)."""
     client = httpx.AsyncClient(limits=httpx.Limits(max_connections=100, max_keepalive_connections=20))
     try:
-        yield ModelRouter(config, http=client, sleep=sleep)
+        yield ModelRouter(config, http=client, sleep=sleep, settings=settings)
     finally:
         # Closing must finish even when the owner is being cancelled, or sockets leak.
         with trio.CancelScope(shield=True), trio.move_on_after(5):
             await client.aclose()
+
+
+def settings_reader(config: Config, db: Any, key: Any) -> Callable[[str], Awaitable[ModelLayer | None]]:
+    """Reads an owner's workspace layer from the ``model_settings`` table, keys opened with the instance ``key``
+    and the deployment's policy applied."""
+    from openmaic.modelconfig.workspace import workspace_layer
+
+    async def read(owner: str) -> ModelLayer | None:
+        return await workspace_layer(db, owner, key, config.policy, dict(config.providers))
+
+    return read

@@ -322,7 +322,7 @@ class GenerationKind:
         # are not copied into the log, only their asset ids are).
         images = [Image(media_type=t, data=d)
                   for t, d in await images_for_model(services.log.db, state.owner_id, state.material_images)]
-        provider, model = services.models.for_slot("course.outline")
+        provider, model = await services.models.for_owner(state.owner_id, "course.outline")
         revision = state.proposed_revision + 1
         streamed = StreamedArray("items", OutlineItem)
         pump = _Pump(ctx)
@@ -370,7 +370,7 @@ class GenerationKind:
         inp = self._input(state)
         called = []
         if inp.agents.mode == "auto":
-            provider, model = services.models.for_slot("course.agents")
+            provider, model = await services.models.for_owner(state.owner_id, "course.agents")
             called.append(provider)
             roster = await provider.complete(
                 model, prompts.agents_messages(inp, state.title, list(state.confirmed)), AgentRoster
@@ -387,7 +387,8 @@ class GenerationKind:
         assert step is not None
         index = int(step.split(":")[1])
         item = state.confirmed[index]
-        provider, model = self._services(ctx).models.for_slot(f"course.content.{item.kind}")
+        models = self._services(ctx).models
+        provider, model = await models.for_owner(state.owner_id, f"course.content.{item.kind}")
         messages = prompts.content_messages(self._input(state), state.title, list(state.confirmed), index,
                                             state.materials_text)
         content = _check_content(await provider.complete(model, messages, SceneContent), item.kind)
@@ -403,7 +404,7 @@ class GenerationKind:
         item = state.confirmed[index]
         content = state.scenes[index].content
         assert content is not None
-        provider, model = self._services(ctx).models.for_slot("course.actions")
+        provider, model = await self._services(ctx).models.for_owner(state.owner_id, "course.actions")
         messages = prompts.actions_messages(self._input(state), state.title, item, content, list(state.agents))
         actions = _check_actions(await provider.complete(model, messages, SceneActions), state.agents)
         scene = state.scene(index, content=content, actions=actions, ready=True)

@@ -39,7 +39,7 @@ def check_content(content: SceneContent, kind: str) -> SceneContent:
     return content
 
 
-async def generate_scene_content(models: Any, doc: CourseDocument, scene: Scene) -> SceneContent:
+async def generate_scene_content(models: Any, doc: CourseDocument, scene: Scene, *, owner: str = "") -> SceneContent:
     """The content of ``scene`` (one of ``doc``'s scenes), from the provider routed for its kind.
 
     Raises ``ProviderError`` (``OutputInvalid`` when the reply does not fit the scene).
@@ -47,5 +47,6 @@ async def generate_scene_content(models: Any, doc: CourseDocument, scene: Scene)
     index = next(i for i, s in enumerate(doc.scenes) if s.id == scene.id)
     inp = RunInput(requirement=_requirement(doc, scene), language=doc.language)
     messages = content_messages(inp, doc.title, doc.outline, index, "")
-    provider, model = models.for_slot(f"course.content.{scene.kind}")
+    slot = f"course.content.{scene.kind}"
+    provider, model = await models.for_owner(owner, slot) if owner else models.for_slot(slot)
     return check_content(await provider.complete(model, messages, SceneContent), scene.kind)

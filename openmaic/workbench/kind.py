@@ -198,7 +198,7 @@ class WorkbenchKind:
             if not announced:
                 await ctx.emit([ToolCalled(call_id=call.id, name=call.name, arguments=call.arguments)])
             env = ToolEnv(session_id=ctx.stream_id, course_id=course_id, log=ctx.services.log,
-                          models=ctx.services.models)
+                          models=ctx.services.models, owner=ctx.owner_id)
             result = await run_tool(env, call, ctx.emit)
             return Outcome(events=[result] if result is not None else [])
 
@@ -212,7 +212,7 @@ class WorkbenchKind:
         interval = self.interval
 
         async def turn(ctx: StepContext) -> Outcome:
-            provider, model = ctx.services.models.for_slot("agent")
+            provider, model = await ctx.services.models.for_owner(ctx.owner_id, "agent")
             co = _Coalescer(ctx, interval, reset=state.partial_output)
             with collapse_groups():
                 async with trio.open_nursery() as nursery:

@@ -228,6 +228,8 @@ class ToolEnv:
     course_id: str
     log: EventLog
     models: Any
+    owner: str = ""
+    """The session's owner: generate_scene routes through their own model settings."""
 
 
 Commit = Callable[[Sequence[Event], Sequence[StreamAppend]], Awaitable[Any]]
@@ -343,7 +345,7 @@ async def _prepare(env: ToolEnv, args: _Args) -> Any:
     _writable(doc)  # checked before spending a model call; checked again when the result is committed
     scene = _scene(doc, args.scene_id)
     try:
-        return await generate_scene_content(env.models, doc, scene)
+        return await generate_scene_content(env.models, doc, scene, owner=env.owner)
     except ProviderError as exc:
         raise ToolFailure(f"the scene's content could not be generated: {exc.message}") from None
 

@@ -8,10 +8,18 @@ import base64
 import msgspec
 import pytest
 
-from openmaic.config import ProviderSpec, Secret
-from openmaic.modelconfig.layer import Assignment, ModelLayer
+from openmaic.config import Config, ProviderSpec, Secret, default_config
+from openmaic.events.log import EventLog
+from openmaic.modelconfig.layer import Assignment, ModelLayer, Policy
 from openmaic.modelconfig.secret_box import SecretCorrupt, derive, open_secret
 from openmaic.modelconfig.store import SettingsConflict, read_settings, save_settings, secret_context
+from openmaic.models.errors import MissingApiKey, MissingModel
+from openmaic.models.provider import ModelRouter, settings_reader
+from openmaic.runs.events import RunInput
+from openmaic.runs.kind import GenerationKind
+from openmaic.runs.service import RunService
+from tests.fakes.provider_server import Json, open_fake_provider
+from tests.runtime import FAST, open_worker, wait_for
 
 KEY = "sk-workspace-LIVE-key-0123456789abcdef"
 CRED = "cred-SECRET-value-9876543210"
@@ -98,3 +106,62 @@ async def test_stale_revisions_are_refused(db):
     with pytest.raises(SettingsConflict):
         await save_settings(db, "erin", layer(), 1, INSTANCE, current=current)  # the row moved on to 2
     assert (await read_settings(db, "erin", INSTANCE)).revision == 2  # type: ignore[union-attr]
+
+
+# --- a run uses its owner's own settings, as the deployment's policy allows ----------------------------------------
+
+OUTLINE = {"title": "Alice's own model", "items": [
+    {"title": "One", "goal": "g", "kind": "slide", "key_points": []},
+    {"title": "Two", "goal": "g", "kind": "quiz", "key_points": []},
+]}  # fmt: skip
+
+
+async def _outline_of(db_url: str, log: EventLog, cfg: Config, owner: str) -> str:
+    svc = RunService(log, cfg)
+    snap = await svc.create_run(owner, "c1", RunInput(requirement="Tides", outline_review="wait"))
+    kind = GenerationKind(cfg, retry_backoff_s=0.05, admission_poll_s=0.2)
+    async with open_worker(db_url, cfg.runtime, kinds={"generation": kind}, config=cfg,
+                           model_settings=lambda db: settings_reader(cfg, db, INSTANCE)):
+        async def proposed() -> bool:
+            return (await svc.snapshot(owner, snap.id)).state in ("awaiting_outline_confirmation", "paused")
+        await wait_for(proposed, timeout=30)
+    return (await svc.snapshot(owner, snap.id)).title
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+async def test_a_run_answers_from_its_owners_provider_when_the_policy_allows(db, db_url, allowed):
+    async with open_fake_provider() as fake:
+        mine = ModelLayer(source="workspace", providers={
+            "mine": ProviderSpec(preset="openai-compatible", base_url=fake.openai_url, api_key=Secret(KEY),
+                                 options={"maxRetries": 0})}, slots={"course.outline": "mine:gpt-mine"})
+        await save_settings(db, "alice", mine, None, INSTANCE)
+        cfg = msgspec.structs.replace(default_config(), runtime=FAST,
+                                      policy=Policy(allow_workspace_providers=allowed))
+        fake.push(Json(OUTLINE))
+        log = EventLog(db)
+        title = await _outline_of(db_url, log, cfg, "alice")
+        if allowed:
+            assert title == "Alice's own model"
+            assert [r.body["model"] for r in fake.requests] == ["gpt-mine"]
+            assert fake.requests[0].headers["authorization"] == f"Bearer {KEY}"
+        else:  # dormant: the outline slot follows its parent again, the built-in demo
+            assert fake.requests == [] and title != "Alice's own model"
+        # Another owner never sees Alice's settings.
+        assert await _outline_of(db_url, log, cfg, "bob") != "Alice's own model"
+        assert len(fake.requests) == (1 if allowed else 0)
+
+
+async def test_submit_checks_see_the_owners_settings(db):
+    reader = settings_reader(default_config(), db, INSTANCE)
+    router = ModelRouter(default_config(), settings=reader)
+    await router.check_run("carol")  # the built-in demo
+    off = ModelLayer(source="workspace", slots={"course.outline": None})
+    await save_settings(db, "carol", off, None, INSTANCE)
+    with pytest.raises(MissingModel, match="course.outline is turned off"):
+        await router.check_run("carol")
+    keyless = ModelLayer(source="workspace", providers={"o": ProviderSpec(preset="openai")},
+                         slots={"course.actions": "o:gpt"})
+    await save_settings(db, "dan", keyless, None, INSTANCE)
+    with pytest.raises(MissingApiKey, match="'o' of course.actions needs an API key"):
+        await router.check_run("dan")
+    await router.check_run("erin")  # no settings at all

@@ -309,6 +309,7 @@ def test_load_config_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         ("identity: {trusted_proxies: [10.0.0.1, 300.1.1.1]}", ["identity.trusted_proxies[1]:", "'300.1.1.1'"]),
         ("identity: {mode: root}", ["identity.mode: expected one of single_user, token, trusted_header, anon"]),
         ("server: {host: ''}", ["server.host: must not be empty"]),
+        ("server: {allow_local_endpoints: 1}", ["server.allow_local_endpoints: expected true or false, got an integer"]),
         ("server: {data_dir: '${DATA}'}", ["server.data_dir: environment variable DATA is not set"]),
         ("server: {data_dir: '${1x}'}", ["server.data_dir:", "$${"]),
         ("- a\n- b", ["top level must be a mapping", "got a list"]),

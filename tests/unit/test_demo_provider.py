@@ -8,7 +8,7 @@ import msgspec
 import pytest
 import trio
 
-from openmaic.config import Config, ProviderConfig
+from openmaic.config import ProviderConfig, default_config
 from openmaic.courses.schema import (
     AgentRoster,
     Interactive,
@@ -279,7 +279,7 @@ async def test_workbench_only_calls_offered_tools():
 
 
 def test_router_builds_demo_providers_once():
-    router = ModelRouter(Config())
+    router = ModelRouter(default_config())
     provider, model = router.for_slot("course.outline")
     assert isinstance(provider.primary, DemoProvider) and model == "course" and provider.fallback is None
     assert router.for_slot("course.content.quiz")[0].primary is provider.primary

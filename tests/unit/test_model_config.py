@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from openmaic.config import Config, ProviderSpec, Route, Secret, parse_config
+from openmaic.config import Config, ProviderSpec, Route, Secret, default_config, parse_config
 from openmaic.errors import ConfigError
 from openmaic.modelconfig.layer import Assignment, ModelLayer
 from openmaic.modelconfig.legacy import LEGACY_ROUTES_MESSAGE, legacy_variables
@@ -158,7 +158,7 @@ def test_check_slot_refuses_what_cannot_run(text, slot, error, message):
     c = parse_config(text, source="t", env={})
     with pytest.raises(error, match=message) as info:
         check_slot(c, slot)
-    assert info.value.code in ("MISSING_MODEL", "MISSING_API_KEY") and info.value.status == 400
+    assert info.value.error_code in ("MISSING_MODEL", "MISSING_API_KEY") and info.value.status == 400
 
 
 def test_keyless_and_demo_providers_can_run_and_a_run_needs_one_content_slot():
@@ -171,7 +171,9 @@ def test_keyless_and_demo_providers_can_run_and_a_run_needs_one_content_slot():
     none = parse_config("slots: {llm: 'demo:x', course.content: null}", source="t", env={})
     with pytest.raises(MissingModel, match="course.content.slide is turned off"):
         check_run_slots(none)
-    check_run_slots(Config())  # the built-in demo
+    check_run_slots(default_config())  # the built-in demo
+    with pytest.raises(MissingModel):
+        check_run_slots(Config())  # nothing configured at all
 
 
 # --- the fallback of a routed provider ------------------------------------------------------------------------------

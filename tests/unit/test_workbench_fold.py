@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from openmaic.actors.kind import Core, Finish, Outcome, Step, Wait, evolve_core
-from openmaic.config import Config
+from openmaic.config import default_config
 from openmaic.courses.events import CourseCreated, CourseDocument, CourseSceneSet, Scene, evolve_course
 from openmaic.events.core import (
     LeaseClaimed,
@@ -38,7 +38,7 @@ from openmaic.workbench.tools import (
     parse_arguments,
 )
 
-KIND = WorkbenchKind(Config())
+KIND = WorkbenchKind(default_config())
 
 
 class Folded:
