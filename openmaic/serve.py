@@ -24,7 +24,7 @@ from openmaic.api.app import create_app
 from openmaic.api.resources import api_services, resource_blueprints
 from openmaic.api.server import serve_api
 from openmaic.config import Config, load_config
-from openmaic.models.errors import ProviderError
+from openmaic.models.errors import ModelNotReady
 from openmaic.models.provider import check_slot
 from openmaic.kinds import session_kinds
 from openmaic.projections import default_projections
@@ -149,7 +149,7 @@ def report_models(config: Config) -> None:
     for slot in ("llm", "course.outline", "course.content", "course.actions", "course.agents", "agent"):
         try:
             check_slot(config, slot)
-        except ProviderError as e:
+        except ModelNotReady as e:
             log.warning("models: %s", e.message)
 
 

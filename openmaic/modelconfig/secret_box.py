@@ -18,6 +18,7 @@ Opening a value sealed under another secret raises :class:`SecretKeyMismatch` (t
 from __future__ import annotations
 
 import base64
+import functools
 import binascii
 import hashlib
 import logging
@@ -130,6 +131,12 @@ def instance_key(secret: Secret | None, data_dir: str | os.PathLike[str]) -> Ins
         return derive(configured, "OPENMAIC_SECRET_KEY")
     directory = Path(data_dir)
     return derive(_read_or_create(directory), str(directory / INSTANCE_SECRET_FILE))
+
+
+@functools.cache
+def process_instance_key(secret: Secret | None, data_dir: str) -> InstanceKey:
+    """:func:`instance_key`, read (or created) once per process for each secret and directory."""
+    return instance_key(secret, data_dir)
 
 
 def _b64(data: bytes) -> str:

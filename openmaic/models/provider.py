@@ -33,7 +33,7 @@ from openmaic.modelconfig.layer import ModelLayer
 from openmaic.modelconfig.resolve import Resolution, SlotResolutionError, Target, resolve, target_for
 from openmaic.modelconfig.slots import CHAT_CONTENT_SLOTS
 from openmaic.modelconfig.slots import slot as slot_def
-from openmaic.models.errors import MissingApiKey, MissingModel, ProviderError
+from openmaic.models.errors import MissingApiKey, MissingModel, ModelNotReady, ProviderError
 from openmaic.models.events import ModelFallbackUsed
 from openmaic.models.retry import Sleep
 from openmaic.models.types import Message, ToolSpec, TurnResult
@@ -124,7 +124,7 @@ def endpoint(target: Target) -> ProviderConfig:
     )
 
 
-def _unavailable(resolution: Resolution, capability: str) -> ProviderError | None:
+def _unavailable(resolution: Resolution, capability: str) -> ModelNotReady | None:
     """Why ``resolution`` cannot run, or ``None``."""
     slot = resolution.slot
     if resolution.status == "unassigned":
@@ -169,7 +169,7 @@ def check_run_slots(config: Config, workspace: ModelLayer | None = None, *, agen
     and at least one scene content slot can. Raises the first problem (``MissingModel`` / ``MissingApiKey``)."""
     for slot in ("course.outline", "course.actions", *(("course.agents",) if agents_auto else ())):
         check_slot(config, slot, workspace)
-    problems: list[ProviderError] = []
+    problems: list[ModelNotReady] = []
     for slot in CHAT_CONTENT_SLOTS:
         try:
             check_slot(config, slot, workspace)
@@ -331,3 +331,13 @@ def settings_reader(config: Config, db: Any, key: Any) -> Callable[[str], Awaita
         return await workspace_layer(db, owner, key, config.policy, dict(config.providers))
 
     return read
+
+
+async def check_run_for_owner(config: Config, db: Any, owner: str, *, agents_auto: bool = True) -> None:
+    """Whether ``owner`` can start a generation run now, through their own model settings: returns, or raises
+    ``MissingModel`` / ``MissingApiKey`` (the submit-time refusals, before any job exists)."""
+    from openmaic.modelconfig.secret_box import process_instance_key
+
+    key = process_instance_key(config.secret_key, config.server.data_dir)
+    workspace = await settings_reader(config, db, key)(owner)
+    check_run_slots(config, workspace, agents_auto=agents_auto)

@@ -33,7 +33,7 @@ from openmaic.courses.schema import SceneContent, SceneKind, json_schema
 from openmaic.events.core import ToolResult
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
-from openmaic.models.errors import ProviderError
+from openmaic.models.errors import ModelNotReady, ProviderError
 from openmaic.models.types import INVALID_ARGUMENTS_KEY, ToolCall, ToolSpec
 from openmaic.workbench.content import generate_scene_content
 
@@ -346,7 +346,7 @@ async def _prepare(env: ToolEnv, args: _Args) -> Any:
     scene = _scene(doc, args.scene_id)
     try:
         return await generate_scene_content(env.models, doc, scene, owner=env.owner)
-    except ProviderError as exc:
+    except (ProviderError, ModelNotReady) as exc:
         raise ToolFailure(f"the scene's content could not be generated: {exc.message}") from None
 
 

@@ -11,10 +11,10 @@ import pytest
 from openmaic.config import Config, ProviderSpec, Secret, default_config
 from openmaic.events.log import EventLog
 from openmaic.modelconfig.layer import Assignment, ModelLayer, Policy
-from openmaic.modelconfig.secret_box import SecretCorrupt, derive, open_secret
+from openmaic.modelconfig.secret_box import SecretCorrupt, derive, open_secret, process_instance_key
 from openmaic.modelconfig.store import SettingsConflict, read_settings, save_settings, secret_context
 from openmaic.models.errors import MissingApiKey, MissingModel
-from openmaic.models.provider import ModelRouter, settings_reader
+from openmaic.models.provider import ModelRouter, check_run_for_owner, settings_reader
 from openmaic.runs.events import RunInput
 from openmaic.runs.kind import GenerationKind
 from openmaic.runs.service import RunService
@@ -165,3 +165,13 @@ async def test_submit_checks_see_the_owners_settings(db):
     with pytest.raises(MissingApiKey, match="'o' of course.actions needs an API key"):
         await router.check_run("dan")
     await router.check_run("erin")  # no settings at all
+
+
+async def test_the_submit_check_of_the_api_process_reads_the_owners_settings(db, tmp_path):
+    cfg = msgspec.structs.replace(default_config(), server=msgspec.structs.replace(default_config().server,
+                                                                                    data_dir=str(tmp_path)))
+    await check_run_for_owner(cfg, db, "fay")
+    key = process_instance_key(cfg.secret_key, str(tmp_path))
+    await save_settings(db, "fay", ModelLayer(source="workspace", slots={"llm": None}), None, key)
+    with pytest.raises(MissingModel, match="course.outline is turned off \\(through llm\\)"):
+        await check_run_for_owner(cfg, db, "fay")

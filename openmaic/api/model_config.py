@@ -1,0 +1,97 @@
+"""The Models page over HTTP: OpenMAIC's ``/api/model-config`` routes (errors in its ``jsonErr`` form).
+
+* ``GET /api/model-config`` — the owner's view (:func:`openmaic.modelconfig.settings.settings_view`):
+  ``{revision, policy, presets, providers, slots}``; keys shown only as ``{set, mask, unreadable}``.
+* ``PUT /api/model-config {revision, change}`` — one change against the revision the caller read (``null``
+  before the first save); a stale revision is 409 ``CONFLICT``; a slot the deployment sets is 409
+  ``SLOT_LOCKED``; the other refusals are 400 with OpenMAIC's codes. Answers the new view.
+* ``POST /api/model-config/import {providers?, slots?}`` — merges settings a browser kept; existing settings win;
+  answers ``{imported, skipped, view}``. Repeating it changes nothing.
+
+The owner is always the request's, never a parameter. Keys are sealed before they are stored
+(:mod:`openmaic.modelconfig.store`) and never returned, logged or put in an event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from quart import Blueprint
+
+from openmaic.api.routing import Call, api_route
+from openmaic.config import Config
+from openmaic.modelconfig.secret_box import InstanceKey, process_instance_key
+from openmaic.modelconfig.settings import apply_change, import_proposal, settings_view
+from openmaic.modelconfig.store import SettingsConflict, read_settings, save_settings
+
+__all__ = ["bp"]
+
+bp = Blueprint("model_config", __name__)
+
+IMPORT_ATTEMPTS = 3
+"""Attempts of an import against settings writes that raced it."""
+
+
+class PutBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    revision: int | None
+    """The revision the caller read (``null``: they have never saved)."""
+    change: dict[str, Any]
+    """``{kind: "slots", set?, clear?}``, ``{kind: "provider", id, preset, apiKey?, baseUrl?, models?}`` or
+    ``{kind: "remove-provider", id}``."""
+
+
+class ImportBody(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    providers: dict[str, Any] | None = None
+    slots: dict[str, Any] | None = None
+
+
+def key_of(config: Config) -> InstanceKey:
+    """The process's instance key (read or created once)."""
+    return process_instance_key(config.secret_key, config.server.data_dir)
+
+
+@api_route(bp, "GET", "/api/model-config", error_style="json")
+async def get_model_config(call: Call) -> dict[str, Any]:
+    """The owner's model settings: every slot with its effective model, the providers (keys masked), the presets."""
+    config = call.services.config
+    return settings_view(config, await read_settings(call.services.db, call.user, key_of(config)))
+
+
+@api_route(bp, "PUT", "/api/model-config", body=PutBody, errors=(400, 409), error_style="json")
+async def put_model_config(call: Call) -> dict[str, Any]:
+    """Apply one change to the owner's model settings against the revision they read; answers the new view."""
+    config, db, key = call.services.config, call.services.db, key_of(call.services.config)
+    body: PutBody = call.body
+    current = await read_settings(db, call.user, key)
+    if (current.revision if current else None) != body.revision:
+        raise SettingsConflict("The settings changed; reload them")
+    layer, clear = apply_change(config, current.layer if current else None, body.change)
+    try:
+        await save_settings(db, call.user, layer, body.revision, key, current=current, clear_keys=clear)
+    except SettingsConflict:
+        raise SettingsConflict("The settings changed; reload them") from None
+    return settings_view(config, await read_settings(db, call.user, key))
+
+
+@api_route(bp, "POST", "/api/model-config/import", body=ImportBody, errors=(400, 409), error_style="json")
+async def import_model_config(call: Call) -> dict[str, Any]:
+    """Merge settings a browser kept into the owner's (existing settings win); safe to repeat."""
+    config, db, key = call.services.config, call.services.db, key_of(call.services.config)
+    body: ImportBody = call.body
+    proposal = {"providers": body.providers or {}, "slots": body.slots or {}}
+    for attempt in range(1, IMPORT_ATTEMPTS + 1):
+        current = await read_settings(db, call.user, key)
+        layer, imported, skipped = import_proposal(config, current.layer if current else None, proposal)
+        try:
+            if imported and layer is not None:
+                await save_settings(db, call.user, layer, current.revision if current else None, key,
+                                    current=current)
+        except SettingsConflict:
+            if attempt < IMPORT_ATTEMPTS:
+                continue
+            raise SettingsConflict("The settings kept changing; try again") from None
+        return {"imported": imported, "skipped": skipped,
+                "view": settings_view(config, await read_settings(db, call.user, key))}
+    raise AssertionError("unreachable")
+
