@@ -58,7 +58,9 @@ _PRESETS: list[Preset] = [
     Preset("demo", "Offline demo", {c: Target("demo", None, False) for c in CAPABILITIES}),
     # -- chat -----------------------------------------------------------------------------------------------
     _chat("openai", "OpenAI", "https://api.openai.com/v1"),
-    _chat("openai-compatible", "OpenAI-compatible endpoint", None, requires_base_url=True, trusts_catalogue=False),
+    # A server of one's own (vLLM, LM Studio …) may need no key; if it does, its 401 says so.
+    _chat("openai-compatible", "OpenAI-compatible endpoint", None, key=False, requires_base_url=True,
+          trusts_catalogue=False),
     _chat("azure", "Azure OpenAI", None, "azure", requires_base_url=True),
     _chat("anthropic", "Claude", "https://api.anthropic.com/v1", "anthropic"),
     _chat("bedrock", "Amazon Bedrock", None, "bedrock", key=False),

@@ -141,8 +141,11 @@ def _unavailable(resolution: Resolution, capability: str) -> ModelNotReady | Non
             return MissingModel(f"{slot} is assigned to provider {target.provider_id!r} (preset {target.preset_id!r}), "
                                 f"which this server cannot call for {capability}", slot=slot)
         if target.requires_key and target.api_key is None:
-            return MissingApiKey(f"provider {target.provider_id!r} of {slot} needs an API key and has none", slot=slot,
-                                 provider=target.provider_id)
+            where = ("enter it again on the Models page (the saved one cannot be read, or was removed)"
+                     if target.provider_source == "workspace" else
+                     f"set providers.{target.provider_id}.apiKey in openmaic.yml")
+            return MissingApiKey(f"provider {target.provider_id!r} of {slot} needs an API key and has none: {where}",
+                                 slot=slot, provider=target.provider_id)
     return None
 
 

@@ -10,7 +10,7 @@ deciding again when the stream moved on in between; so a confirmation can never 
 nor a stop request a run that is just giving its worker back.
 
 Starting a run (:meth:`RunService.start`) validates its input, checks that the outline slot can run
-(:func:`openmaic.models.provider.check_slot`), then writes the run stream (kind ``generation``, queued) and its
+(:func:`openmaic.models.provider.check_run_for_owner`: through the owner's own model settings), then writes the run stream (kind ``generation``, queued) and its
 course stream (kind ``course``, locked by the run) in one append, under the owner's run lock
 (:mod:`openmaic.runs.admission`) together with the count of the owner's active and waiting runs: past
 ``limits.active_runs_per_owner`` active or ``limits.waiting_runs_per_owner`` waiting runs it is a 429
@@ -42,7 +42,7 @@ from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
 from openmaic.events.wakeups import RUNNABLE
 from openmaic.materials import MAX_RUN_MATERIAL_BYTES, MAX_RUN_MATERIALS, material_sizes, valid_material_id
-from openmaic.models.provider import check_slot
+from openmaic.models.provider import check_run_for_owner
 from openmaic.runs.admission import owner_transaction, run_counts
 from openmaic.runs.agents import AGENT_ID, unknown_agents
 from openmaic.runs.decide import check_outline, confirmation
@@ -240,10 +240,10 @@ class RunService:
 
         Refusals, in this order (nothing is written): MissingField for a blank requirement; InvalidInput (400,
         ``details.path`` names the field) for a bad input or materials that are unavailable; MissingModel /
-        MissingApiKey when the outline slot cannot run; TooManyRuns (429) at the owner's run limits.
+        MissingApiKey when a slot the run needs cannot run (outline, actions, agents, one scene content slot); TooManyRuns (429) at the owner's run limits.
         """
         inp = await self._validated(owner, inp)
-        check_slot(self.config, "course.outline")
+        await check_run_for_owner(self.config, self.log.db, owner, agents_auto=inp.agents.mode == "auto")
         run_id, course_id = new_run_ids()
         await self._create(owner, run_id, course_id, None, inp)
         return await self.read(owner, run_id)
@@ -255,7 +255,7 @@ class RunService:
         if existing is not None:
             return existing
         inp = await self._validated(owner, inp)
-        check_slot(self.config, "course.outline")
+        await check_run_for_owner(self.config, self.log.db, owner, agents_auto=inp.agents.mode == "auto")
         try:
             await self._create(owner, run_id, course_id, command_id, inp)
         except errors.StreamExists:

@@ -45,8 +45,7 @@ async def test_capabilities_list_what_this_server_reads_with_openmaic_limits(db)
 
 NO_KEY = make_config("""
 providers:
-  demo: {kind: demo}
-  openai: {kind: openai}
+  openai: {preset: openai}
 slots: {llm: demo:course, course.outline: "openai:gpt-4o"}
 """)
 
@@ -59,22 +58,21 @@ async def test_a_start_whose_outline_model_cannot_run_is_refused_before_any_job_
         body = r.json()
         assert (body["errorCode"], body["details"]) == ("MISSING_API_KEY", {"slot": "course.outline",
                                                                            "provider": "openai"})
-        assert "providers.openai.api_key" in body["error"]
+        assert "providers.openai.apiKey" in body["error"]
         assert await db.fetchval("SELECT count(*) FROM streams") == 0
 
 
 def test_check_slot_says_whether_a_slot_can_run():
     base = make_config("""
 providers:
-  demo: {kind: demo}
-  openai: {kind: openai}
-  claude: {kind: anthropic}
-  local: {kind: openai, base_url: "http://127.0.0.1:11434/v1"}
-  proxied: {kind: anthropic, headers: {Authorization: "Bearer x"}}
-  keyed: {kind: openai, api_key: sk-test}
+  openai: {preset: openai}
+  claude: {preset: anthropic}
+  local: {preset: openai-compatible, baseUrl: "http://127.0.0.1:11434/v1"}
+  ollama: {preset: ollama}
+  keyed: {preset: openai, apiKey: sk-test}
 slots: {llm: demo:course}
 """)
-    for provider, ok in [("demo", True), ("openai", False), ("claude", False), ("local", True), ("proxied", True),
+    for provider, ok in [("demo", True), ("openai", False), ("claude", False), ("local", True), ("ollama", True),
                          ("keyed", True)]:
         config = msgspec.structs.replace(base, slots={"llm": "demo:course", "course.outline": f"{provider}:m"})
         if ok:
