@@ -42,6 +42,7 @@ from openmaic.modelconfig.layer import DEMO_SLOTS, ModelLayer, Policy, ProviderS
 from openmaic.modelconfig.legacy import has_legacy_configuration, translate_environment
 from openmaic.modelconfig.resolve import SlotResolutionError, resolve
 from openmaic.modelconfig.slots import SLOTS
+from openmaic.owner_env import read_owner_env
 from openmaic.secret import Secret
 
 __all__ = [
@@ -126,12 +127,12 @@ class LimitsConfig(_Section):
 class IdentityConfig(_Section):
     """How requests are attributed to an owner (see the identity modes in the design)."""
 
-    mode: Literal["single_user", "token", "trusted_header", "anonymous"] = "single_user"
+    mode: Literal["single_user", "token", "trusted_header", "anonymous", "shared"] = "single_user"
     single_user_owner: str = "local"
+    """The owner of ``single_user`` (``OWNER_SINGLE_USER_ID``) and ``shared`` (``PERSISTENCE_SHARED_OWNER_ID``)."""
     user_header: str = "X-Forwarded-User"
     trusted_proxies: list[str] = []
-    secret_key: Secret | None = None
-    cookie_name: str = "openmaic_owner"
+    cookie_name: str = "anonymous_id"
 
     def proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
         """``trusted_proxies`` as networks (a bare address is a /32 or /128)."""
@@ -188,7 +189,7 @@ class Route(msgspec.Struct, frozen=True):
         return self.provider if self.model is None else f"{self.provider}:{self.model}"
 
 
-_COMPUTED = ("source", "default_slots", "model_source", "notices", "secret_key")
+_COMPUTED = ("source", "default_slots", "model_source", "notices", "secret_key", "access_code")
 """Fields of :class:`Config` the loader fills in; they are not keys of the file."""
 
 
@@ -211,6 +212,8 @@ class Config(_Section):
     model_source: Literal["openmaic.yml", "environment", "built-in"] = "built-in"
     notices: tuple[str, ...] = ()
     secret_key: Secret | None = None
+    access_code: Secret | None = None
+    """``ACCESS_CODE``: when set, every ``/api/*`` route but health needs the access cookie."""
     source: str = "<defaults>"
 
     def layers(self, workspace: ModelLayer | None = None) -> list[ModelLayer]:
@@ -417,15 +420,38 @@ class _Loader:
         if bad is not None:
             raise self.error(str(bad), f"unknown key; valid keys: {_fields(Config)}")
         rest = {k: v for k, v in raw.items() if k not in _MODEL_SECTIONS}
+        identity = rest.get("identity")
+        if isinstance(identity, dict) and "secret_key" in identity:
+            raise self.error("identity.secret_key", "no longer used: anonymous owners carry OpenMAIC's unsigned "
+                                                    "anonymous_id cookie, and OPENMAIC_SECRET_KEY seals saved keys; "
+                                                    "remove it")
         config = self._convert(rest, Config, [])
+        config = self._owners(config)
         secret = (self.env.get("OPENMAIC_SECRET_KEY") or "").strip()
         if secret:
             self.secrets.add(secret)
-        config = msgspec.structs.replace(config, **self._models(raw), secret_key=Secret(secret) if secret else None,
+        models = self._models(raw)
+        models["notices"] = (*config.notices, *models.get("notices", ()))
+        config = msgspec.structs.replace(config, **models, secret_key=Secret(secret) if secret else None,
                                          source=self.source)
         self._check_finite(config, [])
         self._check_semantics(config)
         return config
+
+    def _owners(self, config: Config) -> Config:
+        """OpenMAIC's owner modes from the environment (:mod:`openmaic.owner_env`), unless the file names a host
+        method (token, trusted_header), which OpenMAIC consults first."""
+        found = read_owner_env(self.env)
+        if found.access_code is not None:
+            self.secrets.add(found.access_code.reveal())
+        identity = config.identity
+        if found.mode is not None and identity.mode not in ("token", "trusted_header"):
+            identity = msgspec.structs.replace(identity, mode=found.mode, single_user_owner=found.owner)
+        elif identity.mode == "shared" and found.access_code is None:
+            raise self.error("identity.mode", "shared needs ACCESS_CODE: without it anyone who reaches the server "
+                                              "writes as the team")
+        return msgspec.structs.replace(config, identity=identity, access_code=found.access_code,
+                                       notices=(*config.notices, *found.notices))
 
     def _models(self, raw: dict[str, Any]) -> dict[str, Any]:
         """The model fields of the config: from the file's model sections, else from a legacy environment, else
@@ -492,6 +518,7 @@ class _Loader:
                 target[key] = value
 
     def _collect_secrets(self, raw: dict[Any, Any]) -> None:
+        # identity.secret_key is refused, but its value must not be quoted on the way.
         providers = raw.get("providers")
         for p in providers.values() if isinstance(providers, dict) else ():
             if isinstance(p, dict):
@@ -560,8 +587,6 @@ class _Loader:
         if ident.mode == "trusted_header" and not ident.trusted_proxies:
             what = "required when identity.mode is trusted_header (the header is trusted only from these)"
             raise self.error("identity.trusted_proxies", what)
-        if ident.secret_key is not None and len(ident.secret_key.reveal()) < _MIN_SECRET_KEY:
-            raise self.error("identity.secret_key", f"too short; use at least {_MIN_SECRET_KEY} random characters")
         if c.secret_key is not None and len(c.secret_key.reveal()) < _MIN_SECRET_KEY:
             raise ConfigError(f"OPENMAIC_SECRET_KEY: too short; use at least {_MIN_SECRET_KEY} random characters",
                               key="OPENMAIC_SECRET_KEY")

@@ -19,7 +19,8 @@ from openmaic import metrics
 from openmaic.api import health, streams
 from openmaic.api import stream_socket  # noqa: F401 - declares the WebSocket route on streams.bp
 from openmaic.api.errors import describe, render
-from openmaic.api.identity import IdentityResolver, cookie_key
+from openmaic.api.access_code import AccessCodeRequired
+from openmaic.api.identity import IdentityResolver
 from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
 from openmaic.api.services import ApiServices
 
@@ -43,7 +44,7 @@ def create_app(services: ApiServices, *, blueprints: Iterable[Blueprint] = ()) -
     # The request object exists before routing picks a route's limit, so it starts at the largest; each
     # route's wrapper then lowers it (see routing._LimitedBody).
     app.config["MAX_CONTENT_LENGTH"] = max(limits.json_body_bytes, limits.upload_bytes)
-    identity = IdentityResolver(services.config.identity, services.db, cookie_key=cookie_key(services.config))
+    identity = IdentityResolver(services.config.identity, services.db, access_code=services.config.access_code)
     state = ApiState(services, identity)
     app.extensions[STATE_KEY] = state
 
@@ -55,6 +56,9 @@ def create_app(services: ApiServices, *, blueprints: Iterable[Blueprint] = ()) -
         raise RuntimeError(f"routes not declared with api_route: {', '.join(undeclared)}")
 
     app.register_error_handler(Exception, _error_response)
+    # The access-code gate stands before routing, as OpenMAIC's middleware: unknown /api paths are gated too.
+    app.before_request(_admit)
+    app.before_websocket(_admit)
     app.after_request(_after_request)
     return app
 
@@ -78,6 +82,18 @@ async def _error_response(exc: Exception) -> Any:
     if code is not None:
         problem = msgspec.structs.replace(problem, code=code)
     return render(problem, spec.error_style, plain_not_found=spec.plain_not_found)
+
+
+async def _admit() -> Response | None:
+    try:
+        await app_state().identity.admit(_current())
+    except AccessCodeRequired as exc:
+        # OpenMAIC's middleware answers in its apiError envelope whatever route was asked for. The body of the
+        # request is never read, so the connection closes: a kept-alive one would still hold the unread bytes.
+        response = render(describe(exc))
+        response.headers["Connection"] = "close"
+        return response
+    return None
 
 
 async def _after_request(response: Response) -> Response:

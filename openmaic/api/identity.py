@@ -7,10 +7,18 @@
   ``openmaic`` (never echoing the token).
 * ``trusted_header`` — the reverse proxy's ``identity.user_header``, believed only when the TCP peer is inside
   ``identity.trusted_proxies``; from anywhere else the header is ignored and the request is a 401.
-* ``anonymous`` — a signed cookie: ``<owner id>.<HMAC-SHA256(key, owner id)>``, set on the first visit
-  (400 days, HttpOnly, SameSite=Lax). A missing or forged cookie gets a fresh owner on HTTP; a WebSocket
-  cannot set cookies, so there it is a 401. The key is ``identity.secret_key`` when set, else one derived from
-  the instance secret (:func:`cookie_key`).
+* ``shared`` — OpenMAIC's shared team owner (``PERSISTENCE_SHARED_OWNER_ID``, which requires ``ACCESS_CODE``):
+  every request belongs to the team.
+* ``anonymous`` — OpenMAIC's anonymous fallback: the ``anonymous_id`` cookie holds a random UUID v4 (unsigned, as
+  OpenMAIC's) and the owner is ``anon:<uuid>``. It is set on the first visit and renewed on every HTTP answer
+  (400 days, ``Path=/; HttpOnly; SameSite=Lax``, ``Secure`` over https). A missing or malformed cookie is
+  re-minted, never refused; a WebSocket cannot set cookies, so there it is a 401.
+
+The environment chooses ``single_user`` or ``shared`` as OpenMAIC's does (:mod:`openmaic.owner_env`), unless
+``identity.mode`` names a host method (``token``, ``trusted_header``).
+
+With ``ACCESS_CODE`` set, :func:`admit` keeps OpenMAIC's access-code gate in front of every ``/api/*`` route but
+health (:mod:`openmaic.api.access_code`); a valid bearer token passes it too.
 
 Tokens look like ``tok_<12 hex>.<secret>``: the part before the dot is the token's id, safe to show and to
 revoke by.
@@ -18,18 +26,21 @@ revoke by.
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
 import ipaddress
+import re
 import secrets
+import uuid
 from typing import Any
 
 import quart
 
 from openmaic.api.errors import Unauthorized
-from openmaic.config import Config, IdentityConfig
-from openmaic.modelconfig.secret_box import instance_key
+from openmaic.api.access_code import (
+    ACCESS_COOKIE, ACCESS_COOKIE_MAX_AGE_S, AccessCodeRequired, AccessGate, AttemptLimiter, is_open_path,
+)  # fmt: skip
+from openmaic.config import IdentityConfig
+from openmaic.secret import Secret
 from openmaic.store.database import Database
 from openmaic.store.queries import Q
 
@@ -47,7 +58,8 @@ _WS_BEARER = "bearer."
 """Prefix of the subprotocol that carries a bearer token on a WebSocket handshake."""
 
 _TOKEN_PREFIX = "tok_"
-_NEW_COOKIE = "openmaic_new_owner_cookie"  # the name under quart.g where a new anonymous cookie waits
+_ANONYMOUS = "openmaic_anonymous_id"  # the name under quart.g of this request's anonymous id, for its cookie
+_UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
 async def accept_websocket(ws: Any) -> None:
@@ -84,29 +96,33 @@ async def revoke_token(db: Database, token_or_id: str) -> bool:
     return revoked is not None
 
 
-def cookie_key(config: Config) -> bytes | None:
-    """The key that signs anonymous owners' cookies: ``identity.secret_key``, else (in anonymous mode) one derived
-    from the instance secret, under a label of its own so it can never open a sealed key."""
-    if config.identity.secret_key is not None:
-        return config.identity.secret_key.reveal().encode()
-    if config.identity.mode != "anonymous":
-        return None
-    return hashlib.sha256(b"openmaic.owner-cookie:" + instance_key(config.secret_key, config.server.data_dir).key).digest()
-
-
 class IdentityResolver:
     """Resolves the owner of a request (or WebSocket handshake) according to the configured mode."""
 
-    def __init__(self, config: IdentityConfig, db: Database, *, cookie_key: bytes | None = None) -> None:
+    def __init__(self, config: IdentityConfig, db: Database, *, access_code: Secret | None = None) -> None:
         self.config = config
         self.db = db
         self._networks = config.proxy_networks()
-        self._key = cookie_key or (config.secret_key.reveal().encode() if config.secret_key is not None else None)
+        self.gate = AccessGate(access_code) if access_code is not None else None
+        self.attempts = AttemptLimiter()
+
+    async def admit(self, request: Any) -> None:
+        """The access-code gate: returns when ``request`` may go on, else :class:`AccessCodeRequired`."""
+        if self.gate is None or is_open_path(request.path):
+            return
+        if self.gate.admits(request.cookies.get(ACCESS_COOKIE)):
+            return
+        scheme, _, token = (request.headers.get("Authorization") or "").strip().partition(" ")
+        if scheme.lower() == "bearer" and token.strip().startswith(_TOKEN_PREFIX):
+            # A script holding a token of this server passes: it authenticated with something stronger.
+            if await self.db.fetchval(Q.token_owner, _hash(token.strip())) is not None:
+                return
+        raise AccessCodeRequired()
 
     async def resolve(self, request: Any) -> str:
         """The owner of ``request`` (a quart Request or Websocket), or :class:`Unauthorized`."""
         mode = self.config.mode
-        if mode == "single_user":
+        if mode in ("single_user", "shared"):
             return self.config.single_user_owner
         if mode == "token":
             return await self._from_token(request)
@@ -161,37 +177,27 @@ class IdentityResolver:
         return any(address in net for net in self._networks)
 
     def _from_cookie(self, request: Any) -> str:
-        owner = self.verify_cookie(request.cookies.get(self.config.cookie_name))
-        if owner is not None:
-            return owner
-        if request.scope.get("type") == "websocket":
-            raise Unauthorized("a WebSocket cannot set the owner cookie: visit any HTTP route first")
-        owner = "anon_" + secrets.token_hex(16)
-        # Set by the app's after-request hook, so that error responses carry it too.
-        setattr(quart.g, _NEW_COOKIE, self.sign(owner))
-        return owner
-
-    def sign(self, owner: str) -> str:
-        """The cookie value for ``owner``."""
-        assert self._key is not None, "anonymous mode needs a cookie key (see cookie_key)"
-        mac = hmac.new(self._key, owner.encode(), hashlib.sha256).digest()
-        return f"{owner}.{base64.urlsafe_b64encode(mac).rstrip(b'=').decode()}"
-
-    def verify_cookie(self, value: str | None) -> str | None:
-        """The owner in a cookie value whose signature is valid, else None."""
-        if not value or self._key is None:
-            return None
-        owner, _, _sig = value.rpartition(".")
-        if not owner:
-            return None
-        return owner if hmac.compare_digest(self.sign(owner), value) else None
+        value = (request.cookies.get(self.config.cookie_name) or "").strip().lower()
+        if not _UUID4.match(value):
+            if request.scope.get("type") == "websocket":
+                raise Unauthorized("a WebSocket cannot set the anonymous_id cookie: visit any HTTP route first")
+            value = str(uuid.uuid4())  # a missing or malformed cookie is re-minted, never refused
+        # Renewed on this answer (errors included) by the app's after-request hook.
+        setattr(quart.g, _ANONYMOUS, value)
+        return f"anon:{value}"
 
     def set_cookie(self, response: Any, request: Any) -> None:
-        """After a request: send the cookie of an owner created during it, if any."""
-        value = getattr(quart.g, _NEW_COOKIE, None)
+        """After a request: send (or renew) the anonymous owner's cookie."""
+        value = getattr(quart.g, _ANONYMOUS, None)
         if value is None:
             return
         response.set_cookie(
             self.config.cookie_name, value, max_age=COOKIE_MAX_AGE_S, path="/", httponly=True, samesite="Lax",
             secure=request.scheme == "https",
         )  # fmt: skip
+
+    def access_cookie(self, response: Any, request: Any) -> None:
+        """Set the cookie a correct access code earns."""
+        assert self.gate is not None
+        response.set_cookie(ACCESS_COOKIE, self.gate.cookie_value(), max_age=ACCESS_COOKIE_MAX_AGE_S, path="/",
+                            httponly=True, samesite="Lax", secure=request.scheme == "https")

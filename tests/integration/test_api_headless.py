@@ -12,7 +12,7 @@ from openmaic.models.provider import check_slot
 from openmaic.runs.service import RunService
 from tests.integration.api_harness import make_config, running_api
 
-ANONYMOUS = make_config("identity: {mode: anonymous, secret_key: a-long-enough-test-secret}")
+ANONYMOUS = make_config("identity: {mode: anonymous}")
 
 
 async def test_health_answers_without_an_owner_and_without_the_database(db):

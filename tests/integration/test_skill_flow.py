@@ -23,7 +23,7 @@ from openmaic.config import default_config
 from openmaic.store.database import open_database
 from tests.serving import FAST_CONFIG, running_server
 
-ANONYMOUS = FAST_CONFIG + "identity: {mode: anonymous, secret_key: a-long-enough-test-secret-key}\n"
+ANONYMOUS = FAST_CONFIG + "identity: {mode: anonymous}\n"
 NOTES = b"# Photosynthesis\n\nPlants turn light, water and carbon dioxide into sugar and oxygen.\n"
 RUN_ID = re.compile(r"run-[A-Za-z0-9_-]{16}")
 MATERIAL_ID = re.compile(r"mat_[0-9A-HJKMNP-TV-Z]{26}")
@@ -38,7 +38,8 @@ async def single_user(db_url, tmp_path):
 @pytest.fixture
 async def anonymous(db_url, tmp_path):
     config = ANONYMOUS + ("limits: {active_runs_per_owner: 1, materials_per_owner: 3, upload_bytes: 4096}\n"
-                          "providers: {demo: {kind: demo, latency_ms: 4}}\n")
+                          "providers: {demo: {preset: demo, options: {latencyMs: 4}}}\n"
+                          "slots: {llm: demo:course, agent: demo:agent}\n")
     async with running_server(db_url, tmp_path, config) as (client, port):
         yield client, f"http://127.0.0.1:{port}"
 

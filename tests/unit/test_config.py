@@ -219,7 +219,7 @@ def test_env_overrides():
     c = parse("server: {port: 1234}", env=env)
     assert (c.server.host, c.server.port, c.server.data_dir) == ("0.0.0.0", 9100, "/data")
     # The instance secret seals saved keys; it no longer signs the anonymous cookie.
-    assert c.identity.mode == "anonymous" and c.identity.secret_key is None
+    assert c.identity.mode == "anonymous" and c.identity.cookie_name == "anonymous_id"
     assert c.secret_key == Secret("0123456789abcdef-secret")
     assert "0123456789abcdef" not in repr(c)
 
@@ -304,7 +304,8 @@ def test_load_config_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         ("policy: 3", ["policy: expected a mapping"]),
         ("runtime: {heartbeat_s: 10}", ["runtime.heartbeat_s: must be less than runtime.lease_ttl_s", "expire"]),
         ("runtime: {lease_ttl_s: 3, heartbeat_s: 5}", ["runtime.heartbeat_s"]),
-        ("identity: {mode: anonymous, secret_key: short}", ["identity.secret_key: too short"]),
+        ("identity: {mode: anonymous, secret_key: short}", ["identity.secret_key: no longer used", "anonymous_id"]),
+        ("identity: {mode: shared}", ["identity.mode: shared needs ACCESS_CODE"]),
         ("identity: {mode: trusted_header}", ["identity.trusted_proxies: required"]),
         ("identity: {trusted_proxies: [10.0.0.1, 300.1.1.1]}", ["identity.trusted_proxies[1]:", "'300.1.1.1'"]),
         ("identity: {mode: root}", ["identity.mode: expected one of single_user, token, trusted_header, anon"]),
@@ -341,6 +342,17 @@ def test_error_carries_the_key_path_and_source():
 )
 def test_invalid_env_override_names_the_variable(env: dict[str, str], expected: str):
     fails("", expected, env=env)
+
+
+def test_openmaics_owner_variables_choose_the_mode_unless_the_file_names_a_host_method():
+    shared = parse("", env={"PERSISTENCE_SHARED_OWNER_ID": "team-a", "ACCESS_CODE": "open-sesame"})
+    assert (shared.identity.mode, shared.identity.single_user_owner) == ("shared", "team-a")
+    assert shared.access_code == Secret("open-sesame") and "open-sesame" not in repr(shared)
+    single = parse("identity: {mode: anonymous}", env={"OWNER_SINGLE_USER": "true", "OWNER_SINGLE_USER_ID": "ada"})
+    assert (single.identity.mode, single.identity.single_user_owner) == ("single_user", "ada") and single.notices
+    host = parse("identity: {mode: token}", env={"OWNER_SINGLE_USER": "true", "ACCESS_CODE": "c"})
+    assert host.identity.mode == "token" and host.access_code == Secret("c")
+    fails("", "PERSISTENCE_SHARED_OWNER_ID needs ACCESS_CODE", env={"PERSISTENCE_SHARED_OWNER_ID": "team-a"})
 
 
 def test_empty_env_override_is_ignored():
