@@ -19,7 +19,8 @@ from openmaic.store.database import open_database
 from tests.eventsource import EventSource, open_sse
 from tests.serving import FAST_CONFIG, running_server
 
-SLOW_DEMO = FAST_CONFIG + "providers: {demo: {kind: demo, latency_ms: 6}}\nlimits: {active_runs_per_owner: 4}\n"
+SLOW_DEMO = FAST_CONFIG + ("providers: {demo: {preset: demo, options: {latencyMs: 6}}}\n"
+                           "slots: {llm: demo:course, agent: demo:agent}\nlimits: {active_runs_per_owner: 4}\n")
 
 
 @pytest.fixture

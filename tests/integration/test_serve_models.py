@@ -148,13 +148,9 @@ async def test_an_environment_only_deployment_answers_from_its_provider_never_th
 async def test_an_environment_with_a_key_but_no_default_model_never_runs_on_the_demo(db_url, tmp_path):
     async with serving(db_url, tmp_path, env={"OPENAI_API_KEY": KEY}, config=None) as client:
         r = await client.post("/api/runs", json={"command_id": "c1", "requirement": "Tides", "outline_review": "auto"})
-        assert r.status_code == 202, r.text
-        run_id = r.json()["id"]
-        events = await events_until(client, run_id, lambda es: any(
-            e["type"] == "run.state_changed" and e["data"]["state"] == "paused" for e in es))
-    failed = [e["data"]["error"] for e in events if e["type"] == "run.step_failed"]
-    assert failed and all("no model is assigned to course.outline" in f for f in failed)
-    assert not any(e["type"] == "run.outline_proposed" for e in events)
+        # Refused before any job exists, rather than answered by the demo.
+        assert r.status_code == 400 and r.json()["errorCode"] == "MISSING_MODEL", r.text
+        assert "no model is assigned to course.outline" in r.json()["error"]
     assert "no DEFAULT_MODEL" in server_log(tmp_path)
 
 
