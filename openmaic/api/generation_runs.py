@@ -255,15 +255,7 @@ class ClassroomAnswer(Success):
 async def get_classroom(call: Call, id: str) -> ClassroomAnswer:
     """A classroom (the course at result.classroomId / run.stageId): its scenes with their content and script,
     its agents, and the run still writing it, if any (follow that run's events for the scenes to come)."""
-    row = await call.services.log.stream(id)
-    if row is None or row["owner_id"] != call.user or row["kind"] != "course" or row["deleted_at"] is not None:
-        raise errors.NotFound(f"no classroom {id!r}")
-    # Folded from the course stream (through the runs' fold cache): authoritative and never behind, unlike a
-    # projection; to the head of the row just read, so the view and its seq agree.
-    doc = await runs_of(call).course(id, to_seq=row["head_seq"])
-    if doc.deleted:
-        raise errors.NotFound(f"no classroom {id!r}")
-    return ClassroomAnswer(classroom=classroom_view(id, doc))
+    return ClassroomAnswer(classroom=classroom_view(id, await runs_of(call).owned_course(call.user, id)))
 
 
 # -- the run's events --------------------------------------------------------------------------------------------

@@ -108,7 +108,13 @@ class IdentityResolver:
 
     async def admit(self, request: Any) -> None:
         """The access-code gate: returns when ``request`` may go on, else :class:`AccessCodeRequired`."""
-        if self.gate is None or is_open_path(request.path):
+        if not is_open_path(request.path):
+            await self.check_access(request)
+
+    async def check_access(self, request: Any) -> None:
+        """Whether ``request`` has given the access code (or a token), whatever its path: returns, or raises
+        :class:`AccessCodeRequired`. (A page outside the gate asks this before it says what exists.)"""
+        if self.gate is None:
             return
         if self.gate.admits(request.cookies.get(ACCESS_COOKIE)):
             return

@@ -1,10 +1,31 @@
-"""The web workbench: its page at ``/`` and its static files at ``/static/<name>``.
+"""The web pages: the workbench at ``/``, the classroom at ``/classroom/<classroom id>``, the frame an interactive
+scene runs in at ``/scene-frame``, and their scripts and stylesheets at ``/static/<name>``.
 
-The files live in the package :mod:`openmaic.web` (plain HTML, CSS and ES modules; nothing is built). They are
-public like the health routes: the page holds no data, and every API call it makes resolves the owner as usual
-(in ``anonymous`` mode the first of them sets the owner cookie before any WebSocket opens). Only files that exist
-in that package with a known type are served, and a name is a plain file name (letters, digits, ``-``, ``_``
-and one extension), so nothing outside it can be reached.
+The files live in the package :mod:`openmaic.web` (plain HTML, CSS and ES modules; nothing is built). Only files
+that exist in that package with a known type are served, and a name is a plain file name (letters, digits,
+``-``, ``_`` and one extension), so nothing outside it can be reached; ``/static/`` serves scripts and
+stylesheets only, never a page (a page is served by its own route, with its own policy).
+
+Who may see what:
+
+* The workbench page holds no data, so it is public like the health routes; every API call it makes resolves
+  the owner as usual (in ``anonymous`` mode the first of them sets the owner cookie before any WebSocket opens).
+* The classroom page is owner-scoped like every route: it resolves the owner from the request and answers the
+  plain ``Not found`` — the same for an unknown, deleted or another owner's classroom — before it sends a page.
+  Two exceptions, where a browser's navigation cannot say who it is, get the page (which holds no data either)
+  without a word about the classroom: a request that has not given the server's ``ACCESS_CODE`` (the page's API
+  calls are refused until it does), and, because a browser cannot put a bearer token on a navigation, in
+  ``token`` mode a request that presents no ``Authorization`` header at all (the page reads the classroom with
+  the token the workbench stored); a request that does present one is checked.
+* The scene frame is an empty, public document that holds nothing until its embedder posts it a scene.
+
+Policies. The workbench and the classroom are never framed, load no plugins and frame only this origin
+(``frame-src 'self'``): that last one is what keeps an interactive scene from navigating its frame to another
+site, since a frame's navigations are checked against its embedder's policy. The classroom's policy is strict
+beyond that (scripts, styles, images, media and connections from this origin only). The scene frame's own policy
+allows no network at all — no fetch, beacon, WebSocket, image, font, form, frame or worker from anywhere — and
+sandboxes the document (``sandbox allow-scripts``: an opaque origin, no forms, popups, modals or top-level
+navigation) even if it is opened on its own; the scene's inline scripts and styles run, and ``data:`` images.
 """
 
 from __future__ import annotations
@@ -14,49 +35,100 @@ from importlib import resources
 
 from quart import Blueprint, Response
 
-from openmaic.api.routing import Call, api_route
+from openmaic.api.access_code import AccessCodeRequired
+from openmaic.api.headless import runs_of
+from openmaic.api.routing import Call, api_route, app_state
 from openmaic.errors import NotFound
 
-__all__ = ["bp"]
+__all__ = ["CLASSROOM_CSP", "SCENE_FRAME_CSP", "WORKBENCH_CSP", "bp"]
 
 bp = Blueprint("web", __name__)
 
-_TYPES = {
-    "html": "text/html; charset=utf-8",
+_STATIC_TYPES = {
     "js": "text/javascript; charset=utf-8",
     "css": "text/css; charset=utf-8",
 }
+_HTML = "text/html; charset=utf-8"
 _NAME = re.compile(r"[A-Za-z0-9_-]+\.([a-z]+)")
 
-# The page is never framed and loads no plugins. Scripts are not restricted further: an interactive scene is a
-# generated HTML page with inline scripts, shown in a sandboxed frame (an opaque origin) that inherits this policy.
-_CSP = "frame-ancestors 'none'; object-src 'none'; base-uri 'none'; form-action 'self'"
+WORKBENCH_CSP = "frame-ancestors 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-src 'self'"
+"""The workbench page: scripts are not restricted further (its modules come from this origin)."""
+
+CLASSROOM_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
+    "connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+"""The classroom page: everything from this origin only (its assets, its API), nothing inline."""
+
+SCENE_FRAME_CSP = (
+    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; media-src data:; "
+    "font-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'; frame-ancestors 'self'; "
+    "sandbox allow-scripts"
+)
+"""The frame an interactive scene runs in: its own inline code, and nothing from any network."""
 
 
-def _file(name: str) -> Response:
-    m = _NAME.fullmatch(name)
-    if m is None or m.group(1) not in _TYPES:
-        raise NotFound(f"no file {name!r}")
-    ext = m.group(1)
+def _read(name: str) -> bytes:
     path = resources.files("openmaic.web").joinpath(name)
     if not path.is_file():
         raise NotFound(f"no file {name!r}")
-    response = Response(path.read_bytes(), 200, content_type=_TYPES[ext])
+    return path.read_bytes()
+
+
+def _answer(body: bytes, content_type: str, csp: str | None = None) -> Response:
+    response = Response(body, 200, content_type=content_type)
     response.headers["Cache-Control"] = "no-cache"  # small files: revalidate, so an upgrade is seen at once
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
-    if ext == "html":
-        response.headers["Content-Security-Policy"] = _CSP
+    if csp is not None:
+        response.headers["Content-Security-Policy"] = csp
     return response
+
+
+def _page(name: str, csp: str) -> Response:
+    return _answer(_read(name), _HTML, csp)
 
 
 @api_route(bp, "GET", "/", auth=False, media_type="text/html")
 async def workbench_page(call: Call) -> Response:
     """The web workbench (an HTML page): the library, new courses, runs, courses and Pro sessions."""
-    return _file("index.html")
+    return _page("index.html", WORKBENCH_CSP)
+
+
+@api_route(bp, "GET", "/classroom/{id}", auth=False, media_type="text/html", errors=(401, 404), plain_not_found=True)
+async def classroom_page(call: Call, id: str) -> Response:
+    """The classroom a learner goes through (an HTML page): its scenes one at a time, with their script, quizzes
+    and interactive pages, filling in while its run writes them; plain 404 unless it is yours.
+
+    In token mode a browser's navigation carries no token: without an Authorization header the page is sent,
+    and it reads the classroom with the token the workbench stored.
+    """
+    request = call.request
+    identity = app_state().identity
+    try:
+        await identity.check_access(request)
+    except AccessCodeRequired:
+        # Nothing is said about the classroom before the access code is given; the page asks for it.
+        return _page("classroom.html", CLASSROOM_CSP)
+    if not (identity.config.mode == "token" and "Authorization" not in request.headers):
+        owner = await identity.resolve(request)
+        await runs_of(call).owned_course(owner, id)  # the same Not found for unknown, deleted and others'
+    return _page("classroom.html", CLASSROOM_CSP)
+
+
+@api_route(bp, "GET", "/scene-frame", auth=False, media_type="text/html")
+async def scene_frame(call: Call) -> Response:
+    """The document an interactive scene runs in (an HTML page): sandboxed, with no network at all; the page
+    that embeds it posts it the scene."""
+    response = _page("scene_frame.html", SCENE_FRAME_CSP)
+    response.headers["X-DNS-Prefetch-Control"] = "off"  # no lookups of names the scene mentions
+    return response
 
 
 @api_route(bp, "GET", "/static/{name}", auth=False, media_type="text/*", errors=(404,), plain_not_found=True)
 async def workbench_file(call: Call, name: str) -> Response:
-    """A static file of the web workbench (JavaScript module, stylesheet)."""
-    return _file(name)
+    """A script (JavaScript module) or stylesheet of the web pages."""
+    m = _NAME.fullmatch(name)
+    if m is None or m.group(1) not in _STATIC_TYPES:
+        raise NotFound(f"no file {name!r}")
+    return _answer(_read(name), _STATIC_TYPES[m.group(1)])

@@ -200,6 +200,18 @@ class RunService:
         """The course document folded from its events (up to ``to_seq``)."""
         return await self.courses.state(course_id, to_seq)
 
+    async def owned_course(self, owner: str, course_id: str) -> CourseDocument:
+        """The owner's course, folded to the head of its row; StreamNotFound for a missing, deleted or another
+        owner's course (the same answer for all three)."""
+        row = await owned_stream(self.log, owner, course_id, "course")
+        if row["deleted_at"] is None:
+            # Folded from the course stream (through the fold cache): authoritative and never behind, unlike a
+            # projection; to the head of the row just read, so the document and its seq agree.
+            doc = await self.course(course_id, to_seq=row["head_seq"])
+            if not doc.deleted:
+                return doc
+        raise errors.StreamNotFound(f"no stream {course_id!r}", stream_id=course_id)
+
     async def read(self, owner: str, run_id: str) -> tuple[Record, RunState]:
         """The run's stream row and its state at that row's head; StreamNotFound for a missing run or another
         owner's."""

@@ -53,6 +53,12 @@ export function clearAccessToken() {
 /** Dispatched on `window` when the server asks for a bearer token it was not given, or no longer accepts. */
 export const SIGN_IN_NEEDED = "openmaic:sign-in-needed";
 
+/** The headers that say who is asking: the access token, when this browser signed in with one. */
+export function authHeaders() {
+  const token = accessToken();
+  return token ? { Authorization: `Bearer ${token}` } : {};
+}
+
 /** A WebSocket to an API path. A browser cannot set headers on it, so an access token rides as a subprotocol. */
 export function openSocket(path) {
   const token = accessToken();
@@ -61,9 +67,7 @@ export function openSocket(path) {
 
 /** Call the API. `json` sends a JSON body, `form` a FormData (multipart). Answers the decoded JSON (or null). */
 export async function api(method, path, { json, form } = {}) {
-  const init = { method, headers: { Accept: "application/json" }, credentials: "same-origin" };
-  const token = accessToken();
-  if (token) init.headers.Authorization = `Bearer ${token}`;
+  const init = { method, headers: { Accept: "application/json", ...authHeaders() }, credentials: "same-origin" };
   if (json !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(json);

@@ -7,6 +7,7 @@ import {
   foldRun, foldSession, initialRun, initialSession, runLabel, runOutline, sceneInProgress, scenesCompleted,
   sessionBusy, sessionLabel,
 } from "./fold.js";
+import { sceneFrame } from "./sandbox.js";
 import { LibraryFeed, StreamSocket } from "./stream.js";
 
 const main = document.getElementById("main");
@@ -110,7 +111,7 @@ function sceneContent(content, sceneTitle) {
     return h("div", { class: "interactive" },
       h("p", { class: "slide-title" }, it.title),
       h("p", {}, it.instructions),
-      h("iframe", { sandbox: "allow-scripts", srcdoc: it.html, title: `Interactive page: ${it.title}`, loading: "lazy" }));
+      sceneFrame(it.html, `Interactive page: ${it.title}`));
   }
   return null;
 }

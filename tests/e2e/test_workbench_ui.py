@@ -25,7 +25,7 @@ from tests.fakes.provider_server import Json, Status, open_fake_provider
 from tests.serving import serve_processes, wait_ready
 
 try:
-    from playwright.sync_api import Page, expect, sync_playwright
+    from playwright.sync_api import Page, Request, expect, sync_playwright
 except ImportError:  # pragma: no cover - depends on the machine
     sync_playwright = None
 

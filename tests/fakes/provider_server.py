@@ -81,7 +81,16 @@ class EndsEarly:
     text: str = "cut"
 
 
-Reply = Text | ToolCalls | Json | Status | Malformed | Stall | EndsEarly
+@dataclass(frozen=True)
+class Held:
+    """``reply``, once ``gate`` is set (a test decides when a request is answered; from a worker thread with
+    ``trio.from_thread.run_sync(gate.set)``)."""
+
+    reply: Text | ToolCalls | Json | Status | Malformed | Stall | EndsEarly
+    gate: trio.Event
+
+
+Reply = Text | ToolCalls | Json | Status | Malformed | Stall | EndsEarly | Held
 
 
 @dataclass
@@ -270,6 +279,9 @@ class FakeProviderServer:
             await self._send_status(stream, Status(500, {"error": {"type": "no_scripted_reply"}}))
             return
         reply = self._replies.popleft()
+        if isinstance(reply, Held):
+            await reply.gate.wait()
+            reply = reply.reply
         if isinstance(reply, Status):
             await self._send_status(stream, reply)
             return

@@ -110,7 +110,9 @@ async def run_the_skill(client: httpx.AsyncClient, base: str) -> dict:
     assert result["scenesCount"] == final["totalScenes"] == final["scenesGenerated"] >= 4
     assert "warning" not in result and "error" not in final
 
-    # the classroom's course, with every scene ready (the page at result.url reads it)
+    # result.url opens the classroom page (its owner's), which reads the classroom: every scene ready
+    page = await client.get(result["url"])
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html"), page.text
     course = (await client.get(f"/api/classrooms/{result['classroomId']}")).json()["classroom"]
     assert len(course["scenes"]) == result["scenesCount"] and course["generatingRunId"] is None
     assert all(s["status"] == "ready" for s in course["scenes"])
@@ -144,11 +146,13 @@ async def test_the_skill_flow_in_anonymous_mode_with_its_refusals(anonymous, db_
     assert "set-cookie" not in r.headers  # no owner is made for the health check
     final = await run_the_skill(client, base)
 
-    # another owner (a second cookie jar) sees the job as unknown
+    # another owner (a second cookie jar) sees the job as unknown, and its classroom page as the plain 404
     async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=10) as stranger:
         r = await stranger.get(final["pollUrl"])
         assert api_error(r, 404, "INVALID_REQUEST") == "Classroom generation job not found"
         assert "set-cookie" in r.headers
+        r = await stranger.get(final["result"]["url"])
+        assert (r.status_code, r.text) == (404, "Not found")
 
     async with open_database(db_url, max_size=2) as db:
         async def runs() -> int:
