@@ -46,7 +46,8 @@ from openmaic.owner_env import read_owner_env
 from openmaic.secret import Secret
 
 __all__ = [
-    "DEFAULT_SLOTS", "ENV_OVERRIDES", "KNOWN_SLOTS", "SLOT_PARENTS", "Config", "IdentityConfig", "LimitsConfig",
+    "DEFAULT_SLOTS", "ENV_OVERRIDES", "KNOWN_SLOTS", "SLOT_PARENTS", "Config", "ExtractionLimits", "IdentityConfig",
+    "LimitsConfig",
     "ProviderConfig", "ProviderSpec", "Route", "RuntimeConfig", "Secret", "ServerConfig", "StepDeadlines",
     "default_config", "load_config", "parse_config",
 ]  # fmt: skip
@@ -111,6 +112,29 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
         yield from self._shown()
 
 
+class ExtractionLimits(_Section):
+    """The budget of reading one document (a PDF's text), in the child process that reads it."""
+
+    cpu_s: PosInt = 20
+    """CPU seconds; past them the child is killed."""
+    memory_bytes: PosInt = 768 * 1024 * 1024
+    """Address space of the child (Python and pypdf included); an allocation past it fails and the child ends."""
+    wall_s: PosFloat = 60.0
+    """Seconds from start to result, whatever the child is doing; past them it is killed."""
+    max_pages: PosInt = 500
+    """Pages read; later ones are left out (the text is marked truncated)."""
+    max_decompressed_bytes: PosInt = 128 * 1024 * 1024
+    """Bytes of decompressed streams over the whole document; reading stops there (the text is truncated)."""
+    max_chars: PosInt = 1_000_000
+    """Characters of text kept; the rest is dropped (truncated)."""
+    concurrent: PosInt = 2
+    """Documents read at once by this process; more wait for a turn."""
+    concurrent_per_owner: PosInt = 1
+    """Documents one owner may have read at once (an upload past it is a 429)."""
+    queue: NonNegInt = 16
+    """Documents that may wait for a turn; past them an upload is a 503 with Retry-After."""
+
+
 class LimitsConfig(_Section):
     """Per-owner admission limits and request body sizes."""
 
@@ -122,6 +146,7 @@ class LimitsConfig(_Section):
     """Materials one owner may keep (OpenMAIC's ``MATERIALS_MAX_COUNT_PER_OWNER``)."""
     material_bytes_per_owner: PosInt = 2 * 1024**3
     """Their total size (OpenMAIC's ``MATERIALS_MAX_TOTAL_BYTES_PER_OWNER``)."""
+    extraction: ExtractionLimits = ExtractionLimits()
 
 
 class IdentityConfig(_Section):

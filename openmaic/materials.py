@@ -7,9 +7,9 @@ past either is refused (:class:`MaterialQuotaFull`), checked and inserted under 
 concurrent uploads cannot pass it together. Deleting a material removes it for good (a run that already read
 it keeps what it read: the text is in the run's log, an image's asset stays). Its type is judged by its bytes first (PDF and image magic
 numbers), then by its declared type or file name for plain text (``.txt``, ``.md``): a client's label alone
-never decides how bytes are parsed. Text must be UTF-8 (a byte-order mark is tolerated); PDFs are read with
-pypdf in a worker thread (parsing is CPU-bound and must not stall the event loop); images are stored as assets
-(bytes in the database, referenced by id, never inlined as base64 in events or prompts).
+never decides how bytes are parsed. Text must be UTF-8 (a byte-order mark is tolerated); PDFs are read in a
+child process on a budget (:mod:`openmaic.extraction`: a hostile PDF costs its child, never the server); images
+are stored as assets (bytes in the database, referenced by id, never inlined as base64 in events or prompts).
 
 Reads filter by owner, so another owner's material is a NotFound identical to a missing one.
 """
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import io
 import os
 import re
 import time
@@ -26,9 +25,9 @@ import uuid
 from collections.abc import Sequence
 
 import msgspec
-import trio
 
 from openmaic import errors
+from openmaic.extraction.pdf import Extractor, UnreadableFile
 from openmaic.store.database import Database, Record
 from openmaic.store.locks import owner_lock
 from openmaic.store.queries import Q
@@ -91,12 +90,6 @@ class UnsupportedFileType(errors.InvalidInput):
 
     code = "unsupported_file_type"
     status = 415
-
-
-class UnreadableFile(errors.InvalidInput):
-    """The file could not be read."""
-
-    code = "unreadable_file"
 
 
 class MaterialQuotaFull(errors.TooManyRequests):
@@ -194,34 +187,6 @@ def _text_of(filename: str, data: bytes) -> str:
     return text.replace("\r\n", "\n")
 
 
-def _pdf_text(filename: str, data: bytes) -> str:
-    """All pages' text (runs in a worker thread)."""
-    import pypdf
-    from pypdf.errors import PyPdfError
-
-    try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            # An owner-password-only PDF opens with the empty user password; anything else cannot be read.
-            try:
-                ok = reader.decrypt("")
-            except Exception:  # pypdf raises several unrelated types for unsupported encryption
-                ok = 0
-            if not ok:
-                raise UnreadableFile(f"{filename!r} is password-protected; upload an unprotected copy",
-                                     filename=filename)
-        pages = []
-        for page in reader.pages:
-            pages.append(page.extract_text() or "")
-            if sum(len(p) for p in pages) > MAX_TEXT_CHARS:
-                break
-    except UnreadableFile:
-        raise
-    except (PyPdfError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError) as exc:
-        raise UnreadableFile(f"{filename!r} is not a readable PDF ({type(exc).__name__})", filename=filename) from exc
-    return "\n\n".join(p.strip() for p in pages if p.strip())
-
-
 MAX_NAME_CHARS = 512
 
 
@@ -234,13 +199,15 @@ def _clean_name(filename: str) -> str:
 
 async def store_material(
     db: Database, owner: str, filename: str, media_type: str, data: bytes, *, max_count: int | None = None,
-    max_bytes: int | None = None,
+    max_bytes: int | None = None, extractor: Extractor | None = None,
 ) -> Material:
-    """Store an upload of ``owner`` and extract its text.
+    """Store an upload of ``owner`` and extract its text (a PDF's through ``extractor``, the process's budget
+    for reading documents; a default one when None).
 
     Raises UnsupportedFileType (415) for anything but PDF, text, Markdown and PNG/JPEG/GIF/WebP images,
-    UnreadableFile (400) for text that is not UTF-8 or a PDF that cannot be parsed, and MaterialQuotaFull (429)
-    when the owner already keeps ``max_count`` materials, or this one would take them past ``max_bytes``.
+    UnreadableFile (400) for text that is not UTF-8 or a PDF that cannot be parsed, the extractor's refusals
+    (:mod:`openmaic.extraction.pdf`) for a PDF over its budget, and MaterialQuotaFull (429) when the owner
+    already keeps ``max_count`` materials, or this one would take them past ``max_bytes``.
     """
     name = _clean_name(filename)
     kind = _sniff(name, media_type, data)
@@ -249,7 +216,7 @@ async def store_material(
     if kind.startswith("image/"):
         asset_id = "asset_" + uuid.uuid4().hex
     elif kind == "application/pdf":
-        text = await trio.to_thread.run_sync(_pdf_text, name, data)
+        text = (await (extractor or Extractor()).pdf_text(data, owner=owner, filename=name)).text
     else:
         text = _text_of(name, data)
     text = text[:MAX_TEXT_CHARS]

@@ -11,6 +11,7 @@ import trio
 from openmaic.config import Config
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import CHANNEL, Wakeups
+from openmaic.extraction.pdf import Extractor
 from openmaic.modelconfig.secret_box import InstanceKey, instance_key
 from openmaic.models.provider import ModelRouter, open_model_router, settings_reader
 from openmaic.store.database import Database, open_database
@@ -29,6 +30,11 @@ class Services:
     """Set on the first SIGTERM/SIGINT: every role winds down gracefully (the worker releases its leases)."""
     instance_key: InstanceKey | None = None
     """Seals and opens the keys owners save (``OPENMAIC_SECRET_KEY`` or the instance secret file)."""
+    extractor: Extractor = field(init=False)
+    """Reads uploaded documents in child processes, a bounded number at once for the whole process."""
+
+    def __post_init__(self) -> None:
+        self.extractor = Extractor(self.config.limits.extraction)
 
 
 @contextlib.asynccontextmanager

@@ -87,7 +87,7 @@ async def upload_material(call: Call) -> Response:
     limits = call.services.config.limits
     material = await materials.store_material(
         call.services.db, call.user, filename, declared, data, max_count=limits.materials_per_owner,
-        max_bytes=limits.material_bytes_per_owner,
+        max_bytes=limits.material_bytes_per_owner, extractor=call.services.extractor,
     )
     response = Response(encode(material_view(material)), 201, content_type="application/json")
     request_id = call.request.headers.get("X-Request-Id")

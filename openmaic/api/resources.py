@@ -65,7 +65,7 @@ def api_services(services: Any) -> ApiServices:
     return ApiServices(
         db=services.db, log=log, wakeups=services.wakeups, config=services.config,
         commands=Commands(session_commands, runs), runs=runs, sessions=WorkbenchSessions(log, session_commands),
-        courses=None,
+        courses=None, extractor=services.extractor,
         metric_samplers=[functools.partial(record_projection_lag, services.db, default_projections())],
     )
 

@@ -17,6 +17,7 @@ from openmaic.api.live_feeds import LiveFeeds
 from openmaic.config import Config
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import Wakeups
+from openmaic.extraction.pdf import Extractor
 from openmaic.store.database import Database
 
 __all__ = ["ApiServices", "CommandResult", "Commands", "Courses", "Delivery", "Runs", "Sessions"]
@@ -88,7 +89,11 @@ class ApiServices:
     courses: Courses | None = None
     metric_samplers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """Run before each ``/metrics`` answer, to set gauges that are read from the database (projection lag)."""
+    extractor: Extractor | None = None
+    """The process's budget for reading uploaded documents (shared with its workers); made here when None."""
     feeds: LiveFeeds = field(init=False)
 
     def __post_init__(self) -> None:
         self.feeds = LiveFeeds(self.log, self.wakeups, self.config.runtime.wake_poll_s)
+        if self.extractor is None:
+            self.extractor = Extractor(self.config.limits.extraction)
