@@ -201,6 +201,8 @@ class ServerConfig(_Section):
     allow_local_endpoints: bool = False
     """Whether a provider an owner adds on the Models page may point at a local or private address (a deployment
     whose users run their own model servers on the same network)."""
+    keep_alive_s: PosFloat = 5.0
+    """An HTTP connection idle this long after a response is closed by the server."""
 
 
 class Route(msgspec.Struct, frozen=True):

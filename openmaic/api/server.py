@@ -3,6 +3,15 @@
 The listening socket is bound here, before hypercorn starts, so that a port already in use fails at once with
 a clear :class:`~openmaic.api.errors.AddressInUse` instead of an exception group from deep inside the server.
 Run it with ``await nursery.start(serve_api, app, host, port)``; the start value is a :class:`Listening`.
+
+**Idle connections are closed** after ``server.keep_alive_s`` (and at once after a response to
+``Connection: close``). hypercorn 0.18 under quart-trio never did either after a first response: the last body
+message of a response is where hypercorn recycles the connection (it starts the idle timer, or closes it), and it
+does so inside the app's ``send``; quart-trio's receiving task sees the ``http.disconnect`` hypercorn queues on the
+way and cancels the app's nursery, so the recycling is cancelled half-way and the connection stays open with no
+timer, for as long as the client likes. :class:`_RecycleShielded` shields that one ``send`` (hypercorn already
+shields the socket write inside it), so the recycling completes. A reverse proxy in front adds its own idle
+timeouts and connection limits (``deploy/nginx``).
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import trio
 from hypercorn.config import Config as HyperConfig
 from hypercorn.config import Sockets
 from hypercorn.trio.run import worker_serve
+from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, ASGISendEvent, Scope
 from hypercorn.utils import wrap_app
 from quart_trio import QuartTrio
 
@@ -52,7 +62,33 @@ def hypercorn_config(app: QuartTrio, host: str, port: int) -> HyperConfig:
     if state is not None:
         # A WebSocket message is a command: no larger than a JSON body may be.
         config.websocket_max_message_size = state.services.config.limits.json_body_bytes
+        config.keep_alive_timeout = state.services.config.server.keep_alive_s
     return config
+
+
+class _RecycleShielded:
+    """The app, with the last ``send`` of each HTTP response shielded from the app's own cancellation (see the
+    module docstring: without it no idle connection is ever closed)."""
+
+    def __init__(self, app: QuartTrio) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_(message: ASGISendEvent) -> None:
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                # Shielded: hypercorn finishes the response here and recycles or closes the connection; a
+                # cancel from quart-trio's disconnect watcher must not stop it half-way. Nothing in it waits on
+                # the client longer than the socket write, which hypercorn shields already.
+                with trio.CancelScope(shield=True):
+                    await send(message)
+            else:
+                await send(message)
+
+        await self.app(scope, receive, send_)
 
 
 async def serve_api(
@@ -119,7 +155,7 @@ async def _serve(
 ) -> None:
     try:
         await worker_serve(
-            wrap_app(app, config.wsgi_max_body_size, None),
+            wrap_app(_RecycleShielded(app), config.wsgi_max_body_size, "asgi"),
             config,
             sockets=sockets,
             shutdown_trigger=shutdown_trigger,
