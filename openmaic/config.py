@@ -74,6 +74,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # an HTTP token (header or cookie name)
 _MIN_SECRET_KEY = 16
+_ORIGIN = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?/?$")
 
 
 class _Section(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -203,6 +204,9 @@ class ServerConfig(_Section):
     whose users run their own model servers on the same network)."""
     keep_alive_s: PosFloat = 5.0
     """An HTTP connection idle this long after a response is closed by the server."""
+    allowed_origins: list[str] = []
+    """Origins (``https://app.example.org``) besides this server's own whose pages may open its WebSockets and,
+    in the cookie and proxy identity modes, send it writes."""
 
 
 class Route(msgspec.Struct, frozen=True):
@@ -611,6 +615,10 @@ class _Loader:
             except ValueError:
                 what = f"expected an IP address or CIDR network, got {entry!r}"
                 raise self.error(f"identity.trusted_proxies[{i}]", what) from None
+        for i, entry in enumerate(c.server.allowed_origins):
+            if not _ORIGIN.match(entry):
+                what = f"expected an origin such as https://app.example.org (scheme, host, optional port), got {entry!r}"
+                raise self.error(f"server.allowed_origins[{i}]", what)
         if ident.mode == "trusted_header" and not ident.trusted_proxies:
             what = "required when identity.mode is trusted_header (the header is trusted only from these)"
             raise self.error("identity.trusted_proxies", what)

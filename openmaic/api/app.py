@@ -21,6 +21,7 @@ from openmaic.api import stream_socket  # noqa: F401 - declares the WebSocket ro
 from openmaic.api.errors import describe, render
 from openmaic.api.access_code import AccessCodeRequired
 from openmaic.api.identity import IdentityResolver
+from openmaic.api.origins import normalize_origin
 from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
 from openmaic.api.services import ApiServices
 
@@ -45,7 +46,8 @@ def create_app(services: ApiServices, *, blueprints: Iterable[Blueprint] = ()) -
     # route's wrapper then lowers it (see routing._LimitedBody).
     app.config["MAX_CONTENT_LENGTH"] = max(limits.json_body_bytes, limits.upload_bytes)
     identity = IdentityResolver(services.config.identity, services.db, access_code=services.config.access_code)
-    state = ApiState(services, identity)
+    allowed = frozenset(o for o in map(normalize_origin, services.config.server.allowed_origins) if o is not None)
+    state = ApiState(services, identity, allowed_origins=allowed)
     app.extensions[STATE_KEY] = state
 
     for bp in (*CORE_BLUEPRINTS, *blueprints):

@@ -30,7 +30,8 @@ from openmaic.errors import OpenMaicError
 
 __all__ = [
     "AddressInUse", "ApiErrorBody", "ErrorInfo", "ErrorStyle", "JsonErrorBody", "MalformedJson", "NotReady",
-    "PLAIN_NOT_FOUND", "PayloadTooLarge", "Problem", "ServiceUnavailable", "Unauthorized", "describe", "error_body",
+    "PLAIN_NOT_FOUND", "PayloadTooLarge", "Problem", "ServiceUnavailable", "Unauthorized", "UnsupportedMediaType",
+    "describe", "error_body",
     "render",
 ]  # fmt: skip
 
@@ -67,6 +68,14 @@ class PayloadTooLarge(OpenMaicError):
 
     code = "payload_too_large"
     status = 413
+    error_code = "INVALID_REQUEST"
+
+
+class UnsupportedMediaType(OpenMaicError):
+    """This route does not accept a body of this type."""
+
+    code = "unsupported_media_type"
+    status = 415
     error_code = "INVALID_REQUEST"
 
 

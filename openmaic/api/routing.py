@@ -5,11 +5,13 @@ A route declared here is registered on its blueprint *and* recorded with its typ
 installs does the generic work in a fixed order, identical for every route:
 
 1. refuse a body larger than the route accepts (by ``Content-Length`` at once, and while a chunked body is read);
-2. resolve the owner (unless the route is public);
-3. decode the query parameters and the JSON body into their Structs (400 for malformed JSON and for a field of
+2. refuse a WebSocket handshake from another origin, a JSON route's body of another type (415), and in the
+   cookie and proxy modes a write from another origin (:mod:`openmaic.api.origins`);
+3. resolve the owner (unless the route is public);
+4. decode the query parameters and the JSON body into their Structs (400 for malformed JSON and for a field of
    the wrong type, naming it; 400 ``MISSING_REQUIRED_FIELD`` for a missing one);
-4. call the handler with a :class:`Call` and the path parameters;
-5. encode what it returns (a Struct or other JSON value; a ``Response`` passes through; ``(value, status)``
+5. call the handler with a :class:`Call` and the path parameters;
+6. encode what it returns (a Struct or other JSON value; a ``Response`` passes through; ``(value, status)``
    overrides the status; ``None`` is a 204).
 
 Errors: a handler raises an :class:`~openmaic.errors.OpenMaicError` subclass (its ``status`` and ``error_code``
@@ -34,6 +36,7 @@ from quart_trio.wrappers.request import TrioBody, TrioRequest
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from openmaic.api.errors import ErrorStyle, PayloadTooLarge
+from openmaic.api.origins import check_request, check_websocket
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import decode_json, decode_query, encode
 
@@ -118,6 +121,8 @@ class ApiState:
     identity: IdentityResolver
     routes: dict[str, RouteSpec] = field(default_factory=dict)
     """Every declared route by its endpoint (``blueprint.endpoint``): how its errors are written."""
+    allowed_origins: frozenset[tuple[str, int]] = frozenset()
+    """``server.allowed_origins`` as ``(host, port)`` pairs (see :mod:`openmaic.api.origins`)."""
 
 
 def app_state() -> ApiState:
@@ -210,6 +215,8 @@ def _http_view(spec: RouteSpec) -> Handler:
         if request.content_length is not None and request.content_length > limit:
             raise _too_large(limit)
         request.body.set_limit(limit)
+        check_request(request, json_body=spec.body is not None, mode=state.services.config.identity.mode,
+                      allowed=state.allowed_origins)
         owner = await state.identity.resolve(request) if spec.auth else None
         query = decode_query(request.args, spec.query) if spec.query is not None else None
         body = None
@@ -231,6 +238,7 @@ def _websocket_view(spec: RouteSpec) -> Handler:
     async def view(**params: str) -> Any:
         state = app_state()
         ws = quart.websocket._get_current_object()  # type: ignore[attr-defined]
+        check_websocket(ws, state.allowed_origins)
         owner = await state.identity.resolve(ws) if spec.auth else None
         query = decode_query(ws.args, spec.query) if spec.query is not None else None
         await spec.handler(Call(state.services, owner, None, query, ws), **params)

@@ -10,6 +10,7 @@ from tests.integration.api_harness import make_config, running_api, testing_bp, 
 
 LIMITS = make_config("limits: {json_body_bytes: 1024}")
 URL = "/api/test/streams/s/messages"
+JSON = {"Content-Type": "application/json"}
 
 
 def error_of(r, status: int, code: str) -> dict:
@@ -33,9 +34,9 @@ async def test_bodies_malformed_wrong_types_and_missing_fields_are_400s_naming_t
         ok = await client.post(URL, json={"commandId": "c2", "text": "hi", "bogus": True, "command_id": 5})
         assert ok.status_code == 202, ok.text
 
-        err = error_of(await client.post(URL, content=b'{"commandId": "c1",'), 400, "INVALID_REQUEST")
+        err = error_of(await client.post(URL, content=b'{"commandId": "c1",', headers=JSON), 400, "INVALID_REQUEST")
         assert "not valid JSON" in err["error"] and "details" not in err
-        error_of(await client.post(URL, content=b""), 400, "INVALID_REQUEST")
+        error_of(await client.post(URL, content=b"", headers=JSON), 400, "INVALID_REQUEST")
 
         cases = [
             ({"commandId": "c", "text": 5}, "text"),
@@ -71,18 +72,18 @@ async def test_oversized_bodies_are_refused_by_length_and_while_chunked(db):
     async with running_api(db, LIMITS, blueprints=[testing_bp]) as api, api.client() as client:
         await api.create_stream("s")
         big = b'{"commandId": "c", "text": "' + b"x" * 2000 + b'"}'
-        err = error_of(await client.post(URL, content=big), 413, "INVALID_REQUEST")
+        err = error_of(await client.post(URL, content=big, headers=JSON), 413, "INVALID_REQUEST")
         assert err["details"] == {"limit": 1024}
 
         async def chunked(data: bytes, size: int = 300):
             for i in range(0, len(data), size):
                 yield data[i : i + size]
 
-        r = await client.post(URL, content=chunked(big))
+        r = await client.post(URL, content=chunked(big), headers=JSON)
         assert "content-length" not in r.request.headers  # really chunked
         error_of(r, 413, "INVALID_REQUEST")
         small = b'{"commandId": "c2", "text": "' + b"y" * 700 + b'"}'
-        r = await client.post(URL, content=chunked(small))
+        r = await client.post(URL, content=chunked(small), headers=JSON)
         assert r.status_code == 202, r.text
         # Every route has a limit, including those without a body.
         error_of(await client.request("GET", "/healthz", content=big), 413, "INVALID_REQUEST")
