@@ -38,7 +38,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from openmaic.api.errors import ErrorStyle, PayloadTooLarge
 from openmaic.api.origins import check_request, check_websocket
 from openmaic.api.services import ApiServices
-from openmaic.api.wire import decode_json, decode_query, encode
+from openmaic.api.wire import check_path, decode_json, decode_query, encode
 
 if TYPE_CHECKING:
     from openmaic.api.identity import IdentityResolver
@@ -218,6 +218,7 @@ def _http_view(spec: RouteSpec) -> Handler:
         check_request(request, json_body=spec.body is not None, mode=state.services.config.identity.mode,
                       allowed=state.allowed_origins)
         owner = await state.identity.resolve(request) if spec.auth else None
+        check_path(params)
         query = decode_query(request.args, spec.query) if spec.query is not None else None
         body = None
         if spec.body is not None:
@@ -240,6 +241,7 @@ def _websocket_view(spec: RouteSpec) -> Handler:
         ws = quart.websocket._get_current_object()  # type: ignore[attr-defined]
         check_websocket(ws, state.allowed_origins)
         owner = await state.identity.resolve(ws) if spec.auth else None
+        check_path(params)
         query = decode_query(ws.args, spec.query) if spec.query is not None else None
         await spec.handler(Call(state.services, owner, None, query, ws), **params)
 

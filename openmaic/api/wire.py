@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
 from openmaic.api.errors import ErrorInfo, MalformedJson
-from openmaic.errors import InvalidInput, MissingField
+from openmaic.errors import InvalidInput, MissingField, NotFound
 from openmaic.events.log import Envelope
+from openmaic.text import find_unstorable, json_has_nul, unstorable_message
 from openmaic.wire import Wire
 
 __all__ = [
@@ -164,19 +165,41 @@ def _decoder(typ: Any) -> msgspec.json.Decoder[Any]:
 
 
 def decode_json(data: bytes, typ: type[T]) -> T:
-    """Decode a JSON body into ``typ``: malformed JSON and a value of the wrong shape are 400s."""
+    """Decode a JSON body into ``typ``: malformed JSON, a value of the wrong shape and text PostgreSQL cannot
+    store (a NUL, anywhere in the document) are 400s."""
     try:
-        return _decoder(typ).decode(data)
+        value = _decoder(typ).decode(data)
     except msgspec.ValidationError as e:
         raise invalid_input(e) from None
     except msgspec.DecodeError as e:
         what = "the body is empty; send a JSON object" if not data.strip() else f"the body is not valid JSON: {e}"
         raise MalformedJson(what) from None
+    if json_has_nul(data):
+        path = find_unstorable(msgspec.json.decode(data)) or ""
+        raise InvalidInput(unstorable_message(path or "body"), path=path)
+    return value
 
 
 def decode_query(args: Mapping[str, str], typ: type[T]) -> T:
     """Query parameters (strings) converted into ``typ``; a bad one is a 400 naming the parameter."""
+    check_text(args.items(), "query parameter")
     try:
         return msgspec.convert(dict(args), typ, strict=False)
     except msgspec.ValidationError as e:
         raise invalid_input(e, where="query parameter") from None
+
+
+def check_text(items: Iterable[tuple[str, str]], where: str) -> None:
+    """Refuse (400, naming it) a name or value that holds text PostgreSQL cannot store (query parameters)."""
+    for name, value in items:
+        if find_unstorable(name) is not None or find_unstorable(value) is not None:
+            shown = name if find_unstorable(name) is None else repr(name)
+            raise InvalidInput(unstorable_message(f"{where} {shown}"), path=name)
+
+
+def check_path(params: Mapping[str, str]) -> None:
+    """A path parameter holding text PostgreSQL cannot store names no resource: the route's own 404 (never a
+    query that the database refuses)."""
+    for name, value in params.items():
+        if find_unstorable(value) is not None:
+            raise NotFound(f"no {name} {value!r}", path=name)

@@ -31,6 +31,7 @@ from openmaic.models.types import (
     TurnResult,
     UserMessage,
 )
+from openmaic.text import clean, clean_value
 
 T = TypeVar("T")
 
@@ -96,10 +97,10 @@ def decode_arguments(text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        value = msgspec.json.decode(text)
+        value = clean_value(msgspec.json.decode(text))  # kept in the log: no text PostgreSQL cannot store
     except msgspec.DecodeError:
-        return {INVALID_ARGUMENTS_KEY: text}
-    return value if isinstance(value, dict) else {INVALID_ARGUMENTS_KEY: text}
+        return {INVALID_ARGUMENTS_KEY: clean(text)}
+    return value if isinstance(value, dict) else {INVALID_ARGUMENTS_KEY: clean(text)}
 
 
 class _Call:

@@ -13,6 +13,7 @@ import httpx
 import msgspec
 
 from openmaic.models.retry import MalformedResponse, unwind
+from openmaic.text import clean_value, json_has_nul
 
 _FIELDS = frozenset({"data", "event", "id", "retry"})
 
@@ -65,11 +66,12 @@ async def _dispatch(lines: AsyncIterator[str], handle: Callable[[ServerSentEvent
 
 
 def json_payload(ev: ServerSentEvent) -> dict[str, Any]:
-    """The event's data decoded as a JSON object."""
+    """The event's data decoded as a JSON object; text PostgreSQL cannot store (a NUL) is dropped from its
+    strings, since what a model streams is appended to the log and projected."""
     try:
         doc = msgspec.json.decode(ev.data)
     except msgspec.DecodeError:
         raise MalformedResponse("an event is not JSON") from None
     if not isinstance(doc, dict):
         raise MalformedResponse("an event is not a JSON object")
-    return doc
+    return clean_value(doc) if json_has_nul(ev.data) else doc

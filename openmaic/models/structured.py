@@ -11,6 +11,7 @@ import msgspec
 
 from openmaic.models.errors import OutputInvalid
 from openmaic.models.types import AssistantMessage, Message, ToolResultMessage, UserMessage
+from openmaic.text import clean_value
 
 log = logging.getLogger("openmaic.models")
 
@@ -45,7 +46,8 @@ def decode_output(raw: str | dict[str, Any], tp: type[T]) -> T:
         if not raw.strip():
             raise msgspec.ValidationError("the reply was empty")
         raw = msgspec.json.decode(extract_json_text(raw))
-    return msgspec.convert(raw, tp)
+    # The model's output is kept (appended to the log, projected): text PostgreSQL cannot store goes first.
+    return msgspec.convert(clean_value(raw), tp)
 
 
 def feedback(reply: AssistantMessage, error: str, tp: Any) -> list[Message]:
