@@ -30,11 +30,21 @@ from openmaic.projections.base import CheckpointMoved, Context, Projection, Proj
 from openmaic.projections.ordering import StreamOrder
 from openmaic.store.database import Database, Op, collapse_groups
 from openmaic.store.queries import Q
+from openmaic.text import clean_value
 
 log = logging.getLogger(__name__)
 
 #: Batch size of the live projector: small enough to keep transactions short, large enough to amortise them.
 LIVE_BATCH = 500
+
+
+def storable(ops: list[Op]) -> list[Op]:
+    """A projection's statements with every text argument cleaned of what PostgreSQL cannot store (NUL).
+
+    The API and the log refuse such text now, but a log written before they did may hold it (its ``json`` keeps
+    ``\\u0000``), and one such event copied into a ``text`` column would fail its batch on every retry and stop
+    the read model for every owner. Cleaning here is the read model's own defence: the log is never edited."""
+    return [(sql, tuple(clean_value(a) if isinstance(a, str | list) else a for a in args)) for sql, args in ops]
 
 
 def _own_error(exc: errors.OpenMaicError) -> errors.OpenMaicError:
@@ -115,7 +125,7 @@ class Applier:
                     self.checkpoint, [k[0] for k in plan.early_reached], [k[1] for k in plan.early_reached],
                 )))
             if relevant:
-                ops += await self.projection.apply(self.ctx, relevant)
+                ops += storable(await self.projection.apply(self.ctx, relevant))
             await self.db.transaction(ops)
         except errors.OpenMaicError as exc:
             self.cursor = None
