@@ -28,7 +28,7 @@ from openmaic.events.log import EventLog
 from openmaic.events.wakeups import Wakeups
 from openmaic.projections.base import CheckpointMoved, Context, Projection, ProjectionPaused, Tables, lock_key
 from openmaic.projections.ordering import StreamOrder
-from openmaic.store.database import Database, Op, collapse_groups
+from openmaic.store.database import Backoff, Database, Op, collapse_groups
 from openmaic.store.queries import Q
 from openmaic.text import clean_value
 
@@ -192,6 +192,7 @@ class Projector:
         ensured = False
         backoff = self.poll_s
         name = self.projection.name
+        unavailable = Backoff(f"projection {name}", first=self.poll_s, cap=30.0)
         while True:
             try:
                 if not ensured:
@@ -207,6 +208,11 @@ class Projector:
             except CheckpointMoved:
                 log.info("projection %s: checkpoint moved (rebuilt?); reloading it", name)
                 continue
+            except errors.DatabaseUnavailable as exc:
+                # Not the projection's fault: the server went away or refuses connections for now.
+                self.failures += 1
+                await unavailable.failed(exc)
+                continue
             except Exception:
                 # A projection that fails must not take the process (and its other roles) down with it.
                 self.failures += 1
@@ -215,6 +221,7 @@ class Projector:
                 backoff = min(backoff * 2, 30.0)
                 continue
             backoff = self.poll_s
+            unavailable.succeeded()
             if n < self.applier.batch_size:
                 metrics.PROJECTION_LAG.set(0, projection=name)
                 metrics.PROJECTION_LAG_SECONDS.set(0, projection=name)
@@ -248,7 +255,8 @@ async def run_projectors(
     for p in projections:
         found[p.name] = Projector(db, log_, p, batch_size=batch_size, poll_s=poll_s)
     keys = {p.name: lock_key("own", p.name) for p in projections}
-    backoff = lock_retry_s
+    retry = Backoff("projector lock connection", "no projection is applied by this process meanwhile",
+                    first=lock_retry_s, cap=30.0)
     # One watch per projection (each apply task consumes its own hints), registered before any read, so that an
     # append landing between a read and the wait still wakes the task.
     with contextlib.ExitStack() as stack:
@@ -259,7 +267,7 @@ async def run_projectors(
         while True:
             try:
                 async with db.connection() as conn:
-                    backoff = lock_retry_s
+                    retry.succeeded()
                     try:
                         with collapse_groups():
                             async with trio.open_nursery() as nursery:
@@ -276,10 +284,11 @@ async def run_projectors(
                                     await conn.execute(Q.advisory_unlock_all)
                                 except errors.OpenMaicError:
                                     pass
-            except errors.DatabaseUnavailable as exc:
-                log.warning("projector lost its lock connection (%s); retrying in %.1f s", exc, backoff)
-                await trio.sleep(backoff)
-                backoff = min(backoff * 2, 30.0)
+            except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
+                # The server went away or refused us (too many clients, a statement refused): our locks went with
+                # the connection, so every apply task has stopped; connect again and take the locks anew. Only a
+                # programming error ends the role.
+                await retry.failed(exc)
 
 
 async def _hold_locks(conn: Any, found: dict[str, Projector], keys: dict[str, int], watches: dict[str, Any],

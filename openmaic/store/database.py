@@ -81,6 +81,10 @@ def translate(exc: BaseException) -> BaseException:
         elif own is not None:
             detail = getattr(exc, "detail", None)
             new = own(str(exc), stream_id=detail) if detail else own(str(exc))
+        elif state == "53300":
+            # "too many clients": the server is up but refuses new connections for now (max_connections, a
+            # role's or database's connection limit). Transient, like a restart: callers retry.
+            new = errors.DatabaseUnavailable(f"PostgreSQL refused a new connection: {exc}")
         elif isinstance(exc, _CONNECTION_ERRORS) or state.startswith("08") or state in ("57P01", "57P02", "57P03"):
             new = errors.DatabaseUnavailable(f"PostgreSQL connection lost: {exc}")
         else:
@@ -240,6 +244,16 @@ class Connection:
         return self._raw.get_server_pid()
 
 
+def _detached(raw: Any) -> bool:
+    """Whether asyncpg has taken a held connection back: it does so by itself when the connection is closed under
+    us (the server ended it), and the proxy we hold then refuses every call with InterfaceError."""
+    try:
+        raw.is_closed()
+    except asyncpg.InterfaceError:
+        return True
+    return False
+
+
 class Database:
     """A pool, a LISTEN connection and a coalescing NOTIFY sender. Open it with :func:`open_database`."""
 
@@ -305,6 +319,8 @@ class Database:
         finally:
             # Shielded: a cancelled release leaks the connection, and the pool's next acquire hangs.
             with trio.CancelScope(shield=True):
+                if _detached(raw):
+                    return  # the server closed it and asyncpg already gave it back to the pool
                 if not conn.broken and raw.is_in_transaction():
                     # Never hand asyncpg's pool a connection inside a transaction: its reset path can hang.
                     with trio.move_on_after(5) as scope:
@@ -359,19 +375,23 @@ class Database:
         self._notify_wakeup.set()
 
     async def _notify_forever(self, min_interval: float = 0.005) -> None:
+        retry = Backoff("NOTIFY sender", "hints are dropped meanwhile; waiters find the work by polling")
         while True:
             # The pause lets a burst of appends share one NOTIFY; local watchers were poked already.
             await trio.sleep(min_interval)
             await self._notify_wakeup.wait()
             self._notify_wakeup = trio.Event()
             pending, self._notify_pending = self._notify_pending, {}
-            for channel, payloads in pending.items():
-                for chunk in _chunk_payloads(sorted(payloads)):
-                    try:
+            try:
+                for channel, payloads in pending.items():
+                    for chunk in _chunk_payloads(sorted(payloads)):
                         await self.execute(Q.notify_many, channel, chunk)
-                    except errors.DatabaseUnavailable:
-                        # A hint is never the carrier: every waiter also polls.
-                        log.warning("could not send NOTIFY hints; waiters will find the work by polling")
+            except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
+                # A hint is never the carrier (every waiter also polls), so the rest of this flush is dropped,
+                # and the sender backs off rather than retrying every few milliseconds while the server refuses.
+                await retry.failed(exc)
+            else:
+                retry.succeeded()
 
     # -- LISTEN: one dedicated connection, reconnecting ----------------------------------------------------------
 
@@ -409,24 +429,22 @@ class Database:
         self, channels: Sequence[str], ping_s: float, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         self._channels = set(channels)
-        backoff = 0.1
+        retry = Backoff("LISTEN connection", "every waiter polls meanwhile")
         started = False
         while True:
             try:
                 self._listener_lost = trio.Event()
                 conn = await self._connect_listener()
-            except (errors.DatabaseUnavailable, errors.DatabaseError):
+            except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
                 # Once running, any refusal (server starting up, too many connections …) is retried: the
                 # listener is a hint source, and every waiter polls meanwhile.
                 if not started:
                     raise
-                log.warning("LISTEN connection failed; retrying in %.1f s", backoff)
-                await trio.sleep(backoff)
-                backoff = min(backoff * 2, 5.0)
+                await retry.failed(exc)
                 continue
             self._listener_raw = conn
             self.listener_connected = True
-            backoff = 0.1
+            retry.succeeded()
             if started:
                 # Notifications sent while we were away are gone: tell every subscriber to re-read.
                 self.listener_reconnects += 1
@@ -461,6 +479,43 @@ class Database:
     def listener_backend_pid(self) -> int | None:
         raw = self._listener_raw
         return None if raw is None or raw.is_closed() else raw.get_server_pid()
+
+
+class Backoff:
+    """Retry pacing for a loop that serves the process (a sender, a listener, a supervisor): it must outlive any
+    refusal of the database, so it waits and tries again — 0.1 s doubling to ``cap`` — and logs once when the
+    trouble starts and once when it ends, not at every attempt."""
+
+    def __init__(self, what: str, meanwhile: str = "", *, first: float = 0.1, cap: float = 5.0) -> None:
+        self.what = what
+        self.meanwhile = meanwhile
+        self.first = first
+        self.cap = cap
+        self.delay = first
+        self.failures = 0
+        self._said = ""
+
+    async def failed(self, exc: BaseException) -> None:
+        """Log (see :meth:`note`) and sleep before the next attempt."""
+        self.note(exc)
+        await trio.sleep(self.delay)
+        self.delay = min(self.delay * 2, self.cap)
+
+    def note(self, exc: BaseException) -> None:
+        """Count a failure; log it when it is the first of a run or says something new (a lost connection, then
+        a refused one), so that a long outage is a few lines, not one per attempt."""
+        self.failures += 1
+        said = f"{type(exc).__name__}: {exc}"
+        if said != self._said:
+            self._said = said
+            log.warning("%s: %s; retrying%s", self.what, exc, f" ({self.meanwhile})" if self.meanwhile else "")
+
+    def succeeded(self) -> None:
+        if self.failures:
+            log.info("%s: working again after %d failed attempts", self.what, self.failures)
+        self.failures = 0
+        self.delay = self.first
+        self._said = ""
 
 
 def _chunk_payloads(payloads: Sequence[str], limit: int = 7900) -> Iterator[list[str]]:
