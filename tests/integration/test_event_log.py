@@ -490,6 +490,9 @@ async def test_group_commit_replays_commands_inside_a_group(db):
     assert isinstance(outcomes["conflict-c1"], errors.CommandConflict)
     assert (outcomes["plain"].first_seq, outcomes["plain"].replayed) == (5, False)
     assert [log.decode(e).text for e in (await log.read_stream("s"))[1:]] == ["c1", "c1+", "c2", "plain"]
+    # Replayed after the group committed: c2's own seqs, not those of "plain", which shared its transaction.
+    again = await log.append_one("s", [SessionMessagePosted(text="c2")], command_id="c2")
+    assert (again.first_seq, again.last_seq, again.replayed) == (4, 4, True)
 
 
 async def test_group_commit_a_cancelled_queued_request_is_never_sent(db):
