@@ -61,9 +61,18 @@ class Actor:
         self.cancel_scope = trio.CancelScope()
         """The whole actor: cancelled when the lease is lost (it then writes nothing more)."""
         self._step_scope: trio.CancelScope | None = None
+        self._step_started = trio.Event()
+        """Set (and replaced) whenever a step starts: a cancel check owed while no step ran is made then."""
+        self._cancelled_step: trio.CancelScope | None = None
+        """The step a cancel request aborted (a later step is watched afresh)."""
         self.draining = False
         self.lease_lost = False
-        self._cancel_seen = False
+        self.renewed_at = trio.current_time()
+        """When the statement that last renewed this attempt's lease (the claim, then each heartbeat) was *sent*:
+        the database dated the lease no earlier, so it surely lasts until ``renewed_at + lease_ttl_s``."""
+        self.done = trio.Event()
+        """Set when :meth:`run` has returned: the attempt writes nothing more."""
+        self.steps_started = 0
         self.cancel_checks = 0
         """Queries the cancel watcher has made (diagnostics: it should query on cancel hints and polls only)."""
         self.steps_run = 0
@@ -83,6 +92,12 @@ class Actor:
     # -- the loop ---------------------------------------------------------------------------------------------
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            self.done.set()
+
+    async def _run(self) -> None:
         with self.cancel_scope:
             try:
                 with collapse_groups():
@@ -133,6 +148,9 @@ class Actor:
         error: str | None = None
         with trio.CancelScope() as scope:
             self._step_scope = scope
+            self.steps_started += 1
+            started, self._step_started = self._step_started, trio.Event()
+            started.set()
             try:
                 with trio.move_on_after(step.deadline) as deadline:
                     return await step.handler(_Context(self))
@@ -162,17 +180,34 @@ class Actor:
         """Abort the step in flight when a cancel request lands (hinted by NOTIFY, found by polling).
 
         It waits on the stream's cancel hint, not on the stream: the actor's own appends (a streaming turn emits
-        several a second) would otherwise wake it for a query each time."""
+        several a second) would otherwise wake it for a query each time. A hint (or poll) that comes while no step
+        runs is not dropped: the check is owed and made as soon as the next step starts, since the request may
+        have landed after the fold that step was decided on."""
+        owed = False
         with self.worker.wakeups.watch(cancel_hint(self.stream_id)) as w:
             while True:
-                await w.wait(self.worker.settings.wake_poll_s)
-                if self._step_scope is None or self._cancel_seen:
+                if not owed:
+                    await w.wait(self.worker.settings.wake_poll_s)
+                    owed = True
+                step = self._step_scope
+                if step is None:
+                    await self._step_started.wait()
                     continue
+                owed = False
+                if self._cancelled_step is step:
+                    continue  # this step is being aborted already
                 self.cancel_checks += 1
-                if await self.log.db.fetchval(Q.cancel_requested_after, self.stream_id, self.core.seq):
-                    self._cancel_seen = True
-                    if self._step_scope is not None:
-                        self._step_scope.cancel()
+                try:
+                    found = await self.log.db.fetchval(Q.cancel_requested_after, self.stream_id, self.core.seq)
+                except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
+                    # The step goes on; the next hint or poll asks again (its own writes will meet the same
+                    # trouble and decide the actor's fate).
+                    log.info("stream %s: could not check for a cancel request (%s)", self.stream_id, exc)
+                    continue
+                if found and self._step_scope is step:
+                    # Only this step: a follow-up may supersede the request, and a later step is watched afresh.
+                    self._cancelled_step = step
+                    step.cancel()
 
     # -- writing ----------------------------------------------------------------------------------------------
 

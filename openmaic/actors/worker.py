@@ -23,6 +23,7 @@ from openmaic.actors.kind import Kind
 from openmaic.config import RuntimeConfig
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import RUNNABLE, Wakeups
+from openmaic.store.database import Backoff
 from openmaic.store.queries import Q
 
 log = logging.getLogger(__name__)
@@ -76,7 +77,6 @@ class Worker:
         self._record_lateness = record_lateness
         self._stop = trio.Event()
         self._slot_freed = trio.Event()
-        self._last_heartbeat_ok = 0.0
 
     def statistics(self) -> dict[str, Any]:
         by_kind: dict[str, int] = {}
@@ -91,22 +91,29 @@ class Worker:
         self._stop.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        self._last_heartbeat_ok = trio.current_time()
         async with trio.open_nursery() as outer:
             outer.start_soon(self._heartbeat_loop)
+            outer.start_soon(self._watchdog_loop)
             async with trio.open_nursery() as actors:
                 claiming = trio.CancelScope()
-                outer.start_soon(self._claim_until_stopped, actors, claiming)
+                claimed = trio.Event()
+                outer.start_soon(self._claim_until_stopped, actors, claiming, claimed)
                 task_status.started()
                 await self._stop.wait()
                 claiming.cancel()
+                # A claim in flight is not cancelled (it may have committed): wait for it, so that the streams it
+                # took get their actors, and are drained and released with every other one.
+                await claimed.wait()
                 await self._drain()
             # Heartbeats stop only after every actor has released or finished, so no lease expires meanwhile.
             outer.cancel_scope.cancel()
 
-    async def _claim_until_stopped(self, actors: trio.Nursery, claiming: trio.CancelScope) -> None:
-        with claiming:
-            await self._claim_loop(actors)
+    async def _claim_until_stopped(self, actors: trio.Nursery, claiming: trio.CancelScope, claimed: trio.Event) -> None:
+        try:
+            with claiming:
+                await self._claim_loop(actors)
+        finally:
+            claimed.set()
 
     async def _drain(self) -> None:
         for a in list(self.actors.values()):
@@ -131,23 +138,29 @@ class Worker:
     async def _claim_loop(self, actors: trio.Nursery) -> None:
         kinds = sorted(self.kinds)
         ttl_ms = int(self.settings.lease_ttl_s * 1000)
+        trouble = Backoff(f"worker {self.id}: claiming", "paced by the claim poll")
         # Registered before the first claim, so a stream queued between a claim and the wait still wakes us.
         with self.wakeups.watch(RUNNABLE) as w:
             while True:
                 limits = [self.settings.max_actors - self._active(k) for k in kinds]
                 if any(n > 0 for n in limits):
-                    try:
-                        rows = await self.db.fetch(Q.claim, self.id, kinds, limits, ttl_ms)
-                    except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
-                        log.warning("worker %s: claiming failed (%s); retrying", self.id, exc)
-                        rows = []
+                    sent = trio.current_time()
+                    # Shielded: a claim cancelled in flight (by a shutdown) may have committed, and its streams
+                    # would stay leased by nobody until the lease expired, then be charged an orphan takeover.
+                    # (The database layer bounds every call, so this cannot hang a shutdown.)
+                    with trio.CancelScope(shield=True):
+                        try:
+                            rows = await self.db.fetch(Q.claim, self.id, kinds, limits, ttl_ms)
+                        except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
+                            trouble.note(exc)
+                            rows = []
+                        else:
+                            trouble.succeeded()
                     for r in rows:
                         c = Claim(**dict(r))
                         self.stats.claims += 1
                         self.stats.takeovers += c.reason == "orphaned"
-                        actor = Actor(self, self.kinds[c.kind], c)
-                        self.actors[c.stream_id] = actor
-                        actors.start_soon(self._run_actor, actor)
+                        self._start_actor(actors, Actor(self, self.kinds[c.kind], c), sent)
                     if len(rows) == sum(max(n, 0) for n in limits) and rows:
                         continue  # took all we could: there may be more, and slots may have freed meanwhile
                 # A hint (a stream became runnable, or one of our actors ended) or the poll backstop.
@@ -156,8 +169,24 @@ class Worker:
     def _active(self, kind: str) -> int:
         return sum(1 for a in self.actors.values() if a.kind.name == kind)
 
-    async def _run_actor(self, actor: Actor) -> None:
+    def _start_actor(self, actors: trio.Nursery, actor: Actor, sent: float) -> None:
+        actor.renewed_at = sent
+        if self._stop.is_set():
+            # Claimed by the claim that was in flight when the shutdown began: release it at once, uncharged.
+            actor.drain(interrupt=False)
+        old = self.actors.get(actor.stream_id)
+        if old is not None:
+            # We claimed our own stream again: its lease expired under the old actor (heartbeats failed, or came
+            # too late). That attempt is over; stop it before the new one starts, so that one process never runs
+            # two actors of a stream at once.
+            old.lose_lease()
+        self.actors[actor.stream_id] = actor
+        actors.start_soon(self._run_actor, actor, old)
+
+    async def _run_actor(self, actor: Actor, previous: Actor | None = None) -> None:
         try:
+            if previous is not None:
+                await previous.done.wait()
             await actor.run()
         except errors.DatabaseUnavailable:
             # The database went away mid-step: stop this actor; its lease expires and a worker (maybe this
@@ -191,26 +220,48 @@ class Worker:
     async def heartbeat_once(self) -> None:
         held = [(sid, a.attempt) for sid, a in self.actors.items() if not a.lease_lost]
         if not held:
-            self._last_heartbeat_ok = trio.current_time()
             return
+        sent = trio.current_time()
         try:
             rows = await self.db.fetch(
                 Q.heartbeat, [h[0] for h in held], [h[1] for h in held], int(self.settings.lease_ttl_s * 1000),
                 self.id,
             )
         except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
-            # Cut off from the database (or refused) for longer than a lease: assume every lease is gone,
-            # because another worker may already have taken the streams over. Fencing would refuse our writes
-            # anyway; this stops the duplicate provider calls too. Until then, the next interval retries.
+            # The next interval retries; until a heartbeat gets through, the watchdog counts each lease down from
+            # the last one that did.
             log.warning("worker %s: heartbeat failed: %s", self.id, exc)
-            if trio.current_time() - self._last_heartbeat_ok > self.settings.lease_ttl_s:
-                for a in list(self.actors.values()):
-                    a.lose_lease()
             return
-        self._last_heartbeat_ok = trio.current_time()
         self.stats.heartbeats += 1
         renewed = {r["id"] for r in rows}
         for sid, attempt in held:
             a = self.actors.get(sid)
-            if sid not in renewed and a is not None and a.attempt == attempt:
+            if a is None or a.attempt != attempt:
+                continue
+            if sid in renewed:
+                # Dated from the send: the database set the new expiry at or after this moment, never before.
+                a.renewed_at = sent
+            else:
                 a.lose_lease()
+
+    async def _watchdog_loop(self) -> None:
+        """Presume a lease lost once a TTL has passed since the statement that last renewed it was sent.
+
+        Separate from the heartbeat: a heartbeat stuck in a call that never returns (a silent partition) must not
+        keep its actors going. Another worker may claim the stream from then on; fencing would refuse our writes
+        anyway, and stopping at once also stops the duplicate provider calls."""
+        ttl = self.settings.lease_ttl_s
+        while True:
+            now = trio.current_time()
+            next_check = now + max(min(self.settings.heartbeat_s, ttl) / 4, 0.01)
+            for a in list(self.actors.values()):
+                if a.lease_lost:
+                    continue
+                expires = a.renewed_at + ttl
+                if now >= expires:
+                    log.warning("stream %s: no heartbeat got through for %.1f s; presuming the lease of attempt %d "
+                                "lost", a.stream_id, now - a.renewed_at, a.attempt)
+                    a.lose_lease()
+                else:
+                    next_check = min(next_check, expires)
+            await trio.sleep_until(next_check)

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
 from openmaic import errors
 from openmaic.actors.commands import Commands
-from openmaic.events.log import EventLog
+from openmaic.events.core import SessionCancelRequested, SessionMessagePosted
+from openmaic.events.log import EventLog, StreamAppend
+from openmaic.events.wakeups import cancel_hint
+from openmaic.store.queries import Q
 from tests.runtime import ended, new_stream, open_worker, settings, types_of, wait_for
 
 
@@ -246,3 +250,92 @@ async def test_a_message_landing_between_fold_and_release_is_not_left_unheard(db
 
 async def _count(log: EventLog, sid: str, type_: str, n: int) -> bool:
     return (await types_of(log, sid)).count(type_) >= n
+
+
+async def test_a_cancel_after_one_a_follow_up_superseded_aborts_the_next_step_at_once(db_url, log):
+    await new_stream(log, "s1", steps=1, sleep=30, idle=True)
+    cmds = Commands(log, message_kinds=["test"])
+    async with open_worker(db_url, settings(wake_poll_s=60)) as worker:
+        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
+        actor = worker.actors["s1"]
+        await wait_for(lambda: _true(actor.steps_started == 1))
+        # A cancel and a follow-up in one commit: the cancel aborts the step, and the follow-up supersedes it, so
+        # the session goes on with a turn for the message.
+        await log.append_one("s1", [SessionCancelRequested(), SessionMessagePosted(text="go on")])
+        await wait_for(lambda: _true(actor.steps_started == 2), timeout=10)
+        # A new cancel during that turn aborts it too, on its hint, not when the 30 s turn ends.
+        with trio.fail_after(5):
+            await cmds.cancel("o", "s1", "c2")
+            await wait_for(lambda: _eq(ended(log, "s1"), "cancelled"))
+    assert actor.cancel_checks == 2
+
+
+async def test_a_cancel_hinted_while_no_step_runs_aborts_the_step_that_follows(db_url, log, monkeypatch):
+    """The actor is folding (no step runs) when a cancel lands and its hint arrives; the fold it is reading does not
+    hold the cancel, so it decides to run a step. The hint must not be lost: that step is aborted at once, not at
+    the next poll."""
+    async with open_worker(db_url, settings(wake_poll_s=60)) as worker:
+        read, release = trio.Event(), trio.Event()
+        read_stream = worker.log.read_stream
+
+        async def read_then_hold(stream_id, *args, **kw):
+            page = await read_stream(stream_id, *args, **kw)
+            if stream_id == "s1" and not release.is_set():
+                read.set()
+                await release.wait()  # the page is read: a cancel landing now is not in it
+            return page
+
+        monkeypatch.setattr(worker.log, "read_stream", read_then_hold)
+        await new_stream(log, "s1", steps=1, sleep=30)
+        await wait_for(lambda: _true(read.is_set()))
+        # Committed without the log's own hints, then hinted by hand: the hint arrives now, while no step runs.
+        await log.db.fetch(Q.append, *log.append_args([StreamAppend(stream_id="s1", events=[SessionCancelRequested()])]))
+        worker.wakeups.poke([cancel_hint("s1")])
+        await trio.testing.wait_all_tasks_blocked()
+        actor = worker.actors["s1"]
+        assert actor.steps_started == 0
+        release.set()
+        with trio.fail_after(5):
+            await wait_for(lambda: _eq(ended(log, "s1"), "cancelled"))
+    assert actor.steps_started == 1 and actor.cancel_checks == 1
+    assert "test.step_done" not in await types_of(log, "s1")
+
+
+async def test_a_heartbeat_renews_the_lease_from_when_it_was_sent(db_url, log, db):
+    await new_stream(log, "s1", steps=1, sleep=30)
+    async with open_worker(db_url, settings(lease_ttl_s=3.0, heartbeat_s=0.2)) as worker:
+        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
+        actor = worker.actors["s1"]
+        async with db.connection() as conn, conn.transaction():
+            # The stream's row is locked: the next heartbeat waits for it, well after it was sent.
+            await conn.execute("SELECT 1 FROM streams WHERE id = 's1' FOR UPDATE")
+            await wait_for(lambda: _heartbeat_waits(db))
+            waiting_since = trio.current_time()
+            before = actor.renewed_at
+            await trio.sleep(1.0)  # the heartbeat's reply comes this much later than its send
+        await wait_for(lambda: _true(actor.renewed_at > before), timeout=5)
+        assert actor.renewed_at <= waiting_since, "the lease was dated from the heartbeat's reply"
+        assert not actor.lease_lost
+
+
+async def test_a_worker_that_claims_its_own_expired_stream_stops_the_old_actor_first(db_url, log, db):
+    await new_stream(log, "s1", steps=1, sleep=30)
+    # No heartbeat within the test, and a lease this worker believes in for 30 s: only the claim can tell it.
+    async with open_worker(db_url, settings(lease_ttl_s=30.0, heartbeat_s=60.0)) as worker:
+        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
+        old = worker.actors["s1"]
+        await wait_for(lambda: _true(old.steps_started == 1))
+        # The lease expired in the database while this worker still runs the stream (its heartbeat came too late).
+        await db.execute("UPDATE streams SET lease_expires_at = now() - interval '1 second' WHERE id = 's1'")
+        await wait_for(lambda: _true(worker.actors.get("s1") not in (None, old)), timeout=10)
+        new = worker.actors["s1"]
+        with trio.fail_after(5):
+            await old.done.wait()
+        assert old.lease_lost and old.attempt < new.attempt
+        await wait_for(lambda: _true(new.steps_started == 1), timeout=10)
+
+
+async def _heartbeat_waits(db) -> bool:
+    return bool(await db.fetchval(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%lease_expires_at = now()%'"
+    ))
