@@ -44,6 +44,7 @@ from tests.integration.projection_helpers import (
     snapshot,
     wait_caught_up,
 )
+from tests.runtime import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_NAMES = [p.name for p in default_projections()]
@@ -396,11 +397,14 @@ async def test_killed_projector_applies_no_event_twice_and_skips_none(db, db_url
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(functools.partial(play_all, log, scenarios(32, 6, 6, prefix="late-"), concurrency=2))
-            for _ in range(2):
+            for i in range(2):
                 proc = start()
                 procs.append(proc)
                 assert (await trio.to_thread.run_sync(proc.stdout.readline)).strip() == "started"
                 await trio.sleep(random.uniform(0.2, 0.6))
+                if i == 1:
+                    # Killed once it has committed a batch or more (however slowly it started), mid-batch again.
+                    await wait_for(lambda: _applied_some(db), timeout=30)
                 await kill_mid_batch(proc)
         partial = await db.fetchval("SELECT events_applied FROM projection_checkpoints WHERE name = 'test_counting'")
         assert 0 < partial < await events_in_log(db)
@@ -418,6 +422,10 @@ async def test_killed_projector_applies_no_event_twice_and_skips_none(db, db_url
     for p in default_projections():
         await rebuild(db, log, p)
         assert await snapshot(db, p) == live[p.name], p.name
+
+
+async def _applied_some(db) -> bool:
+    return bool(await db.fetchval("SELECT events_applied FROM projection_checkpoints WHERE name = 'test_counting'"))
 
 
 async def test_status_reports_checkpoint_lag_and_holder(db):
