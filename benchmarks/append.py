@@ -67,7 +67,7 @@ from openmaic.events.core import (
     ToolCalled,
     ToolResult,
 )
-from openmaic.events.log import START, EventLog, RecordedEvent, _recorded, group_commit
+from openmaic.events.log import START, EventLog, RecordedEvent, group_commit, recorded
 from openmaic.events.types import Event, registry
 from openmaic.store.database import DEFAULT_SERVER_SETTINGS, Database, open_database, open_loop
 from openmaic.store.migrations import migrate
@@ -356,18 +356,19 @@ async def bench_appends(
 
 
 READ_ALL_BASELINE = """
-SELECT position, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id, recorded_at, hash
+SELECT position, epoch, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id, recorded_at, hash
   FROM events
- WHERE (events.tx, events.position) > ($1::text::xid8, $2::bigint)
+ WHERE (events.epoch, events.tx, events.position) > ($1::integer, $2::text::xid8, $3::bigint)
    AND events.tx < pg_snapshot_xmin(pg_current_snapshot())
- ORDER BY events.tx, events.position
- LIMIT $3"""
-"""The baseline's page query: the global log's columns and predicate, keyset-paged in index order."""
+ ORDER BY events.epoch, events.tx, events.position
+ LIMIT $4"""
+"""The baseline's page query: the global log's columns and a plain xmin predicate (one epoch, no horizon function),
+keyset-paged in index order."""
 
 
-async def plan_chain(db: Database, sql: str) -> str:
+async def plan_chain(db: Database, sql: str, *args: object) -> str:
     """The node types of a page query's plan, outermost first (e.g. ``Limit → Index Scan``)."""
-    (plan,) = json.loads(await db.fetchval("EXPLAIN (FORMAT JSON) " + sql, "0", 0, 1000))
+    (plan,) = json.loads(await db.fetchval("EXPLAIN (FORMAT JSON) " + sql, *args))
     chain, node = [], plan["Plan"]
     while node is not None:
         chain.append(node["Node Type"])
@@ -376,14 +377,14 @@ async def plan_chain(db: Database, sql: str) -> str:
 
 
 async def _raw_read_all(pool: asyncpg.Pool, page: int) -> int:
-    n, tx, pos = 0, "0", 0
+    n, epoch, tx, pos = 0, 0, "0", 0
     async with pool.acquire() as conn:
         while True:
-            rows = await conn.fetch(READ_ALL_BASELINE, tx, pos, page)
+            rows = await conn.fetch(READ_ALL_BASELINE, epoch, tx, pos, page)
             if not rows:
                 return n
             n += len(rows)
-            tx, pos = rows[-1]["tx"], rows[-1]["position"]
+            epoch, tx, pos = rows[-1]["epoch"], rows[-1]["tx"], rows[-1]["position"]
 
 
 @dataclass
@@ -421,20 +422,20 @@ async def bench_read_all(db: Database, log: EventLog, pool: asyncpg.Pool, budget
     elapsed = now() - t
 
     # Diagnostic: read_all's path (pooled fetch from trio, RecordedEvent per row) with the baseline's query.
-    n_fixed, cursor = 0, ("0", 0)
+    n_fixed, cursor = 0, (0, "0", 0)
     t = now()
     with trio.move_on_after(budget):
         while True:
-            rows = await db.fetch(READ_ALL_BASELINE, cursor[0], cursor[1], 1000)
+            rows = await db.fetch(READ_ALL_BASELINE, *cursor, 1000)
             if not rows:
                 break
-            page = [_recorded(r) for r in rows]
+            page = [recorded(r) for r in rows]
             n_fixed += len(page)
-            cursor = (str(page[-1].tx), page[-1].position)
+            cursor = (page[-1].epoch, str(page[-1].tx), page[-1].position)
     fixed_rate = n_fixed / (now() - t)
     return ReadResult(
         total, raw_rate, n / elapsed, n, complete, elapsed, fixed_rate,
-        await plan_chain(db, Q.read_all), await plan_chain(db, READ_ALL_BASELINE),
+        await plan_chain(db, Q.read_all, 0, "0", 0, 1000), await plan_chain(db, READ_ALL_BASELINE, 0, "0", 0, 1000),
     )
 
 

@@ -75,6 +75,23 @@ logger = logging.getLogger(__name__)
 _UNSET: Any = msgspec.UNSET
 
 
+Cursor = tuple[int, int, int]
+"""A place in the global log: ``(epoch, tx, position)``."""
+
+
+class Horizon(msgspec.Struct, frozen=True):
+    """What holds the tailing horizon back (see :meth:`EventLog.horizon`)."""
+
+    xmin: int
+    """The horizon: the oldest transaction id still running in the cluster."""
+    behind: int
+    """Transaction ids handed out since then: how far the readable log trails the newest writes."""
+    oldest_s: float | None
+    """How long the transaction holding the horizon has been open (None: none is, or it is not visible to us)."""
+    pid: int | None
+    """Its backend (None for a prepared transaction, or when there is none)."""
+
+
 class NewStream(msgspec.Struct, frozen=True):
     kind: str
     owner_id: str
@@ -119,11 +136,13 @@ class RecordedEvent(msgspec.Struct, frozen=True):
     position: int
     tx: int
     hash: bytes
+    epoch: int = 1
+    """The span of the log written in one transaction-id space (see ``read_all``)."""
 
     @property
-    def cursor(self) -> tuple[int, int]:
-        """Position of this event in the global log: ``(tx, position)``."""
-        return (self.tx, self.position)
+    def cursor(self) -> Cursor:
+        """Position of this event in the global log: ``(epoch, tx, position)``."""
+        return (self.epoch, self.tx, self.position)
 
 
 class Envelope(msgspec.Struct, frozen=True):
@@ -143,11 +162,13 @@ def envelope(e: RecordedEvent) -> Envelope:
     return Envelope(e.stream_id, e.seq, e.type, e.v, e.data, e.attempt, e.command_id, e.recorded_at)
 
 
-def _recorded(r: Record) -> RecordedEvent:
+def recorded(r: Record) -> RecordedEvent:
+    """A row with the columns of the log's event reads (``read_stream``, ``read_all`` …) as a RecordedEvent."""
     return RecordedEvent(
         r["stream_id"], r["seq"], r["type"], r["v"], msgspec.Raw(r["data"].encode()), r["attempt"],
-        r["command_id"], r["recorded_at"], r["position"], int(r["tx"]), r["hash"],
+        r["command_id"], r["recorded_at"], r["position"], int(r["tx"]), r["hash"], r["epoch"],
     )
+
 
 
 CANCEL_REQUESTED = SessionCancelRequested.__struct_config__.tag
@@ -158,7 +179,7 @@ S = TypeVar("S")
 FOLD_PAGE = 1000
 """Events per read while folding a stream."""
 
-START: tuple[int, int] = (0, 0)
+START: Cursor = (0, 0, 0)
 """The global-log cursor before the first event."""
 
 
@@ -229,7 +250,7 @@ class EventLog:
         self, stream_id: str, after_seq: int = 0, limit: int = 1000, *, to_seq: int | None = None
     ) -> list[RecordedEvent]:
         rows = await self.db.fetch(Q.read_stream, stream_id, after_seq, limit, to_seq)
-        return [_recorded(r) for r in rows]
+        return [recorded(r) for r in rows]
 
     async def read_streams(
         self, cursors: Sequence[tuple[str, int]], limit: int = 1000
@@ -241,14 +262,23 @@ class EventLog:
         rows = await self.db.fetch(Q.read_streams, [c[0] for c in cursors], [c[1] for c in cursors], limit)
         out: dict[str, list[RecordedEvent]] = {}
         for r in rows:
-            out.setdefault(r["stream_id"], []).append(_recorded(r))
+            out.setdefault(r["stream_id"], []).append(recorded(r))
         return out
 
-    async def read_all(self, after: tuple[int, int] = START, limit: int = 1000) -> list[RecordedEvent]:
-        """The next events of the global log after the cursor ``(tx, position)``, in an order that only grows
-        at its end: no later call can return an event that sorts before one already returned."""
-        rows = await self.db.fetch(Q.read_all, str(after[0]), after[1], limit)
-        return [_recorded(r) for r in rows]
+    async def read_all(self, after: Cursor = START, limit: int = 1000) -> list[RecordedEvent]:
+        """The next events of the global log after the cursor ``(epoch, tx, position)``, in an order that only
+        grows at its end: no later call can return an event that sorts before one already returned. The order
+        survives a logical restore into another cluster (see ``openmaic_epoch`` in migration 0009)."""
+        rows = await self.db.fetch(Q.read_all, after[0], str(after[1]), after[2], limit)
+        return [recorded(r) for r in rows]
+
+    async def horizon(self) -> Horizon:
+        """The tailing horizon and what holds it back. A transaction left open anywhere in the cluster (another
+        database included) stalls every projector and feed that tails the log; this says which and for how long."""
+        r = await self.db.fetchrow(Q.horizon)
+        assert r is not None
+        return Horizon(int(r["xmin"]), int(r["behind"]),
+                       float(r["oldest_s"]) if r["oldest_s"] is not None else None, r["pid"])
 
     async def stream(self, stream_id: str) -> Record | None:
         return await self.db.fetchrow(Q.stream, stream_id)

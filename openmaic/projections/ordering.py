@@ -1,6 +1,6 @@
 """Deliver the global log so that every stream's events arrive in seq order, each exactly once.
 
-The global log is read in ``(tx, position)`` order below the visibility horizon (see ``read_all``): a prefix
+The global log is read in ``(epoch, tx, position)`` order below the visibility horizon (see ``read_all``): a prefix
 that only grows at its end. That order is not always a stream's seq order. A transaction's id is assigned at its
 first write; an append that touches two streams (a run step commits to its run and its course) takes its id when
 it locks the first stream, and may then wait for the second stream's row lock held by a *younger* transaction.
@@ -26,22 +26,12 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgspec
-
-from openmaic.events.log import RecordedEvent
+from openmaic.events.log import RecordedEvent, recorded
 from openmaic.store.database import Record
 from openmaic.store.queries import Q
 
 Fetch = Callable[..., Awaitable[list[Record]]]
 Key = tuple[str, int]
-
-
-def recorded(r: Record) -> RecordedEvent:
-    """A row with ``read_all``'s columns as a :class:`RecordedEvent`."""
-    return RecordedEvent(
-        r["stream_id"], r["seq"], r["type"], r["v"], msgspec.Raw(r["data"].encode()), r["attempt"],
-        r["command_id"], r["recorded_at"], r["position"], int(r["tx"]), r["hash"],
-    )
 
 
 @dataclass
@@ -113,7 +103,7 @@ class StreamOrder:
             self.probes += len(probes)
             rows = await fetch(
                 Q.projection_predecessors,
-                [e.stream_id for e in probes], [e.seq for e in probes],
+                [e.stream_id for e in probes], [e.seq for e in probes], [e.epoch for e in probes],
                 [str(e.tx) for e in probes], [e.position for e in probes],
             )
             chains: dict[str, list[RecordedEvent]] = {}

@@ -24,7 +24,7 @@ from typing import Any
 import trio
 
 from openmaic import errors, metrics
-from openmaic.events.log import EventLog
+from openmaic.events.log import Cursor, EventLog
 from openmaic.events.wakeups import Wakeups
 from openmaic.projections.base import CheckpointMoved, Context, Projection, ProjectionPaused, Tables, lock_key
 from openmaic.projections.ordering import StreamOrder
@@ -83,7 +83,7 @@ class Applier:
         self.pause_key = pause_key
         self.batch_size = batch_size
         self.order = StreamOrder()
-        self.cursor: tuple[int, int] | None = None
+        self.cursor: Cursor | None = None
         self.events_applied = 0
         self.batches = 0
 
@@ -94,7 +94,7 @@ class Applier:
         assert row is not None
         early = await self.db.fetch(Q.projection_early, self.checkpoint)
         self.order.reset({(r["stream_id"], r["seq"]) for r in early})
-        self.cursor = (int(row["tx"]), row["position"])
+        self.cursor = (row["epoch"], int(row["tx"]), row["position"])
 
     async def step(self) -> int:
         """Apply the next batch. Returns the number of log events it covered (0: caught up).
@@ -112,9 +112,10 @@ class Applier:
             plan = await self.order.arrange(self.db.fetch, page)
             wants = self.projection.wants
             relevant = [e for e in plan.events if wants(e.type)]
+            last = page[-1]
             ops: list[Op] = [(Q.projection_advance, (
-                self.checkpoint, str(self.cursor[0]), self.cursor[1], str(page[-1].tx), page[-1].position,
-                len(plan.events), self.pause_key,
+                self.checkpoint, self.cursor[0], str(self.cursor[1]), self.cursor[2], last.epoch, str(last.tx),
+                last.position, len(plan.events), self.pause_key,
             ))]
             if plan.early_added:
                 ops.append((Q.projection_early_add, (

@@ -156,6 +156,7 @@ class ProjectionStatus(msgspec.Struct, frozen=True):
     """One projection's checkpoint and lag, as ``openmaic projections status`` prints it."""
 
     name: str
+    epoch: int | None
     tx: int | None
     position: int | None
     events_applied: int
@@ -186,7 +187,7 @@ async def projection_status(db: Database, projections: Sequence[Projection]) -> 
     for n in names:
         r = by_name[n]
         out.append(ProjectionStatus(
-            n, int(r["tx"]) if r["tx"] is not None else None, r["position"], r["events_applied"] or 0,
+            n, r["epoch"], int(r["tx"]) if r["tx"] is not None else None, r["position"], r["events_applied"] or 0,
             r["updated_at"], r["lag_events"], float(r["lag_s"]) if r["lag_s"] is not None else None,
             r["holder_pid"], r["rebuild_pid"] is not None,
         ))

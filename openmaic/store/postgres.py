@@ -179,3 +179,23 @@ class ThrowawayCluster:
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def advance_xid_epoch(self, epochs: int) -> None:
+        """Move the transaction counter ``epochs`` × 2³² ids ahead, as years of traffic would (stops and starts the
+        server: ``pg_resetwal -e`` on a cleanly stopped cluster, which keeps every committed row)."""
+        self._pg_ctl("-m", "fast", "-w", "stop")
+        subprocess.run(self._cmd(str(self.bin_dir / "pg_resetwal"), "-e", str(epochs), str(self.data)),
+                       check=True, capture_output=True, text=True)
+        self._pg_ctl("-o", self.options, "-l", str(self.root / "log"), "-w", "start")
+
+    def dump(self, database: str, path: Path) -> None:
+        """``pg_dump -Fc`` of ``database`` into ``path``."""
+        subprocess.run([str(self.bin_dir / "pg_dump"), "-Fc", "-f", str(path), self.url(database)],
+                       check=True, capture_output=True, text=True)
+
+    def restore(self, path: Path, database: str) -> None:
+        """Create ``database`` and ``pg_restore`` the dump at ``path`` into it."""
+        subprocess.run([str(self.bin_dir / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                        database], check=True, capture_output=True, text=True)
+        subprocess.run([str(self.bin_dir / "pg_restore"), "--exit-on-error", "-d", self.url(database), str(path)],
+                       check=True, capture_output=True, text=True)

@@ -10,8 +10,8 @@ SELECT stream_id, first_seq, last_seq, replayed
                        $13::text[], $14::int[], $15::text[]);
 
 -- name: read_stream
-SELECT position, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id, recorded_at,
-       hash
+SELECT position, epoch, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id,
+       recorded_at, hash
   FROM events
  WHERE stream_id = $1 AND seq > $2 AND ($4::bigint IS NULL OR seq <= $4)
  ORDER BY events.seq
@@ -19,7 +19,7 @@ SELECT position, tx::text AS tx, stream_id, seq, type, v, data::text AS data, at
 
 -- name: read_streams
 -- read_stream for many streams in one round trip: for each (stream_id, after_seq) pair, up to $3 events after it.
-SELECT e.position, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::text AS data, e.attempt,
+SELECT e.position, e.epoch, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::text AS data, e.attempt,
        e.command_id, e.recorded_at, e.hash
   FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS c(stream_id, after_seq, ord)
  CROSS JOIN LATERAL (
@@ -30,17 +30,36 @@ SELECT e.position, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::te
  ORDER BY c.ord, e.seq;
 
 -- name: read_all
--- The global log in commit-safe order. Only transactions below the snapshot's xmin are read: every one of them
--- has finished, so no event can later appear *before* what we return (a bare position or BIGSERIAL cursor
--- would skip rows whose transaction commits after a higher number became visible).
-SELECT position, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id, recorded_at,
-       hash
+-- The global log in commit-safe order, (epoch, tx, position), after the cursor ($1, $2, $3). Only events before
+-- the horizon are read: an earlier epoch (written in another transaction-id space and copied in, so finished), or
+-- this cluster's epoch below the snapshot's xmin (every transaction there has finished). So no event can later
+-- appear *before* what we return (a bare position or BIGSERIAL cursor would skip rows whose transaction commits after
+-- a higher number became visible). The horizon is computed once per statement (an InitPlan), from this statement's
+-- own snapshot: an xmin from a later snapshot could pass a transaction that committed in between, unseen.
+SELECT position, epoch, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id,
+       recorded_at, hash
   FROM events
- WHERE (events.tx, events.position) > ($1::text::xid8, $2::bigint)
-   AND events.tx < pg_snapshot_xmin(pg_current_snapshot())
+ WHERE (events.epoch, events.tx, events.position) > ($1::integer, $2::text::xid8, $3::bigint)
+   AND (events.epoch, events.tx) < (SELECT h.epoch, h.tx FROM openmaic_horizon(pg_snapshot_xmin(pg_current_snapshot())) h)
  -- qualified: the bare name would sort by the text alias in the select list (and '1000' < '999')
- ORDER BY events.tx, events.position
- LIMIT $3;
+ ORDER BY events.epoch, events.tx, events.position
+ LIMIT $4;
+
+-- name: horizon
+-- What holds the global log's tailing horizon back: the transaction with the oldest id still running (in any database
+-- of the cluster, prepared transactions included; see read_all), how long it has been open, and how many ids were
+-- handed out since. Sessions of other roles show only to members of pg_read_all_stats.
+SELECT pg_snapshot_xmin(s)::text AS xmin,
+       pg_snapshot_xmax(s)::text::numeric - pg_snapshot_xmin(s)::text::numeric AS behind,
+       o.pid, extract(epoch FROM now() - o.started) AS oldest_s
+  FROM pg_current_snapshot() AS s
+  LEFT JOIN LATERAL (
+      SELECT x.pid, x.started FROM (
+          SELECT a.pid, a.xact_start AS started, age(a.backend_xid) AS age FROM pg_stat_activity a
+           WHERE a.backend_xid IS NOT NULL AND a.pid <> pg_backend_pid()
+          UNION ALL
+          SELECT NULL, p.prepared, age(p.transaction) FROM pg_prepared_xacts p) AS x
+       ORDER BY x.age DESC LIMIT 1) AS o ON true;
 
 -- name: stream
 SELECT id, kind, owner_id, head_seq, head_hash, status, wake_at, attempt, lease_worker, lease_expires_at,
@@ -83,28 +102,28 @@ RETURNING id;
 SELECT 1;
 
 -- name: projection_predecessors
--- For each (stream $1[i], seq $2[i], cursor ($3[i], $4[i])): the predecessors of that event whose own cursor lies
--- beyond it, walking back from seq - 1 while that holds (see openmaic/projections/ordering.py). Usually empty.
+-- For each (stream $1[i], seq $2[i], cursor ($3[i], $4[i], $5[i])): the predecessors of that event whose own cursor
+-- lies beyond it, walking back from seq - 1 while that holds (see openmaic/projections/ordering.py). Usually empty.
 -- Read-only over committed rows, keyed by UNIQUE (stream_id, seq): safe under any concurrency.
 WITH RECURSIVE back AS (
-    SELECT e.stream_id, e.seq, p.tx0, p.pos0
-      FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[]) AS p(sid, q, tx0, pos0)
+    SELECT e.stream_id, e.seq, p.ep0, p.tx0, p.pos0
+      FROM unnest($1::text[], $2::bigint[], $3::integer[], $4::text[], $5::bigint[]) AS p(sid, q, ep0, tx0, pos0)
       JOIN events e ON e.stream_id = p.sid AND e.seq = p.q - 1
-     WHERE (e.tx, e.position) > (p.tx0::xid8, p.pos0)
+     WHERE (e.epoch, e.tx, e.position) > (p.ep0, p.tx0::xid8, p.pos0)
     UNION ALL
-    SELECT e.stream_id, e.seq, b.tx0, b.pos0
+    SELECT e.stream_id, e.seq, b.ep0, b.tx0, b.pos0
       FROM back b
       JOIN events e ON e.stream_id = b.stream_id AND e.seq = b.seq - 1
-     WHERE (e.tx, e.position) > (b.tx0::xid8, b.pos0)
+     WHERE (e.epoch, e.tx, e.position) > (b.ep0, b.tx0::xid8, b.pos0)
 )
-SELECT e.position, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::text AS data, e.attempt,
+SELECT e.position, e.epoch, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::text AS data, e.attempt,
        e.command_id, e.recorded_at, e.hash
   FROM back b JOIN events e ON e.stream_id = b.stream_id AND e.seq = b.seq;
 
 -- name: projection_gaps
 -- Events by (stream, seq range): predecessors to pull forward. Every one is committed (a stream's seq order is
 -- its commit order, and a later seq of the stream is visible), so a plain read finds them.
-SELECT e.position, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::text AS data, e.attempt,
+SELECT e.position, e.epoch, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::text AS data, e.attempt,
        e.command_id, e.recorded_at, e.hash
   FROM unnest($1::text[], $2::bigint[], $3::bigint[]) AS g(sid, lo, hi)
   JOIN events e ON e.stream_id = g.sid AND e.seq BETWEEN g.lo AND g.hi;
@@ -113,14 +132,14 @@ SELECT e.position, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::te
 INSERT INTO projection_checkpoints (name) VALUES ($1) ON CONFLICT (name) DO NOTHING;
 
 -- name: projection_checkpoint
-SELECT tx::text AS tx, position, events_applied FROM projection_checkpoints WHERE name = $1;
+SELECT epoch, tx::text AS tx, position, events_applied FROM projection_checkpoints WHERE name = $1;
 
 -- name: projection_early
 SELECT stream_id, seq FROM projection_early WHERE name = $1;
 
 -- name: projection_advance
--- First statement of every batch's transaction: the checkpoint fence (see openmaic_projection_advance in 0004).
-SELECT openmaic_projection_advance($1, $2::text::xid8, $3, $4::text::xid8, $5, $6, $7);
+-- First statement of every batch's transaction: the checkpoint fence (see openmaic_projection_advance in 0004, 0009).
+SELECT openmaic_projection_advance($1, $2, $3::text::xid8, $4, $5, $6::text::xid8, $7, $8, $9);
 
 -- name: projection_early_add
 INSERT INTO projection_early (name, stream_id, seq) SELECT $1, s, q FROM unnest($2::text[], $3::bigint[]) AS u(s, q);
@@ -139,7 +158,7 @@ SELECT pg_advisory_unlock($1);
 -- name: projection_status
 -- Per projection: its checkpoint, how many events lie beyond it and how old the oldest of them is, and the
 -- backend holding its advisory locks (bigint keys show in pg_locks as classid = high half, objid = low half).
-SELECT n.name, c.tx::text AS tx, c.position, c.events_applied, c.updated_at,
+SELECT n.name, c.epoch, c.tx::text AS tx, c.position, c.events_applied, c.updated_at,
        lag.events AS lag_events, extract(epoch FROM now() - lag.oldest) AS lag_s,
        (SELECT min(l.pid) FROM pg_locks l
          WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
@@ -151,7 +170,7 @@ SELECT n.name, c.tx::text AS tx, c.position, c.events_applied, c.updated_at,
   LEFT JOIN projection_checkpoints c ON c.name = n.name
   LEFT JOIN LATERAL (
       SELECT count(*) AS events, min(e.recorded_at) AS oldest FROM events e
-       WHERE (e.tx, e.position) > (coalesce(c.tx, '0'::xid8), coalesce(c.position, 0))
+       WHERE (e.epoch, e.tx, e.position) > (coalesce(c.epoch, 0), coalesce(c.tx, '0'::xid8), coalesce(c.position, 0))
   ) lag ON true;
 
 -- name: append_group

@@ -102,14 +102,14 @@ def _ago(seconds: float | None) -> str:
 
 async def _status(db: Database, args: argparse.Namespace) -> int:
     rows = await projection_status(db, default_projections())
-    head = f"{'projection':<18}{'checkpoint (tx:position)':<26}{'applied':>12}{'lag events':>12}{'lag':>10}  live"
+    head = f"{'projection':<18}{'checkpoint (epoch:tx:position)':<32}{'applied':>12}{'lag events':>12}{'lag':>10}  live"
     print(head)
     for s in rows:
-        cp = f"{s.tx}:{s.position}" if s.tx is not None else "none"
+        cp = f"{s.epoch}:{s.tx}:{s.position}" if s.tx is not None else "none"
         live = f"yes (backend {s.holder_pid})" if s.holder_pid is not None else "no"
         if s.rebuilding:
             live += "; rebuild running"
-        print(f"{s.name:<18}{cp:<26}{s.events_applied:>12,}{s.lag_events:>12,}{_ago(s.lag_s):>10}  {live}")
+        print(f"{s.name:<18}{cp:<32}{s.events_applied:>12,}{s.lag_events:>12,}{_ago(s.lag_s):>10}  {live}")
     return 0
 
 

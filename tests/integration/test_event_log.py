@@ -247,7 +247,7 @@ async def test_read_all_sees_every_committed_event_once_under_racing_transaction
             committed.update((sid, s) for s in range(first, last + 1))
 
     async def reader() -> None:
-        cursor = (0, 0)
+        cursor = (0, 0, 0)
         while True:
             finished = done.is_set()
             page = await log.read_all(cursor, limit=50)
@@ -283,18 +283,27 @@ async def test_read_all_does_not_pass_an_open_transaction(db):
     holding = trio.Event()
     release = trio.Event()
 
+    slow_pid: list[int] = []
+
     async def slow() -> None:
         async with db.connection() as conn, conn.transaction():
             await conn.fetch(Q.append, *log.append_args([StreamAppend(stream_id="a", events=[SessionMessagePosted(text="slow")])]))
+            slow_pid.append(conn.backend_pid)
             holding.set()
             await release.wait()
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(slow)
         await holding.wait()
+        opened = trio.current_time()
         await log.append_one("b", [SessionMessagePosted(text="fast")])
         # The fast event is committed, but the slow transaction began first: nothing may be read past it yet.
         assert await log.read_all(cursor) == []
+        await trio.sleep(0.3)
+        # ... and the horizon says who holds it back, and since when.
+        h = await log.horizon()
+        assert h.pid == slow_pid[0] and h.behind >= 2
+        assert h.oldest_s is not None and h.oldest_s >= trio.current_time() - opened - 0.05
         release.set()
     with trio.fail_after(5):
         while len(page := await log.read_all(cursor)) < 2:

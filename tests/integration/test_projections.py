@@ -49,10 +49,10 @@ from tests.runtime import wait_for
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_NAMES = [p.name for p in default_projections()]
 
-#: Events whose stream's next seq sorts before them in (tx, position) order.
+#: Events whose stream's next seq sorts before them in (epoch, tx, position) order.
 INVERSIONS = """
 SELECT count(*) FROM events a JOIN events b ON b.stream_id = a.stream_id AND b.seq = a.seq + 1
- WHERE (b.tx, b.position) < (a.tx, a.position)"""
+ WHERE (b.epoch, b.tx, b.position) < (a.epoch, a.tx, a.position)"""
 
 
 def applier(db, log, projection, batch_size=500) -> Applier:

@@ -42,9 +42,9 @@ class FakeDb:
     async def fetch(self, sql: str, *args):
         rows = []
         if sql == Q.projection_predecessors:
-            for sid, q, tx, pos in zip(*args):
+            for sid, q, epoch, tx, pos in zip(*args):
                 m = q - 1
-                while (e := self.by_key.get((sid, m))) is not None and e.cursor > (int(tx), pos):
+                while (e := self.by_key.get((sid, m))) is not None and e.cursor > (epoch, int(tx), pos):
                     rows.append(e)
                     m -= 1
         elif sql == Q.projection_gaps:
@@ -54,7 +54,7 @@ class FakeDb:
             raise AssertionError(sql)
         return [{"stream_id": e.stream_id, "seq": e.seq, "type": e.type, "v": e.v, "data": "{}", "attempt": None,
                  "command_id": None, "recorded_at": e.recorded_at, "position": e.position, "tx": str(e.tx),
-                 "hash": e.hash} for e in rows]
+                 "hash": e.hash, "epoch": e.epoch} for e in rows]
 
 
 @pytest.mark.parametrize("seed", range(12))
