@@ -67,6 +67,7 @@ class Actor:
         """The step a cancel request aborted (a later step is watched afresh)."""
         self.draining = False
         self.lease_lost = False
+        self._presumed_lost = False
         self.renewed_at = trio.current_time()
         """When the statement that last renewed this attempt's lease (the claim, then each heartbeat) was *sent*:
         the database dated the lease no earlier, so it surely lasts until ``renewed_at + lease_ttl_s``."""
@@ -79,8 +80,11 @@ class Actor:
 
     # -- signals from the worker ------------------------------------------------------------------------------
 
-    def lose_lease(self) -> None:
+    def lose_lease(self, *, presumed: bool = False) -> None:
+        """Stop now: another attempt owns the stream (or, ``presumed``, may own it: no heartbeat got through for a
+        lease TTL). A presumed loss hands the stream back if it is still ours, see :meth:`_hand_back`."""
         self.lease_lost = True
+        self._presumed_lost = presumed and not self.cancel_scope.cancel_called
         self.cancel_scope.cancel()
 
     def drain(self, *, interrupt: bool) -> None:
@@ -110,6 +114,31 @@ class Actor:
         if self.lease_lost:
             self.worker.stats.lease_losses += 1
             log.warning("stream %s: attempt %d lost its lease; stopped", self.stream_id, self.attempt)
+            if self._presumed_lost:
+                await self._hand_back()
+
+    async def _hand_back(self) -> None:
+        """Release a lease presumed lost, if it is still ours (the attempt fences it): a heartbeat that was merely
+        slow (an overloaded host, a slow server) then costs the stream a prompt claim by any worker, not an orphan
+        takeover charged against its unattended-attempt cap once the lease expires. Cut off from the database, the
+        release cannot be made either; the lease expires and the stream is taken over, as it should be."""
+        # Shielded and bounded: the actor is stopping (or the process is) and this is its last word.
+        with trio.CancelScope(shield=True), trio.move_on_after(min(2.0, self.worker.settings.lease_ttl_s)):
+            try:
+                await self.log.append(StreamAppend(
+                    stream_id=self.stream_id,
+                    events=[SessionInterrupted(reason="lease presumed lost"),
+                            LeaseReleased(attempt=self.attempt, reason="lease presumed lost")],
+                    # Fenced by the head we folded too: a stream that moved on since (we settled it, or committed
+                    # output we have not folded) is left alone and its lease simply expires.
+                    attempt=self.attempt, expected_seq=self.core.seq, status="queued", release=True,
+                ))
+                log.info("stream %s: attempt %d was still ours; released it", self.stream_id, self.attempt)
+            except (errors.StaleAttempt, errors.WrongExpectedSeq):
+                pass  # taken over, or moved on, meanwhile
+            except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
+                log.info("stream %s: could not release attempt %d (%s); its lease will expire", self.stream_id,
+                         self.attempt, exc)
 
     async def _main(self) -> None:
         await self._refold()

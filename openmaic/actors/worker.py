@@ -261,7 +261,7 @@ class Worker:
                 if now >= expires:
                     log.warning("stream %s: no heartbeat got through for %.1f s; presuming the lease of attempt %d "
                                 "lost", a.stream_id, now - a.renewed_at, a.attempt)
-                    a.lose_lease()
+                    a.lose_lease(presumed=True)
                 else:
                     next_check = min(next_check, expires)
             await trio.sleep_until(next_check)

@@ -339,3 +339,25 @@ async def _heartbeat_waits(db) -> bool:
     return bool(await db.fetchval(
         "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%lease_expires_at = now()%'"
     ))
+
+
+async def test_a_lease_presumed_lost_but_still_ours_is_handed_back_uncharged(db_url, log, db):
+    await new_stream(log, "s1", steps=1, sleep=3)
+    async with open_worker(db_url, settings(lease_ttl_s=1.5, heartbeat_s=0.3)) as worker:
+        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
+        actor = worker.actors["s1"]
+        async with db.connection() as conn, conn.transaction():
+            # Heartbeats wait behind this row lock (a slow server, as far as the worker can tell) for over a TTL.
+            await conn.execute("SELECT 1 FROM streams WHERE id = 's1' FOR UPDATE")
+            with trio.fail_after(10):
+                await _until(lambda: actor.lease_lost)
+        # The worker presumed the lease lost and stopped; nobody took the stream over, so it gave it back.
+        await wait_for(lambda: _eq(ended(log, "s1"), "completed"), timeout=20)
+    claims = [log.decode(e) for e in await log.read_stream("s1") if e.type == "lease.claimed"]
+    assert [c.reason for c in claims] == ["queued", "queued"], "no orphan takeover was charged"
+    assert "session.interrupted" in await types_of(log, "s1")
+
+
+async def _until(predicate) -> None:
+    while not predicate():
+        await trio.sleep(0.01)
