@@ -7,7 +7,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import httpx
@@ -21,9 +21,11 @@ FAST_CONFIG = "runtime: {lease_ttl_s: 3, heartbeat_s: 0.5, claim_poll_s: 0.2, wa
 
 @contextlib.contextmanager
 def serve_processes(
-    db_url: str, tmp_path: Path, roles: Sequence[tuple[str | None, int | None]], config: str = FAST_CONFIG
+    db_url: str, tmp_path: Path, roles: Sequence[tuple[str | None, int | None]], config: str = FAST_CONFIG,
+    *, envs: Sequence[Mapping[str, str]] = (),
 ) -> Iterator[list[subprocess.Popen]]:
-    """Start one `openmaic serve` per ``(role or None for all roles, port or None)``; SIGTERM them all at the end."""
+    """Start one `openmaic serve` per ``(role or None for all roles, port or None)``, the i-th with ``envs[i]`` added
+    to its environment (when given); SIGTERM them all at the end."""
     config_file = tmp_path / "openmaic.yml"
     config_file.write_text(config)
     # The data directory (the instance secret file) is the test's own, never the checkout's.
@@ -35,7 +37,8 @@ def serve_processes(
             args += ["--role", role] if role else []
             args += ["--port", str(port)] if port is not None else []
             with (tmp_path / f"{i}-{role or 'all'}.stderr").open("w") as err:
-                procs.append(subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err))
+                own = dict(env, **envs[i]) if i < len(envs) else env
+                procs.append(subprocess.Popen(args, cwd=ROOT, env=own, stdout=subprocess.DEVNULL, stderr=err))
         yield procs
     finally:
         for p in procs:

@@ -20,6 +20,7 @@ from openmaic.events.core import (
     SessionCreated,
     SessionEnded,
     SessionMessagePosted,
+    StreamOwnerChanged,
 )
 from openmaic.events.log import StreamAppend
 from openmaic.events.types import Event
@@ -50,7 +51,7 @@ class Core(msgspec.Struct, frozen=True, kw_only=True):
 def evolve_core(core: Core, event: Event, seq: int) -> Core:
     r = msgspec.structs.replace
     match event:
-        case SessionCreated(owner_id=owner):
+        case SessionCreated(owner_id=owner) | StreamOwnerChanged(to_owner_id=owner):
             return r(core, seq=seq, owner_id=owner)
         case LeaseClaimed(attempt=attempt):
             return r(core, seq=seq, attempt=attempt)

@@ -12,7 +12,13 @@
 * ``anonymous`` — OpenMAIC's anonymous fallback: the ``anonymous_id`` cookie holds a random UUID v4 (unsigned, as
   OpenMAIC's) and the owner is ``anon:<uuid>``. It is set on the first visit and renewed on every HTTP answer
   (400 days, ``Path=/; HttpOnly; SameSite=Lax``, ``Secure`` over https). A missing or malformed cookie is
-  re-minted, never refused; a WebSocket cannot set cookies, so there it is a 401.
+  re-minted, never refused; a WebSocket cannot set cookies, so there it is a 401. An anonymous owner that was
+  claimed into an account is retired: a request presenting it is a 403 ``OWNER_RETIRED`` whose answer drops the
+  cookie (the next request gets a fresh one).
+
+In every other mode a request that also carries a well-formed ``anonymous_id`` cookie presents a *pending claim*
+(:meth:`IdentityResolver.pending_claim`): ``POST /api/identity/claim`` moves that anonymous owner's work to the
+signed-in one (:mod:`openmaic.owners.claims`) and drops the cookie.
 
 The environment chooses ``single_user`` or ``shared`` as OpenMAIC's does (:mod:`openmaic.owner_env`), unless
 ``identity.mode`` names a host method (``token``, ``trusted_header``).
@@ -40,6 +46,7 @@ from openmaic.api.access_code import (
     ACCESS_COOKIE, ACCESS_COOKIE_MAX_AGE_S, AccessCodeRequired, AccessGate, AttemptLimiter, is_open_path,
 )  # fmt: skip
 from openmaic.config import IdentityConfig
+from openmaic.owners.claims import OwnerRetired, claimed_into
 from openmaic.secret import Secret
 from openmaic.store.database import Database
 from openmaic.store.queries import Q
@@ -59,6 +66,7 @@ _WS_BEARER = "bearer."
 
 _TOKEN_PREFIX = "tok_"
 _ANONYMOUS = "openmaic_anonymous_id"  # the name under quart.g of this request's anonymous id, for its cookie
+_DROP = "openmaic_drop_anonymous_id"  # set under quart.g when this answer drops the anonymous cookie
 _UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
@@ -134,7 +142,28 @@ class IdentityResolver:
             return await self._from_token(request)
         if mode == "trusted_header":
             return self._from_proxy(request)
-        return self._from_cookie(request)
+        owner = self._from_cookie(request)
+        # Only a presented cookie can name a retired owner (a freshly minted one is new).
+        if owner == self._presented(request) and await claimed_into(self.db, owner) is not None:
+            # Claimed into an account: this identity must no longer write (or read) anything. The answer drops
+            # the cookie, so the browser's next request starts a fresh anonymous owner instead of a loop of 403s.
+            self.drop_anonymous_cookie()
+            raise OwnerRetired()
+        return owner
+
+    def pending_claim(self, request: Any) -> str | None:
+        """The anonymous owner a request of a signed-in owner presents beside its credential (its well-formed
+        ``anonymous_id`` cookie), or ``None``: what ``POST /api/identity/claim`` would claim. Never in
+        ``anonymous`` mode, where that cookie is the request's own identity."""
+        return None if self.config.mode == "anonymous" else self._presented(request)
+
+    def _presented(self, request: Any) -> str | None:
+        value = (request.cookies.get(self.config.cookie_name) or "").strip().lower()
+        return f"anon:{value}" if _UUID4.match(value) else None
+
+    def drop_anonymous_cookie(self) -> None:
+        """Make this request's answer remove the anonymous cookie (the identity it held is spent)."""
+        setattr(quart.g, _DROP, True)
 
     async def _from_token(self, request: Any) -> str:
         scheme, _, token = (request.headers.get("Authorization") or "").strip().partition(" ")
@@ -183,17 +212,21 @@ class IdentityResolver:
         return any(address in net for net in self._networks)
 
     def _from_cookie(self, request: Any) -> str:
-        value = (request.cookies.get(self.config.cookie_name) or "").strip().lower()
-        if not _UUID4.match(value):
+        owner = self._presented(request)
+        if owner is None:
             if request.scope.get("type") == "websocket":
                 raise Unauthorized("a WebSocket cannot set the anonymous_id cookie: visit any HTTP route first")
-            value = str(uuid.uuid4())  # a missing or malformed cookie is re-minted, never refused
+            owner = f"anon:{uuid.uuid4()}"  # a missing or malformed cookie is re-minted, never refused
         # Renewed on this answer (errors included) by the app's after-request hook.
-        setattr(quart.g, _ANONYMOUS, value)
-        return f"anon:{value}"
+        setattr(quart.g, _ANONYMOUS, owner.removeprefix("anon:"))
+        return owner
 
     def set_cookie(self, response: Any, request: Any) -> None:
-        """After a request: send (or renew) the anonymous owner's cookie."""
+        """After a request: send (or renew) the anonymous owner's cookie, or remove it when it is spent."""
+        if getattr(quart.g, _DROP, False):
+            response.delete_cookie(self.config.cookie_name, path="/", httponly=True, samesite="Lax",
+                                   secure=request.scheme == "https")
+            return
         value = getattr(quart.g, _ANONYMOUS, None)
         if value is None:
             return

@@ -21,6 +21,11 @@ any origin. Two rules, applied by :mod:`openmaic.api.routing` before the owner i
     (another local app, a site the user visits) must not write as them either. A request with neither header is
     not a browser's.
 
+The routes that act on the browser's cookies themselves (a claim, a legacy-import binding) are stricter, in every
+mode (OpenMAIC's ``isSameOriginJsonRequest``, :func:`require_same_origin_json`): ``Content-Type:
+application/json`` even without a body (an HTML form cannot send it), an ``Origin`` of this server's when one is
+sent, and ``Sec-Fetch-Site: same-origin`` when that is sent; else 403 ``CROSS_ORIGIN_REFUSED``.
+
 Origins compare scheme, host and port; a Host header without a port means the scheme's default one. A TLS proxy
 in front (``https://`` origin, plain ``http`` to us) is the same origin when host and port agree.
 """
@@ -33,7 +38,7 @@ from urllib.parse import urlsplit
 from openmaic.errors import OpenMaicError
 from openmaic.api.errors import UnsupportedMediaType
 
-__all__ = ["CrossOriginRefused", "check_request", "check_websocket", "normalize_origin"]
+__all__ = ["CrossOriginRefused", "check_request", "check_websocket", "normalize_origin", "require_same_origin_json"]
 
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _BEARER_MODES = frozenset({"token"})
@@ -106,6 +111,18 @@ def check_request(request: Any, *, json_body: bool, mode: str, allowed: frozense
     site = request.headers.get("Sec-Fetch-Site")
     if site is not None and site not in ("same-origin", "none"):
         raise CrossOriginRefused(f"requests from {site} pages are refused", sec_fetch_site=site)
+
+
+def require_same_origin_json(request: Any, what: str, allowed: frozenset[tuple[str, int]]) -> None:
+    """Refuse (:class:`CrossOriginRefused`) unless ``request`` can only have come from this server's own pages."""
+    if (request.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower() != "application/json":
+        raise CrossOriginRefused(f"{what} must be same-origin JSON requests (Content-Type: application/json)")
+    origin = request.headers.get("Origin")
+    if origin is not None and not _allowed(origin, request, allowed):
+        raise CrossOriginRefused(f"{what} must be same-origin JSON requests", origin=origin)
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None and site.strip().lower() != "same-origin":
+        raise CrossOriginRefused(f"{what} must be same-origin JSON requests", sec_fetch_site=site)
 
 
 def _has_body(request: Any) -> bool:

@@ -17,7 +17,7 @@ from quart import Blueprint, Response
 
 from openmaic import errors, materials
 from openmaic.actors.commands import Commands as SessionCommands
-from openmaic.api import access_routes, generation_runs, headless, model_config, web
+from openmaic.api import access_routes, claims, generation_runs, headless, model_config, web
 from openmaic.api import materials as materials_routes
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route
@@ -71,7 +71,8 @@ def api_services(services: Any) -> ApiServices:
 
 
 def resource_blueprints() -> list[Blueprint]:
-    return [bp, access_routes.bp, headless.bp, generation_runs.bp, materials_routes.bp, model_config.bp, web.bp]
+    return [bp, access_routes.bp, claims.bp, headless.bp, generation_runs.bp, materials_routes.bp, model_config.bp,
+            web.bp]
 
 
 def _runs(call: Call) -> RunService:

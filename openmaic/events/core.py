@@ -78,3 +78,22 @@ class ToolResult(Event, tag="tool.result"):
     result: Any = None
     error: str | None = None
     interrupted: bool = False
+
+
+@register
+class StreamOwnerChanged(Event, tag="stream.owner_changed"):
+    """From this seq on the stream belongs to ``to_owner_id``: the anonymous owner it was written for was claimed
+    into an account (``POST /api/identity/claim``). Folds that know a stream's owner follow it."""
+
+    from_owner_id: str
+    to_owner_id: str
+
+
+@register
+class OwnerClaimed(Event, tag="owner.claimed"):
+    """An anonymous owner's work moved to an account, on the claim's own stream (kind ``owner_claim``).
+    ``moved`` counts what moved by kind (``runs``, ``courses``, ``sessions``, ``materials``, ``assets``, …)."""
+
+    from_owner_id: str
+    to_owner_id: str
+    moved: dict[str, int] = {}

@@ -1,7 +1,10 @@
 -- The model settings of owners (table model_settings, migration 0007).
 
 -- name: read
-SELECT config::text AS config, secrets::text AS secrets, revision FROM model_settings WHERE owner_id = $1;
+-- Through openmaic_owner: a run's steps read their owner's settings at every call, and that owner may have been
+-- claimed into an account since the run folded it (the claim moved the settings there).
+SELECT config::text AS config, secrets::text AS secrets, revision FROM model_settings
+ WHERE owner_id = openmaic_owner($1);
 
 -- name: insert
 -- A first save: nothing when another first save won the race (the caller reports a conflict).

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import msgspec
 
 from openmaic.courses.events import CourseDocument, evolve_course
+from openmaic.events.core import StreamOwnerChanged
 from openmaic.events.log import RecordedEvent
 from openmaic.events.types import registry
 from openmaic.projections.base import Context, Projection
@@ -28,6 +29,7 @@ _encode = msgspec.json.Encoder().encode
 SQL = load_sql(__package__, "documents.sql")
 
 COURSE_TYPES = frozenset(t for t in registry.tags() if t.startswith("course."))
+OWNER_CHANGED = StreamOwnerChanged.__struct_config__.tag
 
 
 class CourseDocuments(Projection):
@@ -37,23 +39,33 @@ class CourseDocuments(Projection):
     tables = {
         "course_documents": (SQL.create_course_documents, SQL.create_course_documents_owner_index),
     }
-    types = COURSE_TYPES
+    types = COURSE_TYPES | {OWNER_CHANGED}
 
     def wants(self, type_: str) -> bool:
         # Every course event counts, including types added after this module was imported: evolve_course
-        # advances the document's seq for those it does not know.
-        return type_.startswith("course.")
+        # advances the document's seq for those it does not know. A claim moves a document with its course.
+        return type_.startswith("course.") or type_ == OWNER_CHANGED
 
     async def apply(self, ctx: Context, events: Sequence[RecordedEvent]) -> list[Op]:
         ids = list(dict.fromkeys(e.stream_id for e in events))
         docs: dict[str, CourseDocument] = {}
         owners: dict[str, str | None] = {}
         updated: dict[str, object] = {}
+        courses: set[str] = set()
         for r in await ctx.fetch(SQL.load, ids):
             docs[r["id"]] = _decode_doc(r["document"]) if r["document"] is not None else CourseDocument()
             owners[r["id"]] = r["owner_id"]
             updated[r["id"]] = r["updated_at"]
+            if r["document"] is not None:
+                courses.add(r["id"])
         for e in events:
+            if e.type == OWNER_CHANGED:
+                # Every claimed stream records its owner change; only a course has a document to move.
+                if e.stream_id in courses:
+                    owners[e.stream_id] = msgspec.json.decode(e.data, type=StreamOwnerChanged).to_owner_id
+                    docs[e.stream_id] = msgspec.structs.replace(docs[e.stream_id], seq=e.seq)
+                continue
+            courses.add(e.stream_id)
             ev = ctx.decode(e)
             doc = docs[e.stream_id]
             docs[e.stream_id] = evolve_course(doc, ev, e.seq) if ev is not None else msgspec.structs.replace(
@@ -62,7 +74,7 @@ class CourseDocuments(Projection):
             prev = updated[e.stream_id]
             if prev is None or e.recorded_at > prev:  # type: ignore[operator]
                 updated[e.stream_id] = e.recorded_at
-        rows = [i for i in ids if owners[i] is not None]
+        rows = [i for i in ids if owners[i] is not None and i in courses]
         if not rows:
             return []
         return [ctx.op(

@@ -78,6 +78,10 @@ class _RunState(msgspec.Struct):
     state: str
 
 
+class _OwnerChanged(msgspec.Struct):
+    to_owner_id: str
+
+
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "course.created": msgspec.json.Decoder(_Created),
     "course.retitled": msgspec.json.Decoder(_Created),
@@ -86,6 +90,7 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "course.scene_deleted": msgspec.json.Decoder(_SceneDeleted),
     "run.created": msgspec.json.Decoder(_RunCreated),
     "run.state_changed": msgspec.json.Decoder(_RunState),
+    "stream.owner_changed": msgspec.json.Decoder(_OwnerChanged),
 }
 _scenes_decoder = msgspec.json.Decoder(dict[str, str])
 _encode = msgspec.json.Encoder().encode
@@ -116,7 +121,8 @@ class _Card:
 
 
 class LibraryCards(Projection):
-    """Course cards for the library, from ``course.*`` and ``run.created`` / ``run.state_changed``."""
+    """Course cards for the library, from ``course.*``, ``run.created`` / ``run.state_changed`` and a course's
+    ``stream.owner_changed`` (a claim: the card follows its course to the account)."""
 
     name = "library_cards"
     tables = {
@@ -141,7 +147,7 @@ class LibraryCards(Projection):
                 if isinstance(ev, _RunCreated):
                     course_ids[ev.course_id] = None
             else:
-                course_ids[e.stream_id] = None
+                course_ids[e.stream_id] = None  # a course's event (or any stream's owner change, sorted out below)
 
         cards: dict[str, _Card] = {}
         run_course: dict[str, str] = {}
@@ -181,6 +187,13 @@ class LibraryCards(Projection):
                     card.touch(e.recorded_at)
                 continue
             card = cards[e.stream_id]
+            if isinstance(ev, _OwnerChanged):
+                # Every claimed stream records its owner change; only a course has a card to move.
+                if card.stored or card.dirty:
+                    card.owner_id = ev.to_owner_id
+                    if not card.deleted:
+                        card.touch(e.recorded_at)
+                continue
             if card.deleted:
                 continue
             match e.type:

@@ -68,6 +68,10 @@ class _State(msgspec.Struct):
     state: str
 
 
+class _OwnerChanged(msgspec.Struct):
+    to_owner_id: str
+
+
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "session.created": msgspec.json.Decoder(_Created),
     "run.created": msgspec.json.Decoder(_RunCreated),
@@ -75,6 +79,7 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "session.ended": msgspec.json.Decoder(_Status),
     "lease.released": msgspec.json.Decoder(_Reason),
     "run.state_changed": msgspec.json.Decoder(_State),
+    "stream.owner_changed": msgspec.json.Decoder(_OwnerChanged),
 }
 _NO_DATA = frozenset({"lease.claimed", "session.interrupted"})
 
@@ -141,6 +146,8 @@ class SessionList(Projection):
                 # Not a session this projection lists (a course stream, or one created before its creation
                 # event was readable, which per-stream order rules out).
                 continue
+            elif isinstance(ev, _OwnerChanged):
+                row.owner_id = ev.to_owner_id  # claimed into an account
             elif isinstance(ev, _State):
                 row.status = ev.state
             elif row.kind != "generation":

@@ -14,7 +14,7 @@ import msgspec
 
 from openmaic.courses.events import Scene
 from openmaic.courses.schema import AgentProfile, OutlineItem, SceneActions, SceneContent
-from openmaic.events.core import LeaseReleased, SessionEnded
+from openmaic.events.core import LeaseReleased, SessionEnded, StreamOwnerChanged
 from openmaic.events.types import Event
 from openmaic.runs.events import (
     RunAdmissionDeferred,
@@ -143,6 +143,8 @@ def evolve(state: RunState, event: Event, seq: int) -> RunState:
     match event:
         case RunCreated(course_id=course, owner_id=owner, input=inp, run_id=run_id):
             return r(s, course_id=course, owner_id=owner, input=inp, run_id=run_id or s.run_id)
+        case StreamOwnerChanged(to_owner_id=owner):
+            return r(s, owner_id=owner)  # claimed: later steps read and write as the account
         case RunStateChanged(state=new, step=step, error=error):
             if new == "paused":
                 return r(s, state=new, previous=s.state, paused_step=step, step=step or s.step, error=error)

@@ -251,16 +251,19 @@ SELECT count(*) AS count, coalesce(sum(size), 0) AS bytes FROM materials WHERE o
 SELECT id, size FROM materials WHERE owner_id = $1 AND id = ANY($2::text[]);
 
 -- name: material_texts
-SELECT id, filename, media_type, text, asset_id FROM materials WHERE owner_id = $1 AND id = ANY($2::text[]);
+-- Read by a run's steps, whose owner may have been claimed into an account since they folded it (openmaic_owner).
+SELECT id, filename, media_type, text, asset_id FROM materials
+ WHERE owner_id = openmaic_owner($1) AND id = ANY($2::text[]);
 
 -- name: asset_get
 SELECT media_type, data FROM assets WHERE id = $1 AND owner_id = $2;
 
 -- name: assets_for_model
 -- Image assets of an owner, in the order asked for, skipping any larger than $3 bytes (models refuse them).
+-- Read by a run's steps (their owner through openmaic_owner: it may have been claimed since they folded it).
 SELECT a.media_type, a.data
   FROM unnest($2::text[]) WITH ORDINALITY AS w(id, ord)
-  JOIN assets a ON a.id = w.id AND a.owner_id = $1 AND a.media_type LIKE 'image/%' AND a.size <= $3
+  JOIN assets a ON a.id = w.id AND a.owner_id = openmaic_owner($1) AND a.media_type LIKE 'image/%' AND a.size <= $3
  ORDER BY w.ord;
 
 -- name: agent_insert
@@ -270,7 +273,8 @@ ON CONFLICT (id) DO NOTHING
 RETURNING id;
 
 -- name: agents_by_ids
-SELECT id, name, role, persona FROM agents WHERE owner_id = $1 AND id = ANY($2::text[]);
+-- Also read by a run's agents step, through openmaic_owner: its owner may have been claimed since it folded it.
+SELECT id, name, role, persona FROM agents WHERE owner_id = openmaic_owner($1) AND id = ANY($2::text[]);
 
 -- name: agents_of_owner
 SELECT id, name, role, persona FROM agents WHERE owner_id = $1 ORDER BY created_at, id;
@@ -282,10 +286,11 @@ SELECT pg_try_advisory_xact_lock($1::int, hashtext($2));
 -- name: runs_executing
 -- Executing runs of an owner other than $2: running under a live lease, admitted in their current attempt. Run
 -- under the owner lock, so no admission of this owner can commit between this count and our own append. An
--- orphan (lease expired) is not counted: its next attempt has to be admitted again anyway.
+-- orphan (lease expired) is not counted: its next attempt has to be admitted again anyway. The owner is read
+-- through openmaic_owner: a run's fold may name an owner claimed into an account since.
 SELECT count(*) AS active, clock_timestamp() AS now
   FROM streams s
- WHERE s.owner_id = $1 AND s.kind = 'generation' AND s.status = 'running' AND s.id <> $2
+ WHERE s.owner_id = openmaic_owner($1) AND s.kind = 'generation' AND s.status = 'running' AND s.id <> $2
    AND s.lease_expires_at > now()
    AND EXISTS (SELECT 1 FROM events e
                 WHERE e.stream_id = s.id AND e.type = 'run.admitted' AND e.attempt = s.attempt);
