@@ -82,6 +82,7 @@ class EventSource:
     url: str
     headers: dict[str, str] = field(default_factory=dict)
     last_event_id: str = ""
+    """What the next connection sends as ``Last-Event-ID`` (set it to resume from a known id)."""
     listeners: dict[str, list[Callable[[Message], None]]] = field(default_factory=dict)
     connections: int = 0
 

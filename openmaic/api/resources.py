@@ -17,7 +17,8 @@ from quart import Blueprint, Response
 
 from openmaic import errors, materials
 from openmaic.actors.commands import Commands as SessionCommands
-from openmaic.api import access_routes, claims, generation_runs, headless, model_config, web
+from openmaic.api import access_routes, agent_sessions, claims, generation_runs, headless, model_config, web
+from openmaic.api import agents as agents_routes
 from openmaic.api import materials as materials_routes
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route
@@ -26,7 +27,6 @@ from openmaic.api.wire import CommandId
 from openmaic.courses.events import CourseDocument
 from openmaic.courses.schema import AgentProfile, OutlineItem
 from openmaic.projections import default_projections, record_projection_lag
-from openmaic.runs.agents import create_agent, list_agents
 from openmaic.runs.events import AgentsChoice, LearnerProfile, RunInput
 from openmaic.runs.service import RunService, RunSnapshot
 from openmaic.workbench.service import SessionSnapshot, WorkbenchSessions
@@ -72,7 +72,7 @@ def api_services(services: Any) -> ApiServices:
 
 def resource_blueprints() -> list[Blueprint]:
     return [bp, access_routes.bp, claims.bp, headless.bp, generation_runs.bp, materials_routes.bp, model_config.bp,
-            web.bp]
+            agents_routes.bp, agent_sessions.bp, web.bp]
 
 
 def _runs(call: Call) -> RunService:
@@ -144,36 +144,6 @@ async def confirm_outline(call: Call, id: str) -> tuple[Any, int]:
 async def retry_run(call: Call, id: str) -> tuple[Any, int]:
     """Re-run the step a paused run failed on (only that step)."""
     return await _runs(call).retry(call.user, id, call.body.command_id), 202
-
-
-# -- classroom agents -----------------------------------------------------------------------------------------
-
-
-class CreateAgent(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    command_id: CommandId
-    name: str
-    role: Literal["teacher", "assistant", "classmate"]
-    persona: str = ""
-
-
-class AgentList(msgspec.Struct, frozen=True):
-    agents: list[AgentProfile]
-    """The built-in agents first, then yours in the order you created them."""
-
-
-@api_route(bp, "POST", "/api/agents", body=CreateAgent, response=AgentProfile, status=201, errors=(409, 400))
-async def create_custom_agent(call: Call) -> tuple[AgentProfile, int]:
-    """Add a custom classroom agent; a run casts it by id (``"agents": ["agent_…", "teacher"]``). Repeating the
-    command id returns the same agent."""
-    b: CreateAgent = call.body
-    agent = await create_agent(call.services.db, call.user, b.name, b.role, b.persona, command_id=b.command_id)
-    return agent, 201
-
-
-@api_route(bp, "GET", "/api/agents", response=AgentList)
-async def agents(call: Call) -> AgentList:
-    """The agents a run can cast: the built-in ones and your own."""
-    return AgentList(await list_agents(call.services.db, call.user))
 
 
 # -- workbench sessions ---------------------------------------------------------------------------------------

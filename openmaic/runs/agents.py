@@ -1,100 +1,270 @@
-"""The agent registry: built-in classroom agents in code, custom agents per owner in the database.
+"""The agent registry: OpenMAIC's built-in classroom agents in code, each owner's own agents in the database.
 
-Runs reference agents by id. Built-in ids are short words (``teacher``); custom ids start with ``agent_`` and
-belong to one owner (another owner's custom agent is as unknown as a missing one). ``agents: "auto"`` leaves the
-roster to the model (the run's ``agents`` step asks the ``course.agents`` slot for one).
+Agents have OpenMAIC's shape (``{id, name, role, persona, avatar, color, allowedActions, priority,
+voiceConfig?, voiceDesign?}``). The built-in ones are ``default-1`` … ``default-6`` (a teacher, an assistant and
+four students), read-only: ids starting ``default-`` are reserved. An owner's ids are their own (unique per
+owner): another owner's agent is as unknown as a missing one. An owner keeps at most :data:`MAX_AGENTS` agents.
+
+Runs cast agents by id (``agents: {mode: "preset", agentIds}``); ``auto`` leaves the roster to the model (the
+run's ``agents`` step asks the ``course.agents`` slot). A run's events store the cast as
+:class:`~openmaic.courses.schema.AgentProfile`\\ s, whose role for a student is ``classmate`` (its name in older
+logs). The built-in ids of earlier releases (``teacher``, ``assistant``, ``classmate_1``, ``classmate_2``) still
+resolve, so runs started before keep their cast, but they are no longer listed.
 """
 
 from __future__ import annotations
 
-import hashlib
 import re
-import uuid
 from collections.abc import Sequence
+from typing import Any
+
+import msgspec
 
 from openmaic import errors
 from openmaic.courses.schema import AgentProfile
-from openmaic.store.database import Database
+from openmaic.store.database import Database, Record
+from openmaic.store.locks import owner_lock
 from openmaic.store.queries import Q
 
-__all__ = ["AGENT_ID", "BUILTIN_AGENTS", "MAX_PERSONA_CHARS", "create_agent", "list_agents", "resolve_agents", "unknown_agents"]
+__all__ = [
+    "AGENT_ID", "Agent", "AgentExists", "AgentLimitReached", "AgentNotFound", "BUILTIN_AGENTS", "BuiltInReadOnly",
+    "InvalidAgent", "MAX_AGENTS", "create_agent", "delete_agent", "import_agents", "list_agents", "resolve_agents",
+    "unknown_agents", "update_agent",
+]  # fmt: skip
 
 AGENT_ID = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 """The shape of an agent id (OpenMAIC's)."""
 
-MAX_PERSONA_CHARS = 2_000
-MAX_NAME_CHARS = 80
+MAX_AGENTS = 100
+MAX_NAME_CHARS = 100
+MAX_PERSONA_CHARS = 8_000
+MAX_FIELD_CHARS = 2_048
+AGENTS_LOCK = 0x6F6D6167
+"""First key of the owner lock that serializes an owner's agent writes (the limit is a count)."""
 
-BUILTIN_AGENTS: dict[str, AgentProfile] = {
-    a.id: a
-    for a in (
-        AgentProfile(id="teacher", name="Ms. Rivera", role="teacher",
-                     persona="A patient teacher who explains with clear steps and concrete examples, checks "
-                             "understanding often and welcomes questions."),
-        AgentProfile(id="assistant", name="Sam", role="assistant",
-                     persona="A teaching assistant who recaps each scene in a few words and answers follow-up "
-                             "questions."),
-        AgentProfile(id="classmate_1", name="Mia", role="classmate",
-                     persona="A classmate: curious and quick to ask for concrete examples."),
-        AgentProfile(id="classmate_2", name="Leo", role="classmate",
-                     persona="A classmate: a friendly sceptic who likes to test every claim."),
-    )
-}
-"""The built-in agents, by id. Read-only; updated with releases."""
+WHITEBOARD_ACTIONS = ("wb_open", "wb_close", "wb_draw_text", "wb_draw_shape", "wb_draw_chart", "wb_draw_latex",
+                      "wb_draw_table", "wb_draw_line", "wb_draw_code", "wb_edit_code", "wb_clear", "wb_delete")
+SLIDE_ACTIONS = ("spotlight", "laser", "play_video")
 
 
-async def create_agent(
-    db: Database, owner: str, name: str, role: str, persona: str = "", *, command_id: str | None = None
-) -> AgentProfile:
-    """Add a custom agent for ``owner``; InvalidInput for an empty or too long name, an unknown role.
+class InvalidAgent(errors.InvalidInput):
+    """The agent is invalid."""
 
-    With a ``command_id`` the call is idempotent: the agent's id is derived from the owner and the command id, so
-    repeating the call returns the agent it created and writes nothing; the same command id with other fields is
-    a CommandConflict.
-    """
-    name = " ".join(name.split())
-    if not name:
-        raise errors.InvalidInput("an agent needs a name", path="name")
-    if len(name) > MAX_NAME_CHARS:
-        raise errors.InvalidInput(f"an agent's name is at most {MAX_NAME_CHARS} characters", path="name")
-    if role not in ("teacher", "assistant", "classmate"):
-        raise errors.InvalidInput(f"unknown role {role!r}; expected teacher, assistant or classmate", path="role")
-    if len(persona) > MAX_PERSONA_CHARS:
-        raise errors.InvalidInput(f"an agent's persona is at most {MAX_PERSONA_CHARS} characters", path="persona")
-    if command_id is None:
-        ident = "agent_" + uuid.uuid4().hex[:16]
-    else:
-        ident = "agent_" + hashlib.sha256(f"{owner}\n{command_id}".encode()).hexdigest()[:16]
-    agent = AgentProfile(id=ident, name=name, role=role, persona=persona.strip())  # type: ignore[arg-type]
-    if await db.fetchval(Q.agent_insert, agent.id, owner, agent.name, agent.role, agent.persona) is not None:
-        return agent
-    existing = (await _custom(db, owner, [agent.id])).get(agent.id)
-    if existing != agent:
-        raise errors.CommandConflict(
-            f"command_id {command_id!r} was already used to create another agent", command_id=command_id
-        )
+    code = "invalid_agent"
+    error_code = "INVALID_AGENT"
+
+
+class AgentExists(errors.Conflict):
+    """You already have an agent with this id."""
+
+    code = "agent_exists"
+    error_code = "AGENT_EXISTS"
+
+
+class AgentLimitReached(errors.Conflict):
+    """You have as many agents as you may keep; delete one first."""
+
+    code = "agent_limit_reached"
+    error_code = "AGENT_LIMIT_REACHED"
+
+
+class BuiltInReadOnly(errors.OpenMaicError):
+    """Built-in agents cannot be changed, and ids starting default- are reserved for them."""
+
+    code = "built_in_agent_read_only"
+    status = 403
+    error_code = "BUILT_IN_AGENT_READ_ONLY"
+
+
+class AgentNotFound(errors.NotFound):
+    """No such agent."""
+
+    code = "agent_not_found"
+    error_code = "AGENT_NOT_FOUND"
+
+
+class VoiceConfig(msgspec.Struct, frozen=True, kw_only=True):
+    provider_id: str
+    voice_id: str
+    model_id: str | None = None
+
+
+class Agent(msgspec.Struct, frozen=True, kw_only=True):
+    """An agent as OpenMAIC's registry holds it."""
+
+    id: str
+    name: str
+    role: str
+    """``teacher``, ``assistant`` or ``student``."""
+    persona: str = ""
+    avatar: str = ""
+    color: str = ""
+    allowed_actions: list[str] = []
+    priority: int = 5
+    """1 to 10: who the director gives the floor to first."""
+    voice_config: VoiceConfig | None = None
+    voice_design: Any = None
+    read_only: bool = False
+
+    def profile(self) -> AgentProfile:
+        """What a run casts (and stores in its events)."""
+        role = "classmate" if self.role == "student" else self.role
+        return AgentProfile(id=self.id, name=self.name, role=role, persona=self.persona)  # type: ignore[arg-type]
+
+
+def _builtin(n: int, name: str, role: str, avatar: str, color: str, priority: int, persona: str) -> Agent:
+    actions = [*SLIDE_ACTIONS, *WHITEBOARD_ACTIONS] if role == "teacher" else list(WHITEBOARD_ACTIONS)
+    return Agent(id=f"default-{n}", name=name, role=role, persona=persona, avatar=avatar, color=color,
+                 allowed_actions=actions, priority=priority, read_only=True)
+
+
+BUILTIN_AGENTS: dict[str, Agent] = {a.id: a for a in (
+    _builtin(1, "AI teacher", "teacher", "/avatars/teacher.png", "#3b82f6", 10,
+             "A patient teacher who explains with clear steps and concrete examples, checks understanding often "
+             "and welcomes questions."),
+    _builtin(2, "AI assistant", "assistant", "/avatars/assist.png", "#10b981", 7,
+             "A teaching assistant who recaps each scene in a few words and answers follow-up questions."),
+    _builtin(3, "Class clown", "student", "/avatars/clown.png", "#f59e0b", 4,
+             "A classmate who lightens the mood with a joke, then asks the question everyone was afraid to ask."),
+    _builtin(4, "Curious mind", "student", "/avatars/curious.png", "#ec4899", 5,
+             "A classmate: curious and quick to ask for concrete examples."),
+    _builtin(5, "Note taker", "student", "/avatars/note-taker.png", "#06b6d4", 5,
+             "A classmate who sums up what was just said in tidy notes and asks when something is unclear."),
+    _builtin(6, "Deep thinker", "student", "/avatars/thinker.png", "#8b5cf6", 6,
+             "A classmate: a friendly sceptic who likes to test every claim."),
+)}  # fmt: skip
+"""The built-in agents, in order. Read-only; updated with releases."""
+
+_LEGACY = {
+    "teacher": AgentProfile(id="teacher", name="Ms. Rivera", role="teacher", persona=BUILTIN_AGENTS["default-1"].persona),
+    "assistant": AgentProfile(id="assistant", name="Sam", role="assistant", persona=BUILTIN_AGENTS["default-2"].persona),
+    "classmate_1": AgentProfile(id="classmate_1", name="Mia", role="classmate",
+                                persona="A classmate: curious and quick to ask for concrete examples."),
+    "classmate_2": AgentProfile(id="classmate_2", name="Leo", role="classmate",
+                                persona="A classmate: a friendly sceptic who likes to test every claim."),
+}  # fmt: skip
+"""The built-in agents of earlier releases, still cast by runs that name them."""
+
+
+def check_agent(agent: Agent) -> Agent:
+    """``agent`` with its text trimmed; InvalidAgent naming the first field that is wrong."""
+    name = " ".join(agent.name.split())
+    if not AGENT_ID.fullmatch(agent.id):
+        raise InvalidAgent(f"agent.id: {agent.id!r} is not an agent id ([A-Za-z0-9_.:-], at most 128)", path="agent.id")
+    if not name or len(name) > MAX_NAME_CHARS:
+        raise InvalidAgent(f"agent.name must be 1 to {MAX_NAME_CHARS} characters", path="agent.name")
+    if agent.role not in ("teacher", "assistant", "student", "classmate"):
+        raise InvalidAgent(f"agent.role: {agent.role!r}; expected teacher, assistant or student", path="agent.role")
+    if len(agent.persona) > MAX_PERSONA_CHARS:
+        raise InvalidAgent(f"agent.persona is at most {MAX_PERSONA_CHARS:,} characters", path="agent.persona")
+    for field in ("avatar", "color"):
+        if len(getattr(agent, field)) > MAX_FIELD_CHARS:
+            raise InvalidAgent(f"agent.{field} is at most {MAX_FIELD_CHARS:,} characters", path=f"agent.{field}")
+    if len(agent.allowed_actions) > 64 or any(not a or len(a) > 64 for a in agent.allowed_actions):
+        raise InvalidAgent("agent.allowedActions: at most 64 action names of 1 to 64 characters",
+                           path="agent.allowedActions")
+    if not 1 <= agent.priority <= 10:
+        raise InvalidAgent("agent.priority must be between 1 and 10", path="agent.priority")
+    role = "student" if agent.role == "classmate" else agent.role
+    return msgspec.structs.replace(agent, name=name, role=role, persona=agent.persona.strip(), read_only=False)
+
+
+def _row_agent(r: Record) -> Agent:
+    extra = msgspec.json.decode(r["profile"]) if isinstance(r["profile"], (str, bytes)) else (r["profile"] or {})
+    role = "student" if r["role"] == "classmate" else r["role"]
+    return msgspec.convert({**extra, "id": r["id"], "name": r["name"], "role": role, "persona": r["persona"]}, Agent)
+
+
+def _profile_json(agent: Agent) -> str:
+    data = msgspec.to_builtins(agent)
+    for key in ("id", "name", "role", "persona", "read_only"):
+        data.pop(key, None)
+    return msgspec.json.encode(data).decode()
+
+
+def _reserved(agent_id: str) -> None:
+    if agent_id.startswith("default-") or agent_id in _LEGACY:
+        raise BuiltInReadOnly(f"{agent_id!r} is a built-in agent's id; built-in agents are read-only",
+                              agent_id=agent_id)
+
+
+async def list_agents(db: Database, owner: str) -> list[Agent]:
+    """The built-in agents, then ``owner``'s own in the order they were created."""
+    return [*BUILTIN_AGENTS.values(), *(_row_agent(r) for r in await db.fetch(Q.agents_of_owner, owner))]
+
+
+async def create_agent(db: Database, owner: str, agent: Agent) -> Agent:
+    """Add ``owner``'s agent: InvalidAgent, BuiltInReadOnly (a ``default-`` id), AgentExists, AgentLimitReached."""
+    agent = check_agent(agent)
+    _reserved(agent.id)
+    async with owner_lock(db, owner, AGENTS_LOCK) as conn:
+        if int(await conn.fetchval(Q.agents_count, owner)) >= MAX_AGENTS:
+            raise AgentLimitReached(f"you have {MAX_AGENTS} agents, the most allowed; delete one first",
+                                    limit=MAX_AGENTS)
+        inserted = await conn.fetchval(Q.agent_insert, agent.id, owner, agent.name, agent.role, agent.persona,
+                                       _profile_json(agent))
+    if inserted is None:
+        raise AgentExists(f"you already have an agent {agent.id!r}; change it with PUT /api/agents/{agent.id}",
+                          agent_id=agent.id)
     return agent
 
 
-async def list_agents(db: Database, owner: str) -> list[AgentProfile]:
-    """The built-in agents, then ``owner``'s custom agents in creation order."""
-    rows = await db.fetch(Q.agents_of_owner, owner)
-    return [*BUILTIN_AGENTS.values(), *(AgentProfile(id=r["id"], name=r["name"], role=r["role"],
-                                                      persona=r["persona"]) for r in rows)]
+async def update_agent(db: Database, owner: str, agent_id: str, agent: Agent) -> Agent:
+    """Replace ``owner``'s agent ``agent_id``: BuiltInReadOnly, AgentNotFound, InvalidAgent."""
+    if agent_id in BUILTIN_AGENTS or agent_id in _LEGACY:
+        raise BuiltInReadOnly(f"{agent_id!r} is a built-in agent; built-in agents are read-only", agent_id=agent_id)
+    agent = check_agent(msgspec.structs.replace(agent, id=agent_id))
+    updated = await db.fetchval(Q.agent_update, agent_id, owner, agent.name, agent.role, agent.persona,
+                                _profile_json(agent))
+    if updated is None:
+        raise AgentNotFound(f"no agent {agent_id!r}", agent_id=agent_id)
+    return agent
+
+
+async def delete_agent(db: Database, owner: str, agent_id: str) -> None:
+    """Delete ``owner``'s agent: BuiltInReadOnly, AgentNotFound. Runs that cast it keep their cast."""
+    if agent_id in BUILTIN_AGENTS or agent_id in _LEGACY:
+        raise BuiltInReadOnly(f"{agent_id!r} is a built-in agent; built-in agents are read-only", agent_id=agent_id)
+    if await db.fetchval(Q.agent_delete, agent_id, owner) is None:
+        raise AgentNotFound(f"no agent {agent_id!r}", agent_id=agent_id)
+
+
+async def import_agents(db: Database, owner: str, agents: Sequence[Any]) -> tuple[int, list[tuple[str, str]]]:
+    """Add each of ``agents`` that can be added; ``(imported, [(id, why skipped)])``. An agent the owner already
+    has is kept as it is (existing settings win)."""
+    imported, skipped = 0, []
+    for agent in agents:
+        ident = getattr(agent, "id", "") or ""
+        try:
+            await create_agent(db, owner, agent)
+            imported += 1
+        except AgentExists:
+            skipped.append((ident, "exists"))
+        except BuiltInReadOnly:
+            skipped.append((ident, "built-in"))
+        except AgentLimitReached:
+            skipped.append((ident, "limit"))
+        except InvalidAgent as exc:
+            skipped.append((ident, f"invalid: {exc.message}"))
+    return imported, skipped
 
 
 async def _custom(db: Database, owner: str, ids: Sequence[str]) -> dict[str, AgentProfile]:
-    wanted = [i for i in ids if i not in BUILTIN_AGENTS]
+    wanted = [i for i in ids if i not in BUILTIN_AGENTS and i not in _LEGACY]
     if not wanted:
         return {}
-    rows = await db.fetch(Q.agents_by_ids, owner, wanted)
-    return {r["id"]: AgentProfile(id=r["id"], name=r["name"], role=r["role"], persona=r["persona"]) for r in rows}
+    return {r["id"]: _row_agent(r).profile() for r in await db.fetch(Q.agents_by_ids, owner, wanted)}
+
+
+def _known(agent_id: str) -> AgentProfile | None:
+    builtin = BUILTIN_AGENTS.get(agent_id)
+    return builtin.profile() if builtin is not None else _LEGACY.get(agent_id)
 
 
 async def unknown_agents(db: Database, owner: str, ids: Sequence[str]) -> list[str]:
-    """The ids among ``ids`` that are neither built-in nor ``owner``'s custom agents."""
+    """The ids among ``ids`` that are neither built-in nor ``owner``'s own agents."""
     custom = await _custom(db, owner, ids)
-    return [i for i in ids if i not in BUILTIN_AGENTS and i not in custom]
+    return [i for i in ids if _known(i) is None and i not in custom]
 
 
 async def resolve_agents(db: Database, owner: str, ids: Sequence[str]) -> list[AgentProfile]:
@@ -103,7 +273,7 @@ async def resolve_agents(db: Database, owner: str, ids: Sequence[str]) -> list[A
     custom = await _custom(db, owner, unique)
     out = []
     for i in unique:
-        profile = BUILTIN_AGENTS.get(i) or custom.get(i)
+        profile = _known(i) or custom.get(i)
         if profile is None:
             raise errors.NotFound(f"agent {i!r} no longer exists", agent_id=i)
         out.append(profile)

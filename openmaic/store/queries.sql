@@ -267,17 +267,30 @@ SELECT a.media_type, a.data
  ORDER BY w.ord;
 
 -- name: agent_insert
--- Nothing when the id exists: an id derived from a command id was created by an earlier call.
-INSERT INTO agents (id, owner_id, name, role, persona) VALUES ($1, $2, $3, $4, $5)
-ON CONFLICT (id) DO NOTHING
+-- Nothing when the owner already has the id (AGENT_EXISTS).
+INSERT INTO agents (id, owner_id, name, role, persona, profile) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
+ON CONFLICT (owner_id, id) DO NOTHING
 RETURNING id;
+
+-- name: agent_update
+UPDATE agents SET name = $3, role = $4, persona = $5, profile = $6::jsonb, updated_at = now()
+ WHERE id = $1 AND owner_id = $2
+RETURNING id;
+
+-- name: agent_delete
+DELETE FROM agents WHERE id = $1 AND owner_id = $2 RETURNING id;
+
+-- name: agents_count
+-- Run under the owner's agents lock, so no other write of this owner's agents commits in between.
+SELECT count(*) FROM agents WHERE owner_id = $1;
 
 -- name: agents_by_ids
 -- Also read by a run's agents step, through openmaic_owner: its owner may have been claimed since it folded it.
-SELECT id, name, role, persona FROM agents WHERE owner_id = openmaic_owner($1) AND id = ANY($2::text[]);
+SELECT id, name, role, persona, profile::text AS profile FROM agents
+ WHERE owner_id = openmaic_owner($1) AND id = ANY($2::text[]);
 
 -- name: agents_of_owner
-SELECT id, name, role, persona FROM agents WHERE owner_id = $1 ORDER BY created_at, id;
+SELECT id, name, role, persona, profile::text AS profile FROM agents WHERE owner_id = $1 ORDER BY created_at, id;
 
 -- name: owner_try_lock
 -- An owner's lock in namespace $1 for this transaction; false when another transaction holds it (poll again).
@@ -294,6 +307,12 @@ SELECT count(*) AS active, clock_timestamp() AS now
    AND s.lease_expires_at > now()
    AND EXISTS (SELECT 1 FROM events e
                 WHERE e.stream_id = s.id AND e.type = 'run.admitted' AND e.attempt = s.attempt);
+
+-- name: workbench_sessions_of_owner
+SELECT id, head_seq, attempt, status, created_at, updated_at FROM streams
+ WHERE owner_id = $1 AND kind = 'workbench' AND deleted_at IS NULL
+ ORDER BY created_at DESC, id
+ LIMIT $2;
 
 -- name: runs_in_progress
 -- An owner's runs that have not ended, oldest first (a run's own events say whether it is ending).

@@ -14,3 +14,10 @@ class ModelOutputReset(Event, tag="model.output_reset"):
     """
 
     reason: str = ""
+
+
+@register
+class SessionTitleSet(Event, tag="session.title_set"):
+    """The session's title, set by its owner (``None``: no title)."""
+
+    title: str | None = None

@@ -34,7 +34,7 @@ from openmaic.events.core import (
 )
 from openmaic.events.types import Event
 from openmaic.models.types import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage
-from openmaic.workbench.events import ModelOutputReset
+from openmaic.workbench.events import ModelOutputReset, SessionTitleSet
 
 ASK_USER = "ask_user"
 
@@ -72,6 +72,13 @@ class SessionState(msgspec.Struct, frozen=True, kw_only=True):
     """Model turns since the last one that delivered user messages (bounds a runaway tool loop)."""
     partial_output: bool = False
     """Output deltas were committed since the last committed turn or reset (a client shows uncommitted text)."""
+    prompt: str = ""
+    """The first message, given when the session was created."""
+    new_course: bool = True
+    """The session made its course (rather than opening an existing one)."""
+    title: str | None = None
+    delivered_seq: int = 0
+    """The seq of the last user message a committed turn delivered to the model."""
     seq: int = 0
 
 
@@ -106,7 +113,12 @@ def evolve(state: SessionState, event: Event, seq: int) -> SessionState:
     match event:
         case SessionCreated(input=inp):
             course = inp.get("course_id")
-            return r(state, course_id=course if isinstance(course, str) else None, status="idle", seq=seq)
+            prompt = inp.get("message")
+            return r(state, course_id=course if isinstance(course, str) else None, status="idle",
+                     prompt=prompt if isinstance(prompt, str) else "", new_course=inp.get("new_course") is not False,
+                     seq=seq)
+        case SessionTitleSet(title=title):
+            return r(state, title=title, seq=seq)
         case SessionMessagePosted(text=text, delivery=delivery):
             status = "running" if state.status == "running" else "queued"
             return r(state, undelivered=(*state.undelivered, Posted(seq, text, delivery)), status=status, seq=seq)
@@ -155,6 +167,7 @@ def _turn(state: SessionState, event: ModelTurnCompleted, text: str, delivered: 
         question=None if users or calls else state.question,
         turns=state.turns + 1,
         rounds=1 if users else state.rounds + 1,
+        delivered_seq=max([state.delivered_seq, *delivered]),
         partial_output=False,
         error=None,
         seq=seq,

@@ -31,9 +31,14 @@ from openmaic.courses.events import CourseCreated
 from openmaic.events.core import SessionMessagePosted
 from openmaic.events.folds import FoldCache
 from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.store.database import Record
+from openmaic.store.queries import Q
 from openmaic.workbench import fold
 from openmaic.workbench.content import NEW_COURSE_TITLE
+from openmaic.workbench.events import SessionTitleSet
+from openmaic.workbench.fold import SessionState
 from openmaic.workbench.tools import fold_course
+from openmaic.workbench.views import TERMINAL, pro_status
 
 KIND = "workbench"
 MAX_MESSAGE_CHARS = 20_000
@@ -75,9 +80,20 @@ class SessionSnapshot(msgspec.Struct, frozen=True, kw_only=True):
 
 def _check_text(text: str, field: str) -> None:
     if not text.strip():
-        raise errors.InvalidInput(f"{field} must not be empty", field=field)
+        raise errors.MissingField(f"Missing required field: {field}", path=field)
     if len(text) > MAX_MESSAGE_CHARS:
-        raise errors.InvalidInput(f"{field} is longer than {MAX_MESSAGE_CHARS} characters", field=field)
+        raise errors.InvalidInput(f"{field} is longer than {MAX_MESSAGE_CHARS} characters", path=field)
+
+
+class SessionAlreadyTerminal(errors.Conflict):
+    """The session has ended; send it a new message to start it again."""
+
+    code = "session_already_terminal"
+    error_code = "SESSION_ALREADY_TERMINAL"
+
+
+MAX_TITLE_CHARS = 200
+MAX_LISTED = 200
 
 
 class WorkbenchSessions:
@@ -94,7 +110,7 @@ class WorkbenchSessions:
         """Create (or, for a repeated ``command_id``, find) the owner's session; see the module's doc.
 
         Raises StreamNotFound (404) for a course that is missing, deleted or another owner's; Conflict (409)
-        for a course a generation run is building; InvalidInput (400) for an empty message.
+        for a course a generation run is building; MissingField (400) for an empty message.
         """
         if message is not None:
             _check_text(message, "message")
@@ -151,6 +167,54 @@ class WorkbenchSessions:
             error=state.error, turns=state.turns, question=state.question,
             pending_messages=len(state.undelivered), created_at=row["created_at"],
         )
+
+    # -- OpenMAIC's Pro sessions ---------------------------------------------------------------------------------
+
+    async def start(self, owner: str, prompt: str, stage_id: str | None = None) -> tuple[Record, SessionState]:
+        """A new session with ``prompt`` as its first message (on the course ``stage_id``, or a new one); not
+        idempotent, as OpenMAIC's start is not."""
+        snap = await self.create_session(owner, f"start-{uuid.uuid4()}", stage_id, prompt)
+        return await self.read(owner, snap.id)
+
+    async def read(self, owner: str, session_id: str) -> tuple[Record, SessionState]:
+        """The session's row and its state at that row's head; StreamNotFound for a missing session or another
+        owner's."""
+        row = await owned_stream(self.log, owner, session_id, kind=KIND)
+        return row, await self.sessions.state(session_id, row["head_seq"])
+
+    async def of_owner(self, owner: str) -> list[tuple[Record, SessionState]]:
+        """The owner's sessions, newest first (at most :data:`MAX_LISTED`)."""
+        rows = await self.log.db.fetch(Q.workbench_sessions_of_owner, owner, MAX_LISTED)
+        return [(row, await self.sessions.state(row["id"], row["head_seq"])) for row in rows]
+
+    async def set_title(self, owner: str, session_id: str, title: str | None) -> str | None:
+        """Set (or with None, clear) the session's title."""
+        if title is not None:
+            title = " ".join(title.split())[:MAX_TITLE_CHARS] or None
+        await owned_stream(self.log, owner, session_id, kind=KIND)
+        await self.log.append_one(session_id, [SessionTitleSet(title=title)])
+        return title
+
+    async def send(self, owner: str, session_id: str, text: str) -> tuple[CommandResult, Delivery]:
+        """A follow-up; the server decides how it is delivered: ``steer`` (at the next model call) while the agent
+        is working, ``queued`` otherwise (it starts the next turn)."""
+        _check_text(text, "text")
+        _, state = await self.read(owner, session_id)
+        delivery: Delivery = "steer" if state.status == "running" else "queued"
+        result = await self.commands.post_message(owner, session_id, f"message-{uuid.uuid4()}", text, delivery)
+        return result, delivery
+
+    async def request_cancel(self, owner: str, session_id: str) -> CommandResult:
+        """Cancel the session's work; SessionAlreadyTerminal (409) once it has ended (``succeeded`` included)."""
+        _, state = await self.read(owner, session_id)
+        if pro_status(state.status) in TERMINAL:
+            raise SessionAlreadyTerminal(f"the session has already ended ({pro_status(state.status)})",
+                                         status=pro_status(state.status))
+        try:
+            return await self.commands.cancel(owner, session_id, f"cancel-{uuid.uuid4()}")
+        except errors.Conflict as exc:
+            _, state = await self.read(owner, session_id)
+            raise SessionAlreadyTerminal(exc.message, status=pro_status(state.status)) from None
 
     async def post_message(
         self, owner: str, session_id: str, command_id: str, text: str, delivery: Delivery = "queued"

@@ -29,7 +29,7 @@ from openmaic.events.log import EventLog, RecordedEvent
 from openmaic.materials import (
     MODEL_IMAGE_BYTES, UnreadableFile, UnsupportedFileType, get_asset, get_material, images_for_model, store_material,
 )  # fmt: skip
-from openmaic.runs.agents import BUILTIN_AGENTS, create_agent
+from openmaic.runs.agents import BUILTIN_AGENTS, Agent, create_agent
 from openmaic.runs.events import AgentsChoice, LearnerProfile, RunInput
 from openmaic.runs.kind import GenerationKind
 from openmaic.runs.service import RunService, TooManyRuns
@@ -562,14 +562,15 @@ async def test_a_run_reads_its_materials_and_uses_the_requested_agents(db, db_ur
     notes = await store_material(db, OWNER, "notes.txt", "text/plain", b"Chlorophyll absorbs red and blue light.")
     leaf = await store_material(db, OWNER, "leaf.png", "image/png", PNG)
     theirs = await store_material(db, "mallory", "x.txt", "text/plain", b"secret")
-    mine = await create_agent(db, OWNER, "Professor Oak", "teacher", "Loves plants.")
+    mine = (await create_agent(db, OWNER, Agent(id="oak", name="Professor Oak", role="teacher",
+                                                persona="Loves plants."))).profile()
     with pytest.raises(errors.InvalidInput):
         await svc.create_run(OWNER, "bad", RunInput(requirement="x", material_ids=[theirs.id]))
     with pytest.raises(errors.InvalidInput):
         await svc.create_run("mallory", "bad", RunInput(requirement="x", agents=AgentsChoice(mode="preset",
                                                                                                 agent_ids=[mine.id])))
     inp = RunInput(requirement=requirement(), outline_review="auto", material_ids=[notes.id, leaf.id],
-                   agents=AgentsChoice(mode="preset", agent_ids=[mine.id, "assistant", "classmate_1"]))
+                   agents=AgentsChoice(mode="preset", agent_ids=[mine.id, "default-2", "default-4"]))
     snap = await svc.create_run(OWNER, "c1", inp)
     async with open_generation_worker(db_url, config()):
         await wait_state(svc, snap.id, "completed")
@@ -577,7 +578,8 @@ async def test_a_run_reads_its_materials_and_uses_the_requested_agents(db, db_ur
     [extracted] = await decoded(log, snap.id, "run.materials_extracted")
     assert "Chlorophyll absorbs red and blue light." in extracted.text and extracted.images == [leaf.asset_id]
     assert extracted.kinds == ["txt", "png"]
-    assert list(doc.agents) == [mine, BUILTIN_AGENTS["assistant"], BUILTIN_AGENTS["classmate_1"]]
+    assert list(doc.agents) == [mine, BUILTIN_AGENTS["default-2"].profile(), BUILTIN_AGENTS["default-4"].profile()]
+    assert doc.agents[2].role == "classmate"  # OpenMAIC's "student", as the log names it
     states = [e.state for e in await decoded(log, snap.id, "run.state_changed")]
     assert states == ["outlining", "generating", "completed"]
     assert step_completions(await events(log, snap.id), log)["materials"] == 1

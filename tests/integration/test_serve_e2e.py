@@ -88,35 +88,50 @@ async def test_bad_requests_get_clear_errors(server):
     assert r.status_code == 404
 
 
-async def test_custom_agents_are_created_once_listed_and_cast_in_a_run(server):
+async def test_custom_agents_are_created_listed_changed_and_cast_in_a_run(server):
     client, _ = server
-    body = {"command_id": "agent-1", "name": "Professor  Oak", "role": "teacher", "persona": "Loves plants."}
+    body = {"agent": {"id": "oak", "name": "Professor  Oak", "role": "teacher", "persona": "Loves plants.",
+                      "avatar": "🌳", "color": "#228b22", "allowedActions": ["spotlight"], "priority": 9}}
     r = await client.post("/api/agents", json=body)
     assert r.status_code == 201, r.text
-    oak = r.json()
-    assert oak["id"].startswith("agent_") and oak["name"] == "Professor Oak"
-    again = await client.post("/api/agents", json=body)  # the same command: the same agent, nothing written
-    assert (again.status_code, again.json()) == (201, oak)
-    r = await client.post("/api/agents", json={**body, "name": "Professor Elm"})
-    assert r.status_code == 409 and r.json()["errorCode"] == "CONFLICT"
-    for bad, path in (({"role": "wizard"}, "role"), ({"name": "   "}, "name"), ({"name": "x" * 81}, "name"),
-                      ({"persona": "p" * 2001}, "persona"), ({"mood": "happy"}, "mood")):  # fmt: skip
-        r = await client.post("/api/agents", json={**body, "command_id": f"bad-{path}", **bad})
-        assert r.status_code == 400 and path in json.dumps(r.json()), (bad, r.text)
-    listed = [a["id"] for a in (await client.get("/api/agents")).json()["agents"]]
-    assert listed[:4] == ["teacher", "assistant", "classmate_1", "classmate_2"] and listed[4:] == [oak["id"]]
+    oak = r.json()["agent"]
+    assert (oak["id"], oak["name"], oak["avatar"], oak["allowedActions"]) == ("oak", "Professor Oak", "🌳",
+                                                                             ["spotlight"])
+    r = await client.post("/api/agents", json=body)
+    assert (r.status_code, r.json()["error"]["code"]) == (409, "AGENT_EXISTS")
+    r = await client.post("/api/agents", json={"agent": {**body["agent"], "id": "default-1"}})
+    assert (r.status_code, r.json()["error"]["code"]) == (403, "BUILT_IN_AGENT_READ_ONLY")
+    for bad, path in (({"role": "wizard"}, "agent.role"), ({"name": "   "}, "agent.name"),
+                      ({"priority": 11}, "agent.priority"), ({"persona": "p" * 8001}, "agent.persona"),
+                      ({"id": "has space"}, "agent.id")):  # fmt: skip
+        r = await client.post("/api/agents", json={"agent": {**body["agent"], "id": "x", **bad}})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "INVALID_AGENT", (bad, r.text)
+        assert r.json()["error"]["details"]["path"] == path
+    r = await client.post("/api/agents", json={"agent": {"id": "x", "name": 5, "role": "teacher"}})
+    assert (r.status_code, r.json()["error"]["code"]) == (400, "INVALID_AGENT")
+    listed = (await client.get("/api/agents")).json()["agents"]
+    assert [a["id"] for a in listed] == [f"default-{i}" for i in range(1, 7)] + ["oak"]
+    assert all(a["readOnly"] for a in listed[:6]) and "readOnly" not in listed[6]
+    r = await client.put("/api/agents/oak", json={"agent": {**body["agent"], "name": "Professor Elm"}})
+    assert r.status_code == 200 and r.json()["agent"]["name"] == "Professor Elm"
+    r = await client.put("/api/agents/nobody", json=body)
+    assert (r.status_code, r.json()["error"]["code"]) == (404, "AGENT_NOT_FOUND")
 
-    r = await client.post("/api/runs", json={"command_id": "oak-run", "requirement": "Seeds", "outline_review": "auto",
-                                             "agents": [oak["id"], "assistant"]})  # fmt: skip
+    r = await client.post("/api/generation-runs", json={"requirement": "Seeds", "outlineReview": "auto",
+                                                         "agents": {"mode": "preset", "agentIds": ["oak", "default-2"]}})
     assert r.status_code == 202, r.text
-    run_id = r.json()["id"]
+    run_id = r.json()["run"]["id"]
     with trio.fail_after(60):
-        while (snap := (await client.get(f"/api/runs/{run_id}")).json())["state"] != "completed":
-            assert snap["state"] != "paused", snap
+        while (run := (await client.get(f"/api/generation-runs/{run_id}")).json()["run"])["state"] != "completed":
+            assert run["state"] != "paused", run
             await trio.sleep(0.2)
-    events = (await client.get(f"/api/streams/{run_id}/events")).json()["events"]
-    (cast,) = [e["data"]["agents"] for e in events if e["type"] == "run.agents_selected"]
-    assert [a["name"] for a in cast] == ["Professor Oak", "Sam"]
-    r = await client.post("/api/runs", json={"command_id": "ghost-run", "requirement": "Seeds",
-                                             "agents": ["agent_0000000000000000"]})  # fmt: skip
-    assert r.status_code == 400 and "agent_0000000000000000" in r.text
+    assert [a["name"] for a in run["agents"]["agents"]] == ["Professor Elm", "AI assistant"]
+    r = await client.post("/api/generation-runs", json={"requirement": "Seeds",
+                                                         "agents": {"mode": "preset", "agentIds": ["ghost"]}})
+    assert r.status_code == 400 and "ghost" in r.text
+    assert (await client.delete("/api/agents/oak")).status_code == 204
+    r = await client.delete("/api/agents/oak")
+    assert (r.status_code, r.json()["error"]["code"]) == (404, "AGENT_NOT_FOUND")
+    r = await client.post("/api/agents/import", json={"agents": [body["agent"], {**body["agent"], "id": "default-3"},
+                                                               {**body["agent"], "id": "elm"}]})
+    assert r.json() == {"imported": 2, "skipped": [{"id": "default-3", "reason": "built-in"}]}

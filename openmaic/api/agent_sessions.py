@@ -1,0 +1,294 @@
+"""OpenMAIC's Pro agent sessions: ``/api/agent/sessions…``, over the workbench sessions
+(:class:`~openmaic.workbench.service.WorkbenchSessions`, the same calls the WebSocket commands make).
+
+A session is the workbench agent editing one course (``stageId``: an existing one, or a new one). Its status is
+OpenMAIC's (``queued | running | succeeded | failed | cancelled``; a new message revives an ended session), and
+the server decides whether a message steers the agent's turn in progress or queues the next one. Reads of a
+session that is not the caller's are the plain ``Not found``.
+
+``GET …/{id}/events`` is the session's SSE (``Last-Event-ID`` or ``?lastEventId=``): a ``: replaying from event
+N`` comment, frames ``id: <eventId>`` + ``event: <type>`` + data ``{id, ts, attempt, type, data, phase}`` in the
+vocabulary of :mod:`openmaic.workbench.views`, one ``caught_up`` ``{type, replayed, fromEventId}``, then live
+frames and pings; it does not end when the session does (a new message revives it).
+``GET /api/agent/owner-events`` is the owner's SSE of session changes (``session_created``, ``session_status``,
+``session_title``, ``session_cancel_requested``), after a ``caught_up``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import msgspec
+import trio
+from quart import Blueprint, Response
+
+from openmaic import errors, metrics
+from openmaic.api.follow import PING, SSE_HEADERS, Phase, follow_sse, sse_data
+from openmaic.api.live_feeds import LiveEvent
+from openmaic.api.routing import Call, api_route
+from openmaic.api.services import ApiServices
+from openmaic.api.wire import Wire, encode
+from openmaic.events.log import RecordedEvent
+from openmaic.events.wakeups import RUNNABLE
+from openmaic.materials import material_sizes, valid_material_id
+from openmaic.workbench.service import SessionAlreadyTerminal, WorkbenchSessions
+from openmaic.workbench.views import SessionMeta, SessionView, pro_status, session_meta
+
+__all__ = ["bp"]
+
+bp = Blueprint("agent_sessions", __name__)
+
+MAX_MATERIALS = 20
+_SESSION = {"plain_not_found": True}
+_DIGITS = re.compile(r"[0-9]{1,18}")
+
+
+def sessions_of(call: Call) -> WorkbenchSessions:
+    if call.services.sessions is None:
+        raise errors.OpenMaicError("sessions are not served by this process")
+    return call.services.sessions  # type: ignore[return-value]
+
+
+def meta(owner: str, row: Any, state: Any) -> SessionMeta:
+    return session_meta(row["id"], owner, state, attempt=row["attempt"], created_at=row["created_at"],
+                        updated_at=row["updated_at"])
+
+
+async def _check_materials(call: Call, material_ids: Sequence[str]) -> None:
+    ids = list(dict.fromkeys(material_ids))
+    if len(ids) > MAX_MATERIALS:
+        raise errors.InvalidInput(f"at most {MAX_MATERIALS} materials per message", path="materialIds")
+    found = await material_sizes(call.services.db, call.user, [i for i in ids if valid_material_id(i)])
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise errors.NotFound(f"material {missing[0]!r} cannot be bound: upload it with POST /api/materials")
+
+
+class StartSession(Wire):
+    prompt: str | None = None
+    stage_id: str | None = None
+    """The course to work on (one of yours that no run is building); a new one when absent."""
+    skill: str | None = None
+    existing_course: bool | None = None
+    material_ids: list[str] = []
+    course_refs: list[Any] = []
+
+
+class SendMessage(Wire):
+    text: str | None = None
+    material_ids: list[str] = []
+    element_refs: list[Any] = []
+    course_refs: list[Any] = []
+
+
+class Title(Wire):
+    title: str | None
+
+
+class PostedMessage(Wire):
+    seq: int
+    text: str
+    delivery: str
+
+
+class MessageAnswer(Wire):
+    id: str
+    message: PostedMessage
+    element_refs_accepted: int
+    course_refs_accepted: int
+
+
+class CancelAnswer(Wire):
+    id: str
+    cancel_requested: bool
+
+
+class Runtime(Wire):
+    enabled: bool
+    runtime_enabled: bool
+    persistence: str
+
+
+@api_route(bp, "POST", "/api/agent/sessions", body=StartSession, response=SessionMeta, status=202,
+           errors=(404, 409))
+async def start_session(call: Call) -> tuple[SessionMeta, int]:
+    """Start the Pro agent on a course (stageId) or a new one, with a first prompt; 202 with the session."""
+    b: StartSession = call.body
+    if b.prompt is None or not b.prompt.strip():
+        raise errors.MissingField("Missing required field: prompt", path="prompt")
+    if b.skill:
+        raise errors.InvalidInput(f"unknown skill {b.skill!r}: this server has no skills", path="skill")
+    await _check_materials(call, b.material_ids)
+    row, state = await sessions_of(call).start(call.user, b.prompt, b.stage_id)
+    return meta(call.user, row, state), 202
+
+
+@api_route(bp, "GET", "/api/agent/sessions", response=list[SessionMeta])
+async def list_sessions(call: Call) -> list[SessionMeta]:
+    """Your sessions, newest first."""
+    return [meta(call.user, row, s) for row, s in await sessions_of(call).of_owner(call.user)]
+
+
+@api_route(bp, "GET", "/api/agent/sessions/status", response=dict[str, str])
+async def session_statuses(call: Call) -> dict[str, str]:
+    """The status of each of your sessions, by id."""
+    return {row["id"]: pro_status(s.status) for row, s in await sessions_of(call).of_owner(call.user)}
+
+
+@api_route(bp, "GET", "/api/agent/sessions/{id}", response=SessionMeta, **_SESSION)
+async def get_session(call: Call, id: str) -> SessionMeta:
+    """A session."""
+    row, state = await sessions_of(call).read(call.user, id)
+    return meta(call.user, row, state)
+
+
+@api_route(bp, "PATCH", "/api/agent/sessions/{id}", body=Title, response=Title, **_SESSION)
+async def set_title(call: Call, id: str) -> Title:
+    """Name the session (null clears its title)."""
+    return Title(title=await sessions_of(call).set_title(call.user, id, call.body.title))
+
+
+@api_route(bp, "POST", "/api/agent/sessions/{id}/messages", body=SendMessage, response=MessageAnswer, status=202,
+           **_SESSION)
+async def send_message(call: Call, id: str) -> tuple[MessageAnswer, int]:
+    """Send a follow-up: it steers the turn in progress, or starts the next one (and revives an ended session)."""
+    b: SendMessage = call.body
+    if b.text is None:
+        raise errors.MissingField("Missing required field: text", path="text")
+    await sessions_of(call).read(call.user, id)  # a session that is not yours: the plain 404 first
+    await _check_materials(call, b.material_ids)
+    result, delivery = await sessions_of(call).send(call.user, id, b.text)
+    return MessageAnswer(id=id, message=PostedMessage(seq=result.seq, text=b.text, delivery=delivery),
+                         element_refs_accepted=0, course_refs_accepted=0), 202
+
+
+@api_route(bp, "POST", "/api/agent/sessions/{id}/cancel", response=CancelAnswer, status=202, errors=(409,),
+           **_SESSION)
+async def cancel_session(call: Call, id: str) -> Response | tuple[CancelAnswer, int]:
+    """Stop the agent's work: the session ends cancelled. 409 SESSION_ALREADY_TERMINAL once it has ended."""
+    try:
+        await sessions_of(call).request_cancel(call.user, id)
+    except SessionAlreadyTerminal as exc:
+        # OpenMAIC's own shape for this answer: {code, status, error}.
+        body = {"code": exc.error_code, "status": exc.details.get("status"), "error": exc.message}
+        return Response(encode(body), 409, content_type="application/json")
+    return CancelAnswer(id=id, cancel_requested=True), 202
+
+
+@api_route(bp, "GET", "/api/agent/runtime", response=Runtime)
+async def runtime(call: Call) -> Runtime:
+    """Whether the agent runtime is on (it is, with this server's database)."""
+    return Runtime(enabled=True, runtime_enabled=call.services.sessions is not None, persistence="postgresql")
+
+
+# -- the session's events ------------------------------------------------------------------------------------------
+
+
+class SessionFrame(Wire):
+    id: int
+    ts: int
+    attempt: int | None
+    type: str
+    data: dict[str, Any]
+    phase: Phase
+
+
+class _SessionFraming:
+    def __init__(self, view: SessionView, decode: Any) -> None:
+        self.view = view
+        self.decode = decode
+
+    def _frame(self, e: RecordedEvent, event: Any, phase: Phase) -> bytes:
+        out = self.view.next(event, e.seq)
+        if out is None:
+            return b""
+        kind, data = out
+        body = encode(SessionFrame(id=e.seq, ts=int(e.recorded_at.timestamp() * 1000), attempt=e.attempt, type=kind,
+                                   data=data, phase=phase))
+        return b"id: %d\nevent: %s\ndata: %s\n\n" % (e.seq, kind.encode(), sse_data(body))
+
+    def frames(self, events: Sequence[RecordedEvent], phase: Phase) -> list[bytes]:
+        return [f for f in (self._frame(e, self.decode(e), phase) for e in events) if f]
+
+    def live(self, event: LiveEvent) -> bytes:
+        return self._frame(event.event, event.encoded(self.decode), "live")
+
+    def caught_up(self, start: int, seq: int) -> bytes:
+        body = encode({"type": "caught_up", "replayed": max(0, seq - start), "fromEventId": start})
+        return b"event: caught_up\ndata: %s\n\n" % body
+
+
+class SessionEventsQuery(Wire):
+    last_event_id: str = ""
+
+
+@api_route(bp, "GET", "/api/agent/sessions/{id}/events", query=SessionEventsQuery, sse=True,
+           media_type="text/event-stream", **_SESSION)
+async def session_events(call: Call, id: str) -> Response:
+    """The session's events as server-sent events (Last-Event-ID or ?lastEventId= resumes)."""
+    sessions = sessions_of(call)
+    row, _ = await sessions.read(call.user, id)
+    value = (call.request.headers.get("Last-Event-ID") or call.query.last_event_id).strip()
+    start = int(value) if _DIGITS.fullmatch(value) else 0
+    start = start if start <= row["head_seq"] else 0
+    state = await sessions.sessions.state(id, start)
+    framing = _SessionFraming(SessionView(state), call.services.log.decode)
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b": replaying from event %d\n\n" % start
+        async for chunk in follow_sse(call.services, id, start, framing):
+            yield chunk
+
+    response = Response(body(), 200, dict(SSE_HEADERS))
+    response.timeout = None
+    return response
+
+
+# -- the owner's session feed ----------------------------------------------------------------------------------------
+
+
+async def _owner_session_events(services: ApiServices, owner: str) -> AsyncIterator[bytes]:
+    sessions: WorkbenchSessions = services.sessions  # type: ignore[assignment]
+    metrics.SSE_CLIENTS.inc()
+    try:
+        yield b"event: caught_up\ndata: %s\n\n" % encode({"type": "caught_up"})
+        known: dict[str, tuple[str, str | None, bool]] = {
+            row["id"]: (pro_status(s.status), s.title, bool(s.seq)) for row, s in await sessions.of_owner(owner)}
+        quiet = trio.current_time()
+        ping_s = services.config.server.sse_ping_s
+        while True:
+            # Watch before reading: a change landing between the read and the wait still wakes us.
+            with services.wakeups.watch(RUNNABLE, *known) as watch:
+                frames = []
+                for row, s in await sessions.of_owner(owner):
+                    sid, now = row["id"], (pro_status(s.status), s.title, bool(s.seq))
+                    before = known.get(sid)
+                    if before is None:
+                        frames.append(("session_created", {"sessionId": sid, "session": meta(owner, row, s)}))
+                    else:
+                        if before[0] != now[0]:
+                            frames.append(("session_status", {"sessionId": sid, "status": now[0]}))
+                        if before[1] != now[1]:
+                            frames.append(("session_title", {"sessionId": sid, "title": now[1]}))
+                    known[sid] = now
+                for kind, data in frames:
+                    yield b"event: %s\ndata: %s\n\n" % (kind.encode(), sse_data(encode({"type": kind, **data})))
+                if frames:
+                    quiet = trio.current_time()
+                elif trio.current_time() - quiet >= ping_s:
+                    yield PING
+                    quiet = trio.current_time()
+                await watch.wait(min(services.config.runtime.wake_poll_s, ping_s))
+    finally:
+        metrics.SSE_CLIENTS.dec()
+
+
+@api_route(bp, "GET", "/api/agent/owner-events", sse=True, media_type="text/event-stream")
+async def owner_events(call: Call) -> Response:
+    """Your sessions' changes as server-sent events (session_created, session_status, session_title)."""
+    sessions_of(call)
+    response = Response(_owner_session_events(call.services, call.user), 200, dict(SSE_HEADERS))
+    response.timeout = None
+    return response

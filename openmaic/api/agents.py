@@ -1,0 +1,120 @@
+"""OpenMAIC's agent registry over HTTP: ``/api/agents``. Errors are OpenMAIC's ``jsonErr``
+(``{"error": {"code", "message"}}``) with its codes: ``INVALID_AGENT`` (400), ``BODY_TOO_LARGE`` (413),
+``BUILT_IN_AGENT_READ_ONLY`` (403), ``AGENT_EXISTS`` / ``AGENT_LIMIT_REACHED`` (409), ``AGENT_NOT_FOUND`` (404).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from quart import Blueprint
+
+from openmaic.api.routing import Call, api_route
+from openmaic.api.wire import Wire
+from openmaic.runs import agents as registry
+
+__all__ = ["bp"]
+
+bp = Blueprint("agents", __name__)
+
+MAX_BODY_BYTES = 256 * 1024
+_AGENTS = {"error_style": "json", "error_codes": {400: "INVALID_AGENT", 413: "BODY_TOO_LARGE"}}
+
+
+class VoiceConfigView(Wire, omit_defaults=True):
+    provider_id: str
+    voice_id: str
+    model_id: str | None = None
+
+
+class AgentBody(Wire):
+    """An agent as OpenMAIC's registry holds it."""
+
+    id: str = ""
+    name: str
+    role: str
+    """teacher, assistant or student."""
+    persona: str = ""
+    avatar: str = ""
+    color: str = ""
+    allowed_actions: list[str] = []
+    priority: int = 5
+    voice_config: VoiceConfigView | None = None
+    voice_design: Any = None
+
+
+class AgentView(AgentBody, omit_defaults=True):
+    read_only: bool = False
+
+
+class AgentPayload(Wire):
+    agent: AgentBody
+
+
+class AgentAnswer(Wire):
+    agent: AgentView
+
+
+class AgentList(Wire):
+    agents: list[AgentView]
+    """The built-in agents first (readOnly), then yours in the order you created them."""
+
+
+class ImportBody(Wire):
+    agents: list[AgentBody]
+
+
+class Skipped(Wire):
+    id: str
+    reason: str
+
+
+class ImportAnswer(Wire):
+    imported: int
+    skipped: list[Skipped]
+
+
+def _agent(body: AgentBody) -> registry.Agent:
+    return msgspec.convert(body, registry.Agent, from_attributes=True)
+
+
+def _view(agent: registry.Agent) -> AgentView:
+    return msgspec.convert(agent, AgentView, from_attributes=True)
+
+
+@api_route(bp, "GET", "/api/agents", response=AgentList, **_AGENTS)
+async def list_agents(call: Call) -> AgentList:
+    """The agents a run can cast: the built-in ones (default-1 … default-6, read-only), then yours."""
+    return AgentList(agents=[_view(a) for a in await registry.list_agents(call.services.db, call.user)])
+
+
+@api_route(bp, "POST", "/api/agents", body=AgentPayload, response=AgentAnswer, status=201, body_limit=MAX_BODY_BYTES,
+           errors=(403, 409), **_AGENTS)
+async def create_agent(call: Call) -> tuple[AgentAnswer, int]:
+    """Add an agent of your own; a run casts it by id (agents: {mode: "preset", agentIds: [...]})."""
+    agent = await registry.create_agent(call.services.db, call.user, _agent(call.body.agent))
+    return AgentAnswer(agent=_view(agent)), 201
+
+
+@api_route(bp, "PUT", "/api/agents/{id}", body=AgentPayload, response=AgentAnswer, body_limit=MAX_BODY_BYTES,
+           errors=(403, 404), **_AGENTS)
+async def update_agent(call: Call, id: str) -> AgentAnswer:
+    """Change one of your agents (runs already cast keep the agent as it was)."""
+    agent = await registry.update_agent(call.services.db, call.user, id, _agent(call.body.agent))
+    return AgentAnswer(agent=_view(agent))
+
+
+@api_route(bp, "DELETE", "/api/agents/{id}", status=204, errors=(403, 404), **_AGENTS)
+async def delete_agent(call: Call, id: str) -> None:
+    """Delete one of your agents."""
+    await registry.delete_agent(call.services.db, call.user, id)
+
+
+@api_route(bp, "POST", "/api/agents/import", body=ImportBody, response=ImportAnswer, body_limit=4 * 1024 * 1024,
+           **_AGENTS)
+async def import_agents(call: Call) -> ImportAnswer:
+    """Add several agents at once (a browser's registry); ones you already have are left as they are."""
+    agents = [_agent(a) for a in call.body.agents]
+    imported, skipped = await registry.import_agents(call.services.db, call.user, agents)
+    return ImportAnswer(imported=imported, skipped=[Skipped(id=i, reason=r) for i, r in skipped])
