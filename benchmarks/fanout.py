@@ -3,8 +3,8 @@
     python -m benchmarks.fanout [--rounds 100] [--quick] [--only ws-raw:1000:1 ...]
 
 Setup: ``openmaic serve --role api`` runs as a subprocess on a throwaway durable cluster (or ``DATABASE_URL``).
-The benchmark process creates session streams of a made-up kind ``bench`` directly in the database
-(``create_session``), connects its clients to the API process, waits until every client is caught up, then
+The benchmark process creates waiting ``workbench`` session streams directly in the database
+(``create_session``; only the API role runs, so no worker takes them), connects its clients to the API process, waits until every client is caught up, then
 appends events itself with ``EventLog.append_one`` (one ``session.message_posted`` per stream per round; its
 text carries ``time.time_ns()`` taken just before the append call).
 
@@ -146,7 +146,7 @@ class Bench:
                 await ws.aclose()
 
     async def sse_client(self, client: httpx.AsyncClient, stream: str, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        async with client.stream("GET", f"/api/streams/{stream}/events?after=0",
+        async with client.stream("GET", f"/api/agent/sessions/{stream}/events?lastEventId=0",
                                  headers={"accept": "text/event-stream"}) as resp:
             resp.raise_for_status()
             started = False
@@ -286,7 +286,8 @@ async def _run(args, url, port, proc, clients_list, sse_clients, rounds) -> None
             for _ in range(n):
                 counter += 1
                 sid = f"bench{counter}"
-                await create_session(log, stream_id=sid, kind="bench", owner_id=OWNER, command_id=None)
+                await create_session(log, stream_id=sid, kind="workbench", owner_id=OWNER, command_id=None,
+                                     status="waiting")
                 out.append(sid)
             return out
 

@@ -38,7 +38,7 @@ MATERIALS_LOCK = 0x6F6D6D61
 __all__ = [
     "FORMATS", "MAX_RUN_MATERIALS", "MAX_RUN_MATERIAL_BYTES", "MaterialFormat", "MAX_TEXT_CHARS", "MODEL_IMAGES",
     "MODEL_IMAGE_BYTES", "Material", "MaterialQuotaFull", "UnreadableFile", "UnsupportedFileType",
-    "declared_type", "delete_material", "get_asset", "get_material", "images_for_model", "material_sizes",
+    "declared_type", "delete_material", "get_asset", "get_material", "images_for_model", "list_materials", "material_sizes",
     "material_texts", "missing_materials", "new_material_id", "store_material", "valid_material_id",
 ]  # fmt: skip
 
@@ -273,6 +273,11 @@ async def get_material(db: Database, owner: str, material_id: str) -> Material:
     if row is None:
         raise errors.NotFound(f"no material {material_id!r}", material_id=material_id)
     return _material(row)
+
+
+async def list_materials(db: Database, owner: str, limit: int, before: str | None = None) -> list[Material]:
+    """``owner``'s materials, newest first (ids sort by upload time), after the id ``before``."""
+    return [_material(r) for r in await db.fetch(Q.materials_of_owner, owner, limit, before)]
 
 
 async def get_asset(db: Database, owner: str, asset_id: str) -> tuple[str, bytes]:

@@ -8,6 +8,6 @@
 from openmaic.api.app import create_app
 from openmaic.api.routing import Call, api_route
 from openmaic.api.server import Listening, serve_api
-from openmaic.api.services import ApiServices, CommandResult, Commands
+from openmaic.api.services import ApiServices, CommandResult
 
-__all__ = ["ApiServices", "Call", "CommandResult", "Commands", "Listening", "api_route", "create_app", "serve_api"]
+__all__ = ["ApiServices", "Call", "CommandResult", "Listening", "api_route", "create_app", "serve_api"]

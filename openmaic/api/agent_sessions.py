@@ -16,17 +16,17 @@ frames and pings; it does not end when the session does (a new message revives i
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import msgspec
 import trio
 from quart import Blueprint, Response
 
 from openmaic import errors, metrics
-from openmaic.api.follow import PING, SSE_HEADERS, Phase, follow_sse, sse_data
-from openmaic.api.live_feeds import LiveEvent
+from openmaic.api.commands import CommandTable
+from openmaic.api.follow import PING, SSE_HEADERS, Phase, ViewFraming, follow_sse, sse_data
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import Wire, encode
@@ -36,7 +36,7 @@ from openmaic.materials import material_sizes, valid_material_id
 from openmaic.workbench.service import SessionAlreadyTerminal, WorkbenchSessions
 from openmaic.workbench.views import SessionMeta, SessionView, pro_status, session_meta
 
-__all__ = ["bp"]
+__all__ = ["SESSION_COMMANDS", "SessionFraming", "bp"]
 
 bp = Blueprint("agent_sessions", __name__)
 
@@ -56,11 +56,11 @@ def meta(owner: str, row: Any, state: Any) -> SessionMeta:
                         updated_at=row["updated_at"])
 
 
-async def _check_materials(call: Call, material_ids: Sequence[str]) -> None:
+async def _check_materials(services: ApiServices, owner: str, material_ids: Sequence[str]) -> None:
     ids = list(dict.fromkeys(material_ids))
     if len(ids) > MAX_MATERIALS:
         raise errors.InvalidInput(f"at most {MAX_MATERIALS} materials per message", path="materialIds")
-    found = await material_sizes(call.services.db, call.user, [i for i in ids if valid_material_id(i)])
+    found = await material_sizes(services.db, owner, [i for i in ids if valid_material_id(i)])
     missing = [i for i in ids if i not in found]
     if missing:
         raise errors.NotFound(f"material {missing[0]!r} cannot be bound: upload it with POST /api/materials")
@@ -81,6 +81,9 @@ class SendMessage(Wire):
     material_ids: list[str] = []
     element_refs: list[Any] = []
     course_refs: list[Any] = []
+    command_id: str | None = None
+    """This server's addition: makes the message idempotent (the same id answers as the first time); OpenMAIC's
+    messages have none."""
 
 
 class Title(Wire):
@@ -120,7 +123,7 @@ async def start_session(call: Call) -> tuple[SessionMeta, int]:
         raise errors.MissingField("Missing required field: prompt", path="prompt")
     if b.skill:
         raise errors.InvalidInput(f"unknown skill {b.skill!r}: this server has no skills", path="skill")
-    await _check_materials(call, b.material_ids)
+    await _check_materials(call.services, call.user, b.material_ids)
     row, state = await sessions_of(call).start(call.user, b.prompt, b.stage_id)
     return meta(call.user, row, state), 202
 
@@ -144,24 +147,54 @@ async def get_session(call: Call, id: str) -> SessionMeta:
     return meta(call.user, row, state)
 
 
+class CancelBody(Wire):
+    command_id: str | None = None
+
+
+SESSION_COMMANDS = CommandTable("workbench")
+"""The commands of a Pro session, for its routes and its WebSocket alike."""
+
+
+@SESSION_COMMANDS.command("title", Title)
+async def title(services: ApiServices, owner: str, session_id: str, b: Title) -> Title:
+    return Title(title=await _sessions(services).set_title(owner, session_id, b.title))
+
+
+@SESSION_COMMANDS.command("message", SendMessage)
+async def message(services: ApiServices, owner: str, session_id: str, b: SendMessage) -> MessageAnswer:
+    sessions = _sessions(services)
+    if b.text is None:
+        raise errors.MissingField("Missing required field: text", path="text")
+    await sessions.read(owner, session_id)  # a session that is not yours: the 404 first
+    await _check_materials(services, owner, b.material_ids)
+    result, delivery = await sessions.send(owner, session_id, b.text, command_id=b.command_id)
+    return MessageAnswer(id=session_id, message=PostedMessage(seq=result.seq, text=b.text, delivery=delivery),
+                         element_refs_accepted=0, course_refs_accepted=0)
+
+
+@SESSION_COMMANDS.command("cancel", CancelBody)
+async def cancel(services: ApiServices, owner: str, session_id: str, b: CancelBody) -> CancelAnswer:
+    await _sessions(services).request_cancel(owner, session_id, command_id=b.command_id)
+    return CancelAnswer(id=session_id, cancel_requested=True)
+
+
+def _sessions(services: ApiServices) -> WorkbenchSessions:
+    if services.sessions is None:
+        raise errors.OpenMaicError("sessions are not served by this process")
+    return services.sessions  # type: ignore[return-value]
+
+
 @api_route(bp, "PATCH", "/api/agent/sessions/{id}", body=Title, response=Title, **_SESSION)
 async def set_title(call: Call, id: str) -> Title:
     """Name the session (null clears its title)."""
-    return Title(title=await sessions_of(call).set_title(call.user, id, call.body.title))
+    return await title(call.services, call.user, id, call.body)
 
 
 @api_route(bp, "POST", "/api/agent/sessions/{id}/messages", body=SendMessage, response=MessageAnswer, status=202,
            **_SESSION)
 async def send_message(call: Call, id: str) -> tuple[MessageAnswer, int]:
     """Send a follow-up: it steers the turn in progress, or starts the next one (and revives an ended session)."""
-    b: SendMessage = call.body
-    if b.text is None:
-        raise errors.MissingField("Missing required field: text", path="text")
-    await sessions_of(call).read(call.user, id)  # a session that is not yours: the plain 404 first
-    await _check_materials(call, b.material_ids)
-    result, delivery = await sessions_of(call).send(call.user, id, b.text)
-    return MessageAnswer(id=id, message=PostedMessage(seq=result.seq, text=b.text, delivery=delivery),
-                         element_refs_accepted=0, course_refs_accepted=0), 202
+    return await message(call.services, call.user, id, call.body), 202
 
 
 @api_route(bp, "POST", "/api/agent/sessions/{id}/cancel", response=CancelAnswer, status=202, errors=(409,),
@@ -169,12 +202,11 @@ async def send_message(call: Call, id: str) -> tuple[MessageAnswer, int]:
 async def cancel_session(call: Call, id: str) -> Response | tuple[CancelAnswer, int]:
     """Stop the agent's work: the session ends cancelled. 409 SESSION_ALREADY_TERMINAL once it has ended."""
     try:
-        await sessions_of(call).request_cancel(call.user, id)
+        return await cancel(call.services, call.user, id, CancelBody()), 202
     except SessionAlreadyTerminal as exc:
         # OpenMAIC's own shape for this answer: {code, status, error}.
         body = {"code": exc.error_code, "status": exc.details.get("status"), "error": exc.message}
         return Response(encode(body), 409, content_type="application/json")
-    return CancelAnswer(id=id, cancel_requested=True), 202
 
 
 @api_route(bp, "GET", "/api/agent/runtime", response=Runtime)
@@ -195,25 +227,19 @@ class SessionFrame(Wire):
     phase: Phase
 
 
-class _SessionFraming:
+class SessionFraming(ViewFraming):
     def __init__(self, view: SessionView, decode: Any) -> None:
+        super().__init__(decode)
         self.view = view
-        self.decode = decode
 
-    def _frame(self, e: RecordedEvent, event: Any, phase: Phase) -> bytes:
+    def client_frame(self, e: RecordedEvent, event: Any, phase: Phase) -> SessionFrame | None:
+        """The client event of ``e`` (decoded as ``event``), advancing the view; None when it has none."""
         out = self.view.next(event, e.seq)
         if out is None:
-            return b""
+            return None
         kind, data = out
-        body = encode(SessionFrame(id=e.seq, ts=int(e.recorded_at.timestamp() * 1000), attempt=e.attempt, type=kind,
-                                   data=data, phase=phase))
-        return b"id: %d\nevent: %s\ndata: %s\n\n" % (e.seq, kind.encode(), sse_data(body))
-
-    def frames(self, events: Sequence[RecordedEvent], phase: Phase) -> list[bytes]:
-        return [f for f in (self._frame(e, self.decode(e), phase) for e in events) if f]
-
-    def live(self, event: LiveEvent) -> bytes:
-        return self._frame(event.event, event.encoded(self.decode), "live")
+        return SessionFrame(id=e.seq, ts=int(e.recorded_at.timestamp() * 1000), attempt=e.attempt, type=kind,
+                            data=data, phase=phase)
 
     def caught_up(self, start: int, seq: int) -> bytes:
         body = encode({"type": "caught_up", "replayed": max(0, seq - start), "fromEventId": start})
@@ -234,12 +260,14 @@ async def session_events(call: Call, id: str) -> Response:
     start = int(value) if _DIGITS.fullmatch(value) else 0
     start = start if start <= row["head_seq"] else 0
     state = await sessions.sessions.state(id, start)
-    framing = _SessionFraming(SessionView(state), call.services.log.decode)
+    framing = SessionFraming(SessionView(state), call.services.log.decode)
 
     async def body() -> AsyncIterator[bytes]:
         yield b": replaying from event %d\n\n" % start
-        async for chunk in follow_sse(call.services, id, start, framing):
-            yield chunk
+        # Closed with the response (trio wants every async generator finalized by its owner).
+        async with contextlib.aclosing(follow_sse(call.services, id, start, framing)) as chunks:
+            async for chunk in chunks:
+                yield chunk
 
     response = Response(body(), 200, dict(SSE_HEADERS))
     response.timeout = None

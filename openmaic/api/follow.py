@@ -11,18 +11,20 @@ the response ends, and the client resumes from its last seq (an ``EventSource`` 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from typing import Literal, Protocol
+import contextlib
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, Literal, Protocol
 
 import trio
+from quart import Response
 
 from openmaic import metrics
 from openmaic.api.live_feeds import LiveEvent
 from openmaic.api.services import ApiServices
-from openmaic.api.wire import MAX_PAGE
+from openmaic.api.wire import MAX_PAGE, encode
 from openmaic.events.log import RecordedEvent
 
-__all__ = ["PING", "Phase", "SseFraming", "SSE_HEADERS", "follow_sse", "sse_data"]
+__all__ = ["PING", "Phase", "SseFraming", "SSE_HEADERS", "ViewFraming", "feed_response", "follow_sse", "sse_data"]
 
 Phase = Literal["backlog", "live"]
 
@@ -47,6 +49,50 @@ class SseFraming(Protocol):
         ...
 
     def caught_up(self, start: int, seq: int) -> bytes: ...
+
+
+class ViewFraming:
+    """An :class:`SseFraming` over a view of the stream: :meth:`client_frame` maps one event (advancing the view,
+    so events must pass in seq order) to its client frame, a Struct with ``type``; the frame goes out as
+    ``id: <seq>`` + ``event: <type>`` + ``data: <frame>``. The stream WebSocket sends the same client frames."""
+
+    def __init__(self, decode: Callable[[RecordedEvent], Any]) -> None:
+        self.decode = decode
+
+    def client_frame(self, e: RecordedEvent, event: Any, phase: Phase) -> Any:
+        raise NotImplementedError
+
+    def _frame(self, e: RecordedEvent, event: Any, phase: Phase) -> bytes:
+        frame = self.client_frame(e, event, phase)
+        if frame is None:
+            return b""
+        return b"id: %d\nevent: %s\ndata: %s\n\n" % (e.seq, frame.type.encode(), sse_data(encode(frame)))
+
+    def frames(self, events: Sequence[RecordedEvent], phase: Phase) -> list[bytes]:
+        return [f for f in (self._frame(e, self.decode(e), phase) for e in events) if f]
+
+    def live(self, event: LiveEvent) -> bytes:
+        return self._frame(event.event, event.encoded(self.decode), "live")  # decoded once for every follower
+
+    def caught_up(self, start: int, seq: int) -> bytes:
+        raise NotImplementedError
+
+
+def feed_response(changes: AsyncIterator[Any]) -> Response:
+    """An SSE response of an owner's feed: each change as an unnamed frame, ``None`` (a heartbeat) as a ping."""
+
+    async def body() -> AsyncIterator[bytes]:
+        metrics.SSE_CLIENTS.inc()
+        try:
+            async with contextlib.aclosing(changes):  # closed with the response
+                async for change in changes:
+                    yield PING if change is None else b"data: " + sse_data(encode(change)) + b"\n\n"
+        finally:
+            metrics.SSE_CLIENTS.dec()
+
+    response = Response(body(), 200, dict(SSE_HEADERS))
+    response.timeout = None  # a live feed has no end; quart would otherwise cut it after 60 s
+    return response
 
 
 def sse_data(data: bytes) -> bytes:

@@ -19,21 +19,20 @@ completed or ended), and a run started meanwhile appears the same way.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 import msgspec
 import trio
 from quart import Blueprint, Response
 
-from openmaic import errors, metrics
-from openmaic.api.follow import SSE_HEADERS, PING, Phase, follow_sse, sse_data
+from openmaic import errors
+from openmaic.api.commands import CommandTable
+from openmaic.api.follow import SSE_HEADERS, Phase, ViewFraming, feed_response, follow_sse
 from openmaic.api.headless import runs_of
-from openmaic.api.live_feeds import LiveEvent
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import Success, Wire, encode
-from openmaic.courses.views import ClassroomView, classroom_view
 from openmaic.events.log import RecordedEvent
 from openmaic.events.wakeups import RUNNABLE
 from openmaic.runs.client_events import ClientView
@@ -42,7 +41,7 @@ from openmaic.runs.service import RunService, RunStateConflict, outline_items
 from openmaic.runs.views import RunDetail, RunView, run_detail, run_view
 from openmaic.store.database import Record
 
-__all__ = ["bp", "client_view_from", "run_frame"]
+__all__ = ["RUN_COMMANDS", "RunFraming", "bp", "client_view_from", "runs_of_services"]
 
 bp = Blueprint("generation_runs", __name__)
 
@@ -200,14 +199,59 @@ async def get_run(call: Call, id: str) -> RunDetailAnswer:
     return RunDetailAnswer(run=run_detail(view_of(row, state)))
 
 
+class Discard(Wire):
+    """Discarding names no command id (repeating it is harmless); one sent on a WebSocket is echoed."""
+
+    command_id: str | None = None
+
+
+RUN_COMMANDS = CommandTable("generation")
+"""The commands of a run, for its routes and its WebSocket alike."""
+
+
+@RUN_COMMANDS.command("discard", Discard)
+async def discard(services: ApiServices, owner: str, run_id: str, body: Discard) -> CommandAnswer:
+    out = await runs_of_services(services).discard(owner, run_id)
+    return CommandAnswer(state=out.state, seq=out.seq)
+
+
+@RUN_COMMANDS.command("confirm_outline", ConfirmOutline)
+async def confirm(services: ApiServices, owner: str, run_id: str, b: ConfirmOutline) -> ConfirmAnswer:
+    items = None if b.outlines is None else outline_items(b.outlines)
+    out = await runs_of_services(services).confirm_outline(owner, run_id, b.command_id, b.outline_revision, items)
+    return ConfirmAnswer(state=out.state, seq=out.seq, outline_revision=out.outline_revision)
+
+
+@RUN_COMMANDS.command("retry", Retry)
+async def retry(services: ApiServices, owner: str, run_id: str, b: Retry) -> CommandAnswer:
+    runs = runs_of_services(services)
+    if b.media is not None:
+        await runs.read(owner, run_id)  # the same 404 as any command for a run that is not yours
+        raise RunStateConflict(f"the run has no media element {b.media.element_id!r} that failed",
+                               element_id=b.media.element_id)
+    out = await runs.retry(owner, run_id, b.command_id)
+    return CommandAnswer(state=out.state, seq=out.seq)
+
+
+@RUN_COMMANDS.command("hold_outline", Command)
+async def hold(services: ApiServices, owner: str, run_id: str, b: Command) -> CommandAnswer:
+    out = await runs_of_services(services).hold_outline(owner, run_id, b.command_id)
+    return CommandAnswer(state=out.state, seq=out.seq)
+
+
+def runs_of_services(services: ApiServices) -> RunService:
+    if services.runs is None:
+        raise errors.OpenMaicError("runs are not served by this process")
+    return services.runs  # type: ignore[return-value]
+
+
 @api_route(bp, "DELETE", "/api/generation-runs/{id}", response=CommandAnswer, errors=(409,), **_RUN)
 async def discard_run(call: Call, id: str) -> CommandAnswer:
     """Discard a run that has no course yet (its outline was never confirmed); repeating it is harmless.
 
     409 RUN_STATE_CONFLICT once its course exists or it completed (delete the course instead).
     """
-    out = await runs_of(call).discard(call.user, id)
-    return CommandAnswer(state=out.state, seq=out.seq)
+    return await discard(call.services, call.user, id, Discard())
 
 
 @api_route(bp, "POST", "/api/generation-runs/{id}/confirm-outline", body=ConfirmOutline, response=ConfirmAnswer,
@@ -218,44 +262,21 @@ async def confirm_outline(call: Call, id: str) -> ConfirmAnswer:
     409 RUN_STATE_CONFLICT when the run is not awaiting confirmation or the revision is stale; 429
     ACTIVE_RUN_LIMIT (a confirmed run is in progress again).
     """
-    b: ConfirmOutline = call.body
-    items = None if b.outlines is None else outline_items(b.outlines)
-    out = await runs_of(call).confirm_outline(call.user, id, b.command_id, b.outline_revision, items)
-    return ConfirmAnswer(state=out.state, seq=out.seq, outline_revision=out.outline_revision)
+    return await confirm(call.services, call.user, id, call.body)
 
 
 @api_route(bp, "POST", "/api/generation-runs/{id}/retry", body=Retry, response=CommandAnswer, errors=(409, 429),
            **_RUN)
 async def retry_run(call: Call, id: str) -> CommandAnswer:
     """Re-run the step a paused run failed on (that step only). 409 RUN_STATE_CONFLICT unless it is paused."""
-    b: Retry = call.body
-    if b.media is not None:
-        await runs_of(call).read(call.user, id)  # the same 404 as any command for a run that is not yours
-        raise RunStateConflict(f"the run has no media element {b.media.element_id!r} that failed", element_id=b.media.element_id)
-    out = await runs_of(call).retry(call.user, id, b.command_id)
-    return CommandAnswer(state=out.state, seq=out.seq)
+    return await retry(call.services, call.user, id, call.body)
 
 
 @api_route(bp, "POST", "/api/generation-runs/{id}/hold-outline", body=Command, response=CommandAnswer,
            errors=(409,), **_RUN)
 async def hold_outline(call: Call, id: str) -> CommandAnswer:
     """Stop an outline's countdown: the run then waits for confirm-outline."""
-    out = await runs_of(call).hold_outline(call.user, id, call.body.command_id)
-    return CommandAnswer(state=out.state, seq=out.seq)
-
-
-# -- the classroom (the course a run builds) -----------------------------------------------------------------------
-
-
-class ClassroomAnswer(Success):
-    classroom: ClassroomView
-
-
-@api_route(bp, "GET", "/api/classrooms/{id}", response=ClassroomAnswer, plain_not_found=True)
-async def get_classroom(call: Call, id: str) -> ClassroomAnswer:
-    """A classroom (the course at result.classroomId / run.stageId): its scenes with their content and script,
-    its agents, and the run still writing it, if any (follow that run's events for the scenes to come)."""
-    return ClassroomAnswer(classroom=classroom_view(id, await runs_of(call).owned_course(call.user, id)))
+    return await hold(call.services, call.user, id, call.body)
 
 
 # -- the run's events --------------------------------------------------------------------------------------------
@@ -271,33 +292,22 @@ class ClientFrame(Wire):
     phase: Phase
 
 
-def run_frame(run_id: str, seq: int, recorded_ms: int, kind: str, data: dict[str, Any], phase: Phase) -> bytes:
-    """One client event as OpenMAIC's SSE frame."""
-    body = encode(ClientFrame(run_id=run_id, seq=seq, ts=recorded_ms, type=kind, data=data, phase=phase))
-    return b"id: %d\nevent: %s\ndata: %s\n\n" % (seq, kind.encode(), sse_data(body))
-
-
-class _RunFraming:
+class RunFraming(ViewFraming):
     """The run's client events: one view per follower, advanced by every event it passes."""
 
     def __init__(self, run_id: str, view: ClientView, decode: Any) -> None:
+        super().__init__(decode)
         self.run_id = run_id
         self.view = view
-        self.decode = decode
 
-    def _frame(self, e: RecordedEvent, event: Any, phase: Phase) -> bytes:
+    def client_frame(self, e: RecordedEvent, event: Any, phase: Phase) -> ClientFrame | None:
+        """The client event of ``e`` (decoded as ``event``), advancing the view; None when it has none."""
         out = self.view.next(event, e.seq)
         if out is None:
-            return b""
+            return None
         kind, data = out
-        return run_frame(self.run_id, e.seq, int(e.recorded_at.timestamp() * 1000), kind, data, phase)
-
-    def frames(self, events: Sequence[RecordedEvent], phase: Phase) -> list[bytes]:
-        out = [self._frame(e, self.decode(e), phase) for e in events]
-        return [f for f in out if f]
-
-    def live(self, event: LiveEvent) -> bytes:
-        return self._frame(event.event, event.encoded(self.decode), "live")  # decoded once for every follower
+        return ClientFrame(run_id=self.run_id, seq=e.seq, ts=int(e.recorded_at.timestamp() * 1000), type=kind,
+                           data=data, phase=phase)
 
     def caught_up(self, start: int, seq: int) -> bytes:
         return b"event: caught_up\ndata: %s\n\n" % encode({"type": "caught_up", "from": start, "seq": seq})
@@ -326,7 +336,7 @@ async def run_events(call: Call, id: str) -> Response:
     runs = runs_of(call)
     row, _ = await runs.read(call.user, id)
     start = _cursor(call, row["head_seq"])
-    framing = _RunFraming(id, await client_view_from(runs, id, start), call.services.log.decode)
+    framing = RunFraming(id, await client_view_from(runs, id, start), call.services.log.decode)
     response = Response(follow_sse(call.services, id, start, framing), 200, dict(SSE_HEADERS))
     response.timeout = None  # a live stream has no end; quart would otherwise cut it after 60 s
     return response
@@ -378,15 +388,4 @@ async def owner_run_changes(services: ApiServices, owner: str, idle_s: float) ->
 async def owner_events(call: Call) -> Response:
     """Your runs in progress as server-sent events: a runs frame, then a run frame for every change."""
     runs_of(call)
-    response = Response(_owner_sse(call.services, call.user), 200, dict(SSE_HEADERS))
-    response.timeout = None
-    return response
-
-
-async def _owner_sse(services: ApiServices, owner: str) -> AsyncIterator[bytes]:
-    metrics.SSE_CLIENTS.inc()
-    try:
-        async for change in owner_run_changes(services, owner, services.config.server.sse_ping_s):
-            yield PING if change is None else b"data: " + sse_data(encode(change)) + b"\n\n"
-    finally:
-        metrics.SSE_CLIENTS.dec()
+    return feed_response(owner_run_changes(call.services, call.user, call.services.config.server.sse_ping_s))

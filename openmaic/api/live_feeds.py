@@ -47,12 +47,14 @@ PAGE = 1000
 
 
 class LiveEvent:
-    """One recorded event on its way to many subscribers: each wire encoding is computed once, on first use."""
+    """One recorded event on its way to many subscribers: each wire encoding is computed once, on first use.
+    ``backlog``: read by the subscriber itself while catching up (not offered by a live feed)."""
 
-    __slots__ = ("_encodings", "event")
+    __slots__ = ("_encodings", "backlog", "event")
 
-    def __init__(self, event: RecordedEvent) -> None:
+    def __init__(self, event: RecordedEvent, *, backlog: bool = False) -> None:
         self.event = event
+        self.backlog = backlog
         self._encodings: dict[Callable[[RecordedEvent], Any], Any] = {}
 
     @property

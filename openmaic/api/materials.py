@@ -9,11 +9,19 @@ Answers 201 ``{materialId, originalName, bytes, mime, extraction}``.
 
 ``DELETE /api/materials/{id}`` answers ``{materialId, deleted: true}``; an unknown, deleted or another owner's
 id is the plain 404.
+
+``GET /api/materials/{id}?sessionId=`` and ``GET /api/materials?sessionId=&limit=&before=`` read materials in a
+Pro session's scope, as OpenMAIC's session routes do (``sessionId`` is required and must be one of the owner's
+sessions). Materials are not bound to one session here: every one of the owner's materials is in scope.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import urllib.parse
+from typing import Annotated
+
+import msgspec
 
 from quart import Blueprint, Response
 
@@ -39,9 +47,61 @@ class UploadedMaterial(Wire):
     extraction: Extraction
 
 
+class MaterialView(UploadedMaterial):
+    created_at: dt.datetime
+
+
+class MaterialAnswer(Wire):
+    material: MaterialView
+
+
+class MaterialsAnswer(Wire):
+    materials: list[MaterialView]
+
+
+class ScopeQuery(Wire):
+    session_id: str = ""
+
+
+class ListQuery(Wire):
+    session_id: str = ""
+    limit: Annotated[int, msgspec.Meta(ge=1, le=200)] = 50
+    before: str = ""
+    """The materialId to list after (newest first): the last id of the previous page."""
+
+
 class DeletedMaterial(Wire):
     material_id: str
     deleted: bool
+
+
+def _full_view(m: materials.Material) -> MaterialView:
+    return MaterialView(material_id=m.id, original_name=m.filename, bytes=m.size, mime=m.media_type,
+                        extraction=Extraction(status="done"), created_at=m.created_at)
+
+
+async def _in_session(call: Call, session_id: str) -> None:
+    if not session_id:
+        raise errors.MissingField("Missing required field: sessionId", path="sessionId")
+    row = await call.services.log.stream(session_id)
+    if row is None or row["owner_id"] != call.user or row["kind"] != "workbench" or row["deleted_at"] is not None:
+        raise errors.NotFound(f"no session {session_id!r}")
+
+
+@api_route(bp, "GET", "/api/materials", query=ListQuery, response=MaterialsAnswer, plain_not_found=True)
+async def list_materials(call: Call) -> MaterialsAnswer:
+    """Your materials in a session's scope, newest first; page on with before=<the last materialId>."""
+    q: ListQuery = call.query
+    await _in_session(call, q.session_id)
+    found = await materials.list_materials(call.services.db, call.user, q.limit, q.before or None)
+    return MaterialsAnswer(materials=[_full_view(m) for m in found])
+
+
+@api_route(bp, "GET", "/api/materials/{id}", query=ScopeQuery, response=MaterialAnswer, plain_not_found=True)
+async def get_material(call: Call, id: str) -> MaterialAnswer:
+    """One of your materials, in a session's scope."""
+    await _in_session(call, call.query.session_id)
+    return MaterialAnswer(material=_full_view(await materials.get_material(call.services.db, call.user, id)))
 
 
 def material_view(m: materials.Material) -> UploadedMaterial:

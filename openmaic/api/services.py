@@ -1,16 +1,15 @@
 """What the HTTP layer needs from the rest of openmaic: the store, the log, wake-ups, config, and command handles.
 
-The API only serves. It never starts durable work itself: commands go to :class:`Commands` (implemented by the
-control plane), whose implementations append events; workers and projectors, running elsewhere, react to them.
-The ``runs`` / ``sessions`` / ``courses`` handles are used by the route modules of those resources; each such
-module declares the methods it calls on its handle.
+The API only serves. It never starts durable work itself: commands go to the control plane (``runs``: a
+:class:`~openmaic.runs.service.RunService`, ``sessions``: a :class:`~openmaic.workbench.service.WorkbenchSessions`),
+which appends events; workers and projectors, running elsewhere, react to them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from openmaic.actors.commands import CommandResult
 from openmaic.api.live_feeds import LiveFeeds
@@ -20,41 +19,11 @@ from openmaic.events.wakeups import Wakeups
 from openmaic.extraction.pdf import Extractor
 from openmaic.store.database import Database
 
-__all__ = ["ApiServices", "CommandResult", "Commands", "Courses", "Delivery", "Runs", "Sessions"]
+__all__ = ["ApiServices", "CommandResult", "Courses", "Delivery", "Runs", "Sessions"]
 
 Delivery = Literal["steer", "queued"]
 """How a follow-up message reaches a running session: at the next turn boundary (``steer``) or after the
 current turn settles (``queued``)."""
-
-
-class Commands(Protocol):
-    """Control-plane commands on a stream, all idempotent by ``command_id``.
-
-    Each checks that ``owner`` owns the stream first and raises :class:`~openmaic.errors.StreamNotFound` when it
-    does not (identical to a missing stream). Other failures are :class:`~openmaic.errors.OpenMaicError`
-    subclasses carrying their own status and code (a terminal session is a 409, a stale outline revision a 409,
-    a reused ``command_id`` for another command a 409 ``command_conflict``).
-    """
-
-    async def post_message(
-        self, owner: str, stream_id: str, command_id: str, text: str, delivery: Delivery
-    ) -> CommandResult:
-        """Append ``session.message_posted {text, delivery}``."""
-        ...
-
-    async def cancel(self, owner: str, stream_id: str, command_id: str) -> CommandResult:
-        """Append ``session.cancel_requested``."""
-        ...
-
-    async def confirm_outline(
-        self, owner: str, stream_id: str, command_id: str, outline_revision: int, outline: Any | None
-    ) -> CommandResult:
-        """Confirm the run's outline at ``outline_revision`` (an edited ``outline`` becomes revision + 1)."""
-        ...
-
-    async def retry(self, owner: str, stream_id: str, command_id: str) -> CommandResult:
-        """Re-run the step a paused run failed on."""
-        ...
 
 
 class Runs(Protocol):
@@ -83,7 +52,6 @@ class ApiServices:
     log: EventLog
     wakeups: Wakeups
     config: Config
-    commands: Commands | None = None
     runs: Runs | None = None
     sessions: Sessions | None = None
     courses: Courses | None = None

@@ -1,9 +1,17 @@
-"""``WS /api/streams/{id}/ws?after=N``: a stream's events live, and commands on the same socket.
+"""``WS /api/streams/{id}/ws?after=N``: one of your streams live, and its commands on the same socket.
 
-The server sends ``{"type":"event","seq","event"}`` for each event after ``after``, then
-``{"type":"caught_up","seq"}``, then live events. The client may send
-``{"type":"message"|"cancel"|"confirm_outline"|"retry","command_id",…}``; each is answered by
-``{"type":"ack","command_id","seq","replayed"}`` or ``{"type":"error","command_id","error":{…}}``. A malformed
+This project's addition to OpenMAIC's API, for clients that want both directions on one connection. It carries
+exactly the client events of the stream's SSE (the same view of the log, at the same seqs): a run's
+(:mod:`openmaic.runs.client_events`), a session's (:mod:`openmaic.workbench.views`), or a classroom's
+``classroom_changed``. The server sends ``{"type":"event","seq","event"}`` for each client event after
+``after`` (``event`` is the object an SSE frame's data holds), then ``{"type":"caught_up","from","seq"}``, then
+live events.
+
+The client may send the stream's commands, ``{"type": <command>, "commandId"?, …}`` with the body of the
+command's HTTP route: a run's ``confirm_outline``, ``retry``, ``hold_outline`` and ``discard``, a session's
+``message``, ``cancel`` and ``title`` (:mod:`openmaic.api.commands`). Each is decoded as its route decodes it
+and handled by the same call, then answered by ``{"type":"ack","commandId","result":<the route's answer>}`` or
+``{"type":"error","commandId","errorCode","error","details"?}`` (the route's error envelope). A malformed
 message gets an error frame; the connection stays open.
 
 Three tasks per connection, one nursery:
@@ -28,19 +36,19 @@ import msgspec
 import trio
 
 from openmaic import metrics
-from openmaic.api.errors import ErrorInfo, ServiceUnavailable, describe
+from openmaic.api import agent_sessions, classrooms, generation_runs
+from openmaic.api.commands import CommandTable
+from openmaic.api.errors import ServiceUnavailable, describe
 from openmaic.api.live_feeds import LiveEvent
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route
-from openmaic.api.services import ApiServices, CommandResult
+from openmaic.api.services import ApiServices
 from openmaic.api.streams import bp, check_cursor, visible_stream
-from openmaic.api.wire import (
-    MAX_PAGE, Ack, CancelMessage, CaughtUp, ClientMessage, ConfirmOutlineMessage, ErrorFrame, EventFrame,
-    PostMessage, RetryMessage, ServerFrame, decode_json, encode,
-)  # fmt: skip
-from openmaic.errors import DatabaseUnavailable, OpenMaicError
-from openmaic.events.log import RecordedEvent, envelope
+from openmaic.api.wire import MAX_PAGE, Wire, decode_json, encode
+from openmaic.errors import DatabaseUnavailable, InvalidInput
 from openmaic.store.database import collapse_groups
+from openmaic.workbench import fold as session_fold
+from openmaic.workbench.views import SessionView
 
 __all__ = ["StreamSocketQuery"]
 
@@ -59,32 +67,100 @@ class StreamSocketQuery(msgspec.Struct, frozen=True, kw_only=True):
     """Send events with a seq greater than this (the last seq the client has)."""
 
 
-@api_route(bp, "WS", "/api/streams/{id}/ws", query=StreamSocketQuery, ws_receives=ClientMessage,
+# -- frames ------------------------------------------------------------------------------------------------------
+
+
+class _Frame(Wire, tag_field="type"):
+    pass
+
+
+class EventFrame(_Frame, tag="event"):
+    """One client event of the stream (``event`` is what its SSE frame's data holds)."""
+
+    seq: int
+    event: Any
+
+
+class CaughtUp(_Frame, tag="caught_up"):
+    """The backlog has been sent up to ``seq``; live events follow."""
+
+    from_: int = msgspec.field(name="from")
+    seq: int
+
+
+class Ack(_Frame, tag="ack"):
+    """A command was accepted; ``result`` is what its HTTP route answers."""
+
+    command_id: str | None
+    result: Any
+
+
+class ErrorFrame(_Frame, tag="error", omit_defaults=True):
+    """A message was refused, as its HTTP route refuses it; the connection stays open."""
+
+    command_id: str | None = None
+    success: bool
+    error_code: str
+    error: str
+    details: dict[str, Any] | None = None
+
+
+class ClientCommand(Wire):
+    """The part of every message that says which command it is."""
+
+    type: str
+    command_id: str | None = None
+
+
+ServerFrame = EventFrame | CaughtUp | Ack | ErrorFrame
+
+
+async def _view_for(services: ApiServices, row: Any, after: int) -> tuple[Any, CommandTable | None]:
+    """The client view of the stream from seq ``after``, and its command table (None: it takes no commands)."""
+    kind, sid = row["kind"], row["id"]
+    if kind == "generation":
+        runs = generation_runs.runs_of_services(services)
+        view = generation_runs.RunFraming(sid, await generation_runs.client_view_from(runs, sid, after),
+                                          services.log.decode)
+        return view, generation_runs.RUN_COMMANDS
+    if kind == "course":
+        return classrooms.ClassroomFraming(sid), None
+    # Every other kind is a session: its lifecycle is the shared vocabulary of sessions.
+    state, _ = await services.log.fold(sid, session_fold.initial(), session_fold.evolve, to_seq=after)
+    view = agent_sessions.SessionFraming(SessionView(state), services.log.decode)
+    return view, agent_sessions.SESSION_COMMANDS if kind == "workbench" else None
+
+
+@api_route(bp, "WS", "/api/streams/{id}/ws", query=StreamSocketQuery, ws_receives=ClientCommand,
            ws_sends=ServerFrame, errors=(404, 400))  # fmt: skip
 async def stream_socket(call: Call, id: str) -> None:
-    """Follow a stream live over a WebSocket, and send commands on the same socket.
+    """Follow one of your streams live over a WebSocket (its client events), and send its commands.
 
     Frames: event, caught_up, ack, error. Closed with 1013 when the client cannot keep up; reconnect with
     after=<last seq received>.
     """
     row = await visible_stream(call, id)
     after = check_cursor(call.query.after, row["head_seq"], "after")
+    view, commands = await _view_for(call.services, row, after)
     ws = call.request
     await accept_websocket(ws)
     metrics.WEBSOCKET_CLIENTS.inc()
     try:
-        await _Connection(call.services, ws, call.user, id, after).run()
+        await _Connection(call.services, ws, call.user, id, after, view, commands).run()
     finally:
         metrics.WEBSOCKET_CLIENTS.dec()
 
 
 class _Connection:
-    def __init__(self, services: ApiServices, ws: Any, owner: str, stream_id: str, after: int) -> None:
+    def __init__(self, services: ApiServices, ws: Any, owner: str, stream_id: str, after: int, view: Any,
+                 commands: Any) -> None:
         self.services = services
         self.ws = ws
         self.owner = owner
         self.stream_id = stream_id
         self.after = after
+        self.view = view
+        self.commands = commands
         self.too_slow = False
 
     async def run(self) -> None:
@@ -112,10 +188,18 @@ class _Connection:
                 await self.ws.close(close_code, reason)
 
     async def _write(self, receive: trio.MemoryReceiveChannel[bytes | LiveEvent]) -> None:
+        # The one consumer of the queue: events pass the view here, in seq order, backlog and live alike.
+        decode = self.services.log.decode
         async with receive:
-            async for frame in receive:
-                # A live event is encoded once for every socket of its stream; other frames are this socket's.
-                await self.ws.send(frame.encoded(ws_text) if isinstance(frame, LiveEvent) else frame.decode())
+            async for item in receive:
+                if isinstance(item, LiveEvent):
+                    phase = "backlog" if item.backlog else "live"
+                    frame = self.view.client_frame(item.event, item.encoded(decode), phase)
+                    if frame is None:
+                        continue
+                    await self.ws.send(encode(EventFrame(seq=item.seq, event=frame)).decode())
+                else:
+                    await self.ws.send(item.decode())
 
     async def _pump(self, send: trio.MemorySendChannel[bytes | LiveEvent], connection: trio.CancelScope) -> None:
         log_, feeds, stream_id = self.services.log, self.services.feeds, self.stream_id
@@ -124,11 +208,11 @@ class _Connection:
             while True:  # catching up: wait for room, the client reads history at its own pace
                 batch = await log_.read_stream(stream_id, cursor, MAX_PAGE)
                 for e in batch:
-                    await send.send(LiveEvent(e))
+                    await send.send(LiveEvent(e, backlog=True))
                     cursor = e.seq
                 if len(batch) < MAX_PAGE:
                     break
-            await send.send(encode(CaughtUp(cursor)))
+            await send.send(encode(CaughtUp(from_=self.after, seq=cursor)))
             with feeds.subscriber(stream_id, cursor, send) as sub:
                 while gap := await feeds.join(sub):  # behind the stream's feed: deliver the gap first, paced
                     for e in gap:
@@ -153,32 +237,24 @@ class _Connection:
                 # by the pump.
                 await send.send(encode(answer))
 
-    async def _answer(self, message: str | bytes) -> ServerFrame:
+    async def _answer(self, message: str | bytes) -> Ack | ErrorFrame:
         raw = message.encode() if isinstance(message, str) else message
         command_id = _command_id(raw)
         try:
-            command = decode_json(raw, ClientMessage)  # type: ignore[arg-type]
-            result = await self._dispatch(command)
+            head = decode_json(raw, ClientCommand)
+            command = self.commands.get(head.type) if self.commands is not None else None
+            if command is None:
+                known = ", ".join(self.commands.names()) if self.commands is not None else "none"
+                raise InvalidInput(f"type: this stream takes no command {head.type!r} (it takes: {known})",
+                                   path="type")
+            # The same body and the same call as the command's HTTP route: one road, whatever the transport.
+            body = decode_json(raw, command.body)
+            result = await command.handler(self.services, self.owner, self.stream_id, body)
         except Exception as exc:  # every failure becomes an error frame; the socket stays open
             problem = describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")
-            return ErrorFrame(command_id, ErrorInfo(problem.code, problem.message, problem.details or None))
-        return Ack(result.command_id, result.seq, result.replayed)
-
-    async def _dispatch(self, command: Any) -> CommandResult:
-        commands = self.services.commands
-        if commands is None:
-            raise ServiceUnavailable("commands are not available in this process")
-        owner, sid, cid = self.owner, self.stream_id, command.command_id
-        match command:
-            case PostMessage(text=text, delivery=delivery):
-                return await commands.post_message(owner, sid, cid, text, delivery)
-            case CancelMessage():
-                return await commands.cancel(owner, sid, cid)
-            case ConfirmOutlineMessage(outline_revision=revision, outline=outline):
-                return await commands.confirm_outline(owner, sid, cid, revision, outline)
-            case RetryMessage():
-                return await commands.retry(owner, sid, cid)
-        raise OpenMaicError(f"unhandled command {type(command).__name__}")  # unreachable: the union is closed
+            return ErrorFrame(command_id=command_id, success=False, error_code=problem.code, error=problem.message,
+                              details=problem.details or None)
+        return Ack(command_id=command_id, result=result)
 
 
 def _close_reason(message: str) -> str:
@@ -187,17 +263,11 @@ def _close_reason(message: str) -> str:
     return message if len(raw) <= 123 else raw[:120].decode(errors="ignore") + "..."
 
 
-def ws_text(event: RecordedEvent) -> str:
-    """An event's WebSocket frame (a text message)."""
-    return encode(EventFrame(event.seq, envelope(event))).decode()
-
-
 def _command_id(raw: bytes) -> str | None:
-    """The message's command_id if one can be read, so that an error frame names the command it refuses."""
+    """The message's commandId if one can be read, so that an error frame names the command it refuses."""
     try:
         obj = msgspec.json.decode(raw)
     except msgspec.DecodeError:
         return None
-    cid = obj.get("command_id") if isinstance(obj, dict) else None
+    cid = obj.get("commandId") if isinstance(obj, dict) else None
     return cid if isinstance(cid, str) else None
-

@@ -18,20 +18,18 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
-from openmaic.api.errors import ErrorInfo, MalformedJson
+from openmaic.api.errors import MalformedJson
 from openmaic.errors import InvalidInput, MissingField, NotFound
-from openmaic.events.log import Envelope
 from openmaic.text import find_unstorable, json_has_nul, unstorable_message
 from openmaic.wire import Wire
 
 __all__ = [
-    "ENCODER", "Success", "Wire", "Ack", "CaughtUp", "ClientMessage", "CommandId", "ConfirmOutlineMessage", "ErrorFrame", "EventFrame",
-    "EventPage", "MAX_PAGE", "PostMessage", "RetryMessage", "ServerFrame", "CancelMessage", "decode_json",
-    "decode_query", "encode", "invalid_input",
+    "ENCODER", "MAX_PAGE", "Success", "Wire", "check_path", "check_text", "decode_json", "decode_query", "encode",
+    "invalid_input",
 ]  # fmt: skip
 
 T = TypeVar("T")
@@ -41,97 +39,15 @@ ENCODER = msgspec.json.Encoder()
 
 encode = ENCODER.encode
 
+
 class Success(Wire):
     """Base of OpenMAIC-style successful answers: ``{"success": true, …fields}``."""
 
     success: bool = True
 
 
-CommandId = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-"""A client-chosen idempotency key: the same id on the same stream returns the original result."""
-
 MAX_PAGE = 1000
 """The largest page of events one request may ask for (and the size of the pages streams read)."""
-
-
-class EventPage(msgspec.Struct, frozen=True):
-    """A page of a stream's events. Ask for the next page with ``after=next_after``."""
-
-    events: list[Envelope]
-    next_after: int
-    """The seq of the last event in ``events`` (``after`` when the page is empty)."""
-    head_seq: int
-    """The stream's last seq when the page was read; ``next_after == head_seq`` means you have read it all."""
-
-
-# --- frames the server sends on a stream WebSocket --------------------------------------------------------
-
-
-class _Frame(msgspec.Struct, frozen=True, tag_field="type"):
-    pass
-
-
-class EventFrame(_Frame, tag="event"):
-    """One event of the stream."""
-
-    seq: int
-    event: Envelope
-
-
-class CaughtUp(_Frame, tag="caught_up"):
-    """The backlog has been sent; ``seq`` is the last seq sent. Live events follow."""
-
-    seq: int
-
-
-class Ack(_Frame, tag="ack"):
-    """A command sent on the socket was accepted; ``seq`` is the event that recorded it."""
-
-    command_id: str
-    seq: int
-    replayed: bool = False
-
-
-class ErrorFrame(_Frame, tag="error"):
-    """A message sent on the socket was refused; the connection stays open."""
-
-    command_id: str | None
-    error: ErrorInfo
-
-
-ServerFrame = EventFrame | CaughtUp | Ack | ErrorFrame
-
-
-# --- messages a client sends on a stream WebSocket ----------------------------------------------------------
-
-
-class _ClientMessage(msgspec.Struct, frozen=True, kw_only=True, tag_field="type", forbid_unknown_fields=True):
-    command_id: CommandId
-
-
-class PostMessage(_ClientMessage, tag="message"):
-    """Post a follow-up message to the session (``session.message_posted``)."""
-
-    text: Annotated[str, msgspec.Meta(min_length=1)]
-    delivery: Literal["steer", "queued"] = "queued"
-
-
-class CancelMessage(_ClientMessage, tag="cancel"):
-    """Ask the session to stop (``session.cancel_requested``)."""
-
-
-class ConfirmOutlineMessage(_ClientMessage, tag="confirm_outline"):
-    """Confirm a run's outline at ``outline_revision``, optionally edited (``outline``)."""
-
-    outline_revision: Annotated[int, msgspec.Meta(ge=0)]
-    outline: Any | None = None
-
-
-class RetryMessage(_ClientMessage, tag="retry"):
-    """Re-run the step a paused run failed on."""
-
-
-ClientMessage = PostMessage | CancelMessage | ConfirmOutlineMessage | RetryMessage
 
 
 # --- decoding -------------------------------------------------------------------------------------------------

@@ -80,8 +80,9 @@ def client_event(before: RunState, event: Event, *, max_attempts: int) -> tuple[
         case RunOutlineConfirmed(revision=revision, by=by):
             if before.confirmed_revision:
                 return None  # a second confirmation changes nothing (the fold keeps the first)
+            after = evolve(before, event, before.seq)
             return "outline_confirmed", {"revision": revision, "edited": revision != before.proposed_revision,
-                                         "by": by}
+                                         "by": by, "outline": outline_view_of(after)}
         case RunCourseCreated(course_id=course_id):
             return "course_created", {"stageId": course_id}
         case RunAgentsSelected(agents=agents):

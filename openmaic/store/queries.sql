@@ -239,6 +239,12 @@ RETURNING id, filename, media_type, size, text, asset_id, created_at;
 -- name: material_get
 SELECT id, filename, media_type, size, text, asset_id, created_at FROM materials WHERE id = $1 AND owner_id = $2;
 
+-- name: materials_of_owner
+SELECT id, filename, media_type, size, text, asset_id, created_at FROM materials
+ WHERE owner_id = $1 AND ($3::text IS NULL OR id < $3)
+ ORDER BY id DESC
+ LIMIT $2;
+
 -- name: material_delete
 -- The asset of an image stays: runs that read the material before it was deleted still show it to the model.
 DELETE FROM materials WHERE id = $1 AND owner_id = $2 RETURNING id;

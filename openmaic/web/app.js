@@ -4,8 +4,8 @@ import {
   SIGN_IN_NEEDED, accessToken, api, clearAccessToken, commandId, explain, fill, h, setAccessToken,
 } from "./api.js";
 import {
-  foldRun, foldSession, initialRun, initialSession, runLabel, runOutline, sceneInProgress, scenesCompleted,
-  sessionBusy, sessionLabel,
+  foldRun, foldSession, runFromSnapshot, runLabel, runOutline, sceneInProgress, scenesCompleted, sessionBusy,
+  sessionFromMeta, sessionLabel,
 } from "./fold.js";
 import { sceneFrame } from "./sandbox.js";
 import { LibraryFeed, StreamSocket } from "./stream.js";
@@ -127,7 +127,7 @@ function sceneScript(actions, agents) {
   return h("details", { class: "script" },
     h("summary", {}, `Classroom script (${list.length} steps)`),
     h("ol", {}, list.map((a) => h("li", {},
-      h("strong", {}, names.get(a.agent_id) || a.agent_id || "Teacher"),
+      h("strong", {}, names.get(a.agentId) || a.agentId || "Teacher"),
       a.kind && a.kind !== "speech" ? h("span", { class: "action-kind" }, ` (${a.kind})`) : null,
       `: ${a.text || ""}`))));
 }
@@ -135,8 +135,8 @@ function sceneScript(actions, agents) {
 // -- library ------------------------------------------------------------------------------------------------------
 
 function cardTarget(card) {
-  if (card.label === "ready" || !card.run_id) return `#/courses/${encodeURIComponent(card.course_id)}`;
-  return `#/runs/${encodeURIComponent(card.run_id)}`;
+  if (card.label === "ready" || !card.runId) return `#/courses/${encodeURIComponent(card.id)}`;
+  return `#/runs/${encodeURIComponent(card.runId)}`;
 }
 
 function libraryView() {
@@ -154,7 +154,7 @@ function libraryView() {
       h("a", { class: "button primary", href: "#/new" }, "New course")),
     problem, empty, list);
 
-  const shown = new Map(); // course_id -> {el, update}
+  const shown = new Map(); // classroom id -> {el, update}
   const feed = new LibraryFeed({
     onConnection(status, err) {
       conn.set(status);
@@ -162,7 +162,7 @@ function libraryView() {
       else if (status === "live") fill(problem);
     },
     onCards(cards) {
-      const ids = new Set(cards.map((c) => c.course_id));
+      const ids = new Set(cards.map((c) => c.id));
       for (const [id, c] of shown) {
         if (!ids.has(id)) {
           c.el.remove();
@@ -172,10 +172,10 @@ function libraryView() {
       let before = null;
       for (let i = cards.length - 1; i >= 0; i--) {
         const card = cards[i];
-        let c = shown.get(card.course_id);
+        let c = shown.get(card.id);
         if (!c) {
           c = courseCard(card, feed, problem);
-          shown.set(card.course_id, c);
+          shown.set(card.id, c);
         } else c.update(card);
         // Move a card only when it is out of place: moving the element that holds the focus would drop it.
         if (c.el.nextElementSibling !== before || c.el.parentNode !== list) list.insertBefore(c.el, before);
@@ -206,8 +206,8 @@ function courseCard(card, feed, problem) {
     if (!window.confirm(`Delete the course “${current.title}”? This cannot be undone.`)) return;
     del.disabled = true;
     try {
-      await api("DELETE", `/api/courses/${encodeURIComponent(current.course_id)}?command_id=${commandId()}`);
-      feed.remove(current.course_id);
+      await api("DELETE", `/api/classrooms/${encodeURIComponent(current.id)}?commandId=${commandId()}`);
+      feed.remove(current.id);
       announce(`Deleted “${current.title}”.`);
       main.focus();
     } catch (err) {
@@ -224,14 +224,14 @@ function courseCard(card, feed, problem) {
     setBadge(label, c.label);
     const generating = c.label.startsWith("generating");
     progress.hidden = !generating;
-    progress.max = Math.max(1, c.scenes_total);
-    progress.value = c.scenes_completed;
-    updated.textContent = c.updated_at ? `Updated ${new Date(c.updated_at).toLocaleString()}` : "";
+    progress.max = Math.max(1, c.scenesTotal);
+    progress.value = c.scenesCompleted;
+    updated.textContent = c.updatedAt ? `Updated ${new Date(c.updatedAt).toLocaleString()}` : "";
     pro.hidden = c.label !== "ready";
-    pro.href = `#/courses/${encodeURIComponent(c.course_id)}`;
+    pro.href = `#/courses/${encodeURIComponent(c.id)}`;
     pro.setAttribute("aria-label", `Ask the agent to change “${c.title || "Untitled course"}”`);
     del.setAttribute("aria-label", `Delete “${c.title || "Untitled course"}”`);
-    el.dataset.courseId = c.course_id;
+    el.dataset.courseId = c.id;
   }
   update(card);
   return { el, update };
@@ -247,7 +247,6 @@ const REVIEW_CHOICES = [
 
 function newCourseView() {
   document.title = "New course · openmaic";
-  const command = commandId(); // one per form: pressing Create twice starts one course
   const requirement = h("textarea", {
     id: "requirement", name: "requirement", rows: 5, required: true, "aria-describedby": "requirement-hint",
     placeholder: "For example: Photosynthesis for 12-year-olds, with a short quiz at the end",
@@ -299,10 +298,10 @@ function newCourseView() {
       }
       status.textContent = "Starting…";
       const review = form.querySelector("input[name=outline_review]:checked").value;
-      const run = await api("POST", "/api/runs", {
-        json: { command_id: command, requirement: text, outline_review: review, material_ids: materialIds },
+      const started = await api("POST", "/api/generation-runs", {
+        json: { requirement: text, outlineReview: review, materialIds },
       });
-      location.hash = `#/runs/${encodeURIComponent(run.id)}`;
+      location.hash = `#/runs/${encodeURIComponent(started.run.id)}`;
     } catch (err) {
       status.textContent = "";
       submit.disabled = false;
@@ -338,17 +337,22 @@ function runView(runId) {
     done,
     h("section", { "aria-labelledby": "outline-heading" }, outlineHead, outlineBody));
 
-  let state = initialRun();
+  let state = null;
   let shownKey = "";
   let alertKey = "";
   let caughtUp = false;
   let lastState = null;
   let countdownTimer = null;
   const sceneCache = new Map(); // index -> {key, el}
+  let classroom = null; // the course being written: the scenes' content comes from it
+  let classroomSeq = -1;
 
   const sock = new StreamSocket(runId, {
+    probe: `/api/generation-runs/${encodeURIComponent(runId)}`,
     onEvent(e) {
       state = foldRun(state, e);
+      if (e.type === "outline_ready" && state.outlineReview === "countdown") refreshSnapshot();
+      if (e.type === "scene_ready" || e.type === "course_created" || e.type === "completed") reloadClassroom();
       render();
     },
     onCaughtUp() {
@@ -358,8 +362,38 @@ function runView(runId) {
     onConnection: conn.set,
   });
 
+  async function refreshSnapshot() {
+    // What events do not repeat: the moment a countdown confirms by itself.
+    try {
+      const { run } = await api("GET", `/api/generation-runs/${encodeURIComponent(runId)}`);
+      if (!stopped && state && state.proposedRevision === run.outline?.revision) {
+        state = { ...state, countdownUntil: run.outlineAutoConfirmAt || null };
+        shownKey = "";
+        render();
+      }
+    } catch {
+      // the events go on; the countdown is only not shown
+    }
+  }
+
+  const reloadClassroom = batched(async () => {
+    if (!state?.courseId) return;
+    try {
+      const { classroom: c } = await api("GET", `/api/classrooms/${encodeURIComponent(state.courseId)}`);
+      if (stopped || c.seq === classroomSeq) return;
+      classroomSeq = c.seq;
+      classroom = c;
+      sceneCache.clear();
+      if (outlineBody.firstChild && shownKey === "scenes") outlineBody.firstChild.replaceChildren();
+      render();
+    } catch {
+      // shown again on the next scene
+    }
+  });
+
   const render = batched(() => {
     const s = state;
+    if (!s) return;
     title.textContent = s.title || "New course";
     document.title = `${s.title || "New course"} · openmaic`;
     requirement.textContent = s.requirement ? `You asked for: ${s.requirement}` : "";
@@ -385,7 +419,7 @@ function runView(runId) {
   });
 
   function renderAlerts(s) {
-    const key = `${s.state}:${s.error}:${s.retryRequested}:${s.deferredUntil}:${s.stopRequested}`;
+    const key = `${s.state}:${s.error}:${s.retryRequested}:${s.stopRequested}`;
     if (key === alertKey) return;
     alertKey = key;
     if (s.state === "paused") {
@@ -408,11 +442,8 @@ function runView(runId) {
         h("p", {}, s.error || "A step failed."),
         s.failedStep ? h("p", { class: "hint" }, `Failed step: ${stepName(s.failedStep)}. Retry runs only that step again.`) : null,
         h("div", { class: "actions" }, retry), note));
-    } else if (s.state === "ended" || s.state === "stopped" || s.stopRequested) {
+    } else if (s.state === "ended" || s.stopRequested) {
       fill(alerts, h("div", { class: "notice" }, h("p", {}, "This course was deleted, so writing stopped.")));
-    } else if (s.deferredUntil && s.state !== "completed") {
-      fill(alerts, h("div", { class: "notice" },
-        h("p", {}, "Waiting: other courses of yours are being written. This one starts as soon as one finishes.")));
     } else {
       fill(alerts);
     }
@@ -494,8 +525,12 @@ function runView(runId) {
       confirm.disabled = true;
       status.textContent = "Confirming…";
       try {
-        const command = { type: "confirm_outline", outline_revision: s.proposedRevision };
-        if (changed) command.outline = edited;
+        const command = { type: "confirm_outline", outlineRevision: s.proposedRevision };
+        if (changed) {
+          command.outlines = edited.map((x, i) => ({
+            id: x.id, type: x.kind, title: x.title, description: x.goal, keyPoints: x.key_points || [], order: i + 1,
+          }));
+        }
         await sock.send(command);
         sessionStorage.removeItem(key);
         status.textContent = "Confirmed. Writing the scenes…";
@@ -524,11 +559,12 @@ function runView(runId) {
     const current = sceneInProgress(s);
     s.confirmed.forEach((item, i) => {
       const scene = s.scenes[i] || {};
-      const status = scene.actions ? "ready" : scene.content ? "finishing" : i === current ? "writing" : "waiting";
-      const key = `${status}:${s.state}`;
+      const written = classroom?.scenes[i];
+      const status = scene.ready ? "ready" : i === current ? (s.step?.endsWith(":actions") ? "finishing" : "writing") : "waiting";
+      const key = `${status}:${s.state}:${written ? classroomSeq : -1}`;
       const cached = sceneCache.get(i);
       if (cached && cached.key === key) return;
-      const failed = s.state === "paused" && i === current && !scene.actions;
+      const failed = s.state === "paused" && i === current && !scene.ready;
       const el = h("li", { class: `scene scene-${failed ? "failed" : status}`, dataset: { status: failed ? "failed" : status } },
         h("div", { class: "scene-head" },
           h("h3", {}, `${i + 1}. ${item.title}`),
@@ -539,8 +575,8 @@ function runView(runId) {
             status === "finishing" ? "writing the script…" :
             status === "writing" ? "writing…" : "waiting")),
         h("p", { class: "item-goal" }, item.goal),
-        sceneContent(scene.content, item.title));
-      if (cached) cached.el.replaceWith(el);
+        sceneContent(written?.content, item.title));
+      if (cached && cached.el.parentNode === list) cached.el.replaceWith(el);
       else list.append(el);
       sceneCache.set(i, { key, el });
     });
@@ -562,11 +598,17 @@ function runView(runId) {
         h("a", { class: "button", href: "#/" }, "Back to the library"))));
   }
 
-  // An HTTP call first: a missing run is a clear message, and an anonymous owner gets its cookie.
+  // An HTTP call first: the snapshot to fold events onto, a missing run is a clear message, and an anonymous
+  // owner gets its cookie.
   let stopped = false;
-  api("GET", `/api/runs/${encodeURIComponent(runId)}`).then(
-    () => {
-      if (!stopped) sock.start();
+  api("GET", `/api/generation-runs/${encodeURIComponent(runId)}`).then(
+    ({ run }) => {
+      if (stopped) return;
+      state = runFromSnapshot(run);
+      sock.seq = run.seq;
+      if (state.courseId) reloadClassroom();
+      render();
+      sock.start();
     },
     (err) => {
       if (stopped) return;
@@ -604,7 +646,6 @@ function courseView(courseId) {
   });
   const start = h("button", { type: "submit", class: "button primary" }, "Start");
   const startStatus = h("p", { class: "form-status", role: "status" });
-  const command = commandId();
   const proForm = h("form", { class: "panel stack", "aria-labelledby": "pro-heading" },
     h("h2", { id: "pro-heading" }, "Change it with the agent"),
     h("div", { class: "field" },
@@ -626,7 +667,7 @@ function courseView(courseId) {
     start.disabled = true;
     startStatus.textContent = "Starting…";
     try {
-      const session = await api("POST", "/api/sessions", { json: { command_id: command, course_id: courseId, message: text } });
+      const session = await api("POST", "/api/agent/sessions", { json: { prompt: text, stageId: courseId } });
       location.hash = `#/sessions/${encodeURIComponent(session.id)}`;
     } catch (err) {
       start.disabled = false;
@@ -642,7 +683,7 @@ function courseView(courseId) {
   async function load() {
     let course;
     try {
-      course = await api("GET", `/api/courses/${encodeURIComponent(courseId)}`);
+      course = (await api("GET", `/api/classrooms/${encodeURIComponent(courseId)}`)).classroom;
     } catch (err) {
       if (stopped) return;
       title.textContent = err.status === 404 ? "Course not found" : "Could not load the course";
@@ -654,10 +695,11 @@ function courseView(courseId) {
     }
     if (stopped || course.seq === loadedSeq) return;
     loadedSeq = course.seq;
-    render(course.document);
+    render(course);
     if (!sock) {
       // The course's own stream says when it changes (a run writing it, an agent editing it).
       sock = new StreamSocket(courseId, {
+        probe: `/api/classrooms/${encodeURIComponent(courseId)}`,
         onEvent: () => {
           if (sock.live) reload();
         },
@@ -678,10 +720,10 @@ function courseView(courseId) {
       h("p", { class: "meta" }, `${doc.scenes.length} scenes${ready < doc.scenes.length ? ` (${ready} ready)` : ""}`,
         doc.agents?.length ? ` · Classroom: ${doc.agents.map((a) => `${a.name} (${a.role})`).join(", ")}` : ""));
     // While a run writes the course it is read-only to the agent: point to the run instead.
-    proForm.hidden = Boolean(doc.locked_by);
-    fill(problem, doc.locked_by ? h("div", { class: "notice" },
+    proForm.hidden = Boolean(doc.generatingRunId);
+    fill(problem, doc.generatingRunId ? h("div", { class: "notice" },
       h("p", {}, "This course is still being written. You can change it with the agent once it is ready."),
-      h("p", {}, h("a", { href: `#/runs/${encodeURIComponent(doc.locked_by)}` }, "Follow its progress"))) : null);
+      h("p", {}, h("a", { href: `#/runs/${encodeURIComponent(doc.generatingRunId)}` }, "Follow its progress"))) : null);
     fill(body,
       h("section", { "aria-labelledby": "course-outline-heading" },
         h("h2", { id: "course-outline-heading" }, "Outline"),
@@ -808,7 +850,7 @@ function sessionView(sessionId) {
       h("aside", { class: "panel course-panel", "aria-labelledby": "scenes-heading" },
         h("h2", { id: "scenes-heading" }, "Scenes of the course"), scenes)));
 
-  let state = initialSession();
+  let state = null;
   let caughtUp = false;
   let courseSeq = -1;
   let lastEdited = -1;
@@ -824,6 +866,7 @@ function sessionView(sessionId) {
   window.addEventListener("resize", onResize);
 
   const sock = new StreamSocket(sessionId, {
+    probe: `/api/agent/sessions/${encodeURIComponent(sessionId)}`,
     onEvent(e) {
       state = foldSession(state, e);
       render();
@@ -837,6 +880,7 @@ function sessionView(sessionId) {
 
   const render = batched(() => {
     const s = state;
+    if (!s) return;
     main.dataset.sessionStatus = s.status;
     main.dataset.seq = String(s.seq);
     setBadge(status, sessionLabel(s));
@@ -859,7 +903,7 @@ function sessionView(sessionId) {
       refreshCourse(s.courseId);
     }
     if (caughtUp && lastStatus !== null && lastStatus !== s.status) {
-      if (s.status === "idle") announce("The agent is done and waiting for you.");
+      if (s.status === "succeeded") announce("The agent is done and waiting for you.");
       else if (s.status === "cancelled") announce("The agent was cancelled.");
       else if (s.status === "failed") announce("The agent stopped after an error.");
     }
@@ -870,11 +914,11 @@ function sessionView(sessionId) {
     courseSeq = Math.max(courseSeq, 0);
     courseLink.href = `#/courses/${encodeURIComponent(courseId)}`;
     try {
-      const course = await api("GET", `/api/courses/${encodeURIComponent(courseId)}`);
+      const course = (await api("GET", `/api/classrooms/${encodeURIComponent(courseId)}`)).classroom;
       if (course.seq === courseSeq) return;
       courseSeq = course.seq;
-      courseLink.textContent = `“${course.document.title || "Untitled course"}”`;
-      fill(scenes, course.document.scenes.map((sc) => h("li", {},
+      courseLink.textContent = `“${course.title || "Untitled course"}”`;
+      fill(scenes, course.scenes.map((sc) => h("li", {},
         h("span", {}, sc.title), " ", h("span", { class: "kind" }, KIND_NAMES[sc.kind] || sc.kind),
         sc.status !== "ready" ? h("span", { class: "scene-status waiting" }, ` ${sceneStatus(sc.status)}`) : null)));
     } catch (err) {
@@ -889,12 +933,11 @@ function sessionView(sessionId) {
       input.focus();
       return;
     }
-    const delivery = sessionBusy(state) ? "steer" : "queued";
     input.value = "";
     sessionStorage.removeItem(storeKey);
     composerStatus.textContent = "Sending…";
     try {
-      await sock.send({ type: "message", text, delivery });
+      await sock.send({ type: "message", text }); // the server decides: steer the turn in flight, or queue
       composerStatus.textContent = "";
     } catch (err) {
       if (!input.value) input.value = text;
@@ -918,6 +961,8 @@ function sessionView(sessionId) {
     composerStatus.textContent = "Cancelling…";
     try {
       await sock.send({ type: "cancel" });
+      state = { ...state, cancelRequested: true };
+      render();
       composerStatus.textContent = "";
     } catch (err) {
       composerStatus.textContent = `Could not cancel: ${explain(err)}`;
@@ -926,10 +971,11 @@ function sessionView(sessionId) {
   });
 
   let stopped = false;
-  api("GET", `/api/sessions/${encodeURIComponent(sessionId)}`).then(
-    (snap) => {
+  api("GET", `/api/agent/sessions/${encodeURIComponent(sessionId)}`).then(
+    (meta) => {
       if (stopped) return;
-      if (snap.course_id) refreshCourse(snap.course_id);
+      state = sessionFromMeta(meta);
+      if (meta.stageId) refreshCourse(meta.stageId);
       sock.start();
     },
     (err) => {
@@ -983,7 +1029,7 @@ function signInView(expired) {
     submit.disabled = true;
     setAccessToken(token);
     try {
-      await api("GET", "/api/library"); // proves the token before any view relies on it
+      await api("GET", "/api/classrooms"); // proves the token before any view relies on it
     } catch (err) {
       clearAccessToken();
       submit.disabled = false;

@@ -1,7 +1,10 @@
 // What the views show, as pure folds of a stream's events: fold(state, event) -> new state.
 // Replaying the same events always gives the same state, so a reloaded page shows what it showed before.
 
-// -- generation runs --------------------------------------------------------------------------------------------
+// -- generation runs ---------------------------------------------------------------------------------------------
+// A run's client events (OpenMAIC's vocabulary: state, step_started, outline_item, outline_ready, scene_ready, …),
+// folded on top of its snapshot (GET /api/generation-runs/{id}), which gives what events do not repeat: the
+// requirement, the review mode, the countdown.
 
 export function initialRun() {
   return {
@@ -21,13 +24,17 @@ export function initialRun() {
     confirmed: [],
     confirmedRevision: 0,
     confirmedBy: null,
-    scenes: [], // {content, actions} per confirmed outline item
+    scenes: [], // {ready} per confirmed outline item; their content is read from the classroom
     failedStep: null,
     retryRequested: false,
     stopRequested: false,
-    deferredUntil: null,
     ended: null,
   };
+}
+
+/** An outline item as this page shows it, from OpenMAIC's SceneOutline. */
+export function outlineItem(o) {
+  return { id: o.id, title: o.title, goal: o.description || "", kind: o.type, key_points: o.keyPoints || [] };
 }
 
 function setScene(scenes, index, change) {
@@ -37,67 +44,80 @@ function setScene(scenes, index, change) {
   return out;
 }
 
+/** The run's state from its snapshot (`run`), before any event is folded on top. */
+export function runFromSnapshot(run) {
+  const s = initialRun();
+  const outline = run.outline;
+  const items = outline ? outline.outlines.map(outlineItem) : [];
+  const confirmed = run.stageId && outline ? items : [];
+  return {
+    ...s,
+    seq: run.seq,
+    runId: run.id,
+    courseId: run.stageId,
+    requirement: run.input?.requirement || "",
+    outlineReview: run.input?.outlineReview || "wait",
+    state: run.state,
+    step: run.step,
+    error: run.error ? run.error.message : null,
+    failedStep: run.state === "paused" ? run.error?.step || run.step : null,
+    title: outline?.courseTitle || "",
+    proposed: outline && !run.stageId ? items : [],
+    proposedRevision: outline ? outline.revision : 0,
+    countdownUntil: run.outlineAutoConfirmAt || null,
+    confirmed,
+    confirmedRevision: run.stageId && outline ? outline.revision : 0,
+    scenes: confirmed.map((_, i) => ({ ready: i < run.progress.scenesCompleted })),
+    ended: run.state === "completed" || run.state === "ended" ? run.state : null,
+  };
+}
+
 export function foldRun(s, e) {
   const d = e.data || {};
   s = { ...s, seq: e.seq };
   switch (e.type) {
-    case "run.created":
-      return {
-        ...s,
-        runId: d.run_id || e.stream_id,
-        courseId: d.course_id,
-        requirement: d.input?.requirement || "",
-        outlineReview: d.input?.outline_review || "wait",
-      };
-    case "run.state_changed":
-      if (d.state === "paused") return { ...s, state: d.state, failedStep: d.step || s.step, error: d.error || s.error };
-      return { ...s, state: d.state, failedStep: null, error: s.state === "paused" ? null : s.error, retryRequested: false };
-    case "run.step_started":
+    case "state":
+      if (d.state === "paused") return { ...s, state: d.state, step: d.step || s.step, failedStep: d.step || s.step };
+      return { ...s, state: d.state, step: d.step || s.step, failedStep: null, error: s.state === "paused" ? null : s.error, retryRequested: false };
+    case "step_started":
       return { ...s, step: d.step };
-    case "run.step_completed":
+    case "step_completed":
       return { ...s, error: null };
-    case "run.step_failed":
-      return { ...s, error: d.error };
-    case "run.retry_requested":
-      return { ...s, retryRequested: true };
-    case "run.stop_requested":
-      return { ...s, stopRequested: true };
-    case "run.admission_deferred":
-      return { ...s, deferredUntil: d.until };
-    case "run.admitted":
-      return { ...s, deferredUntil: null };
-    case "run.outline_restarted":
+    case "step_failed":
+      return { ...s, error: d.message };
+    case "outline_reset":
       return { ...s, streamed: [] };
-    case "run.outline_item": {
+    case "outline_item": {
       const items = d.index === 0 ? [] : s.streamed.slice(0, d.index);
-      return { ...s, streamed: [...items, d.item] };
+      return { ...s, streamed: [...items, outlineItem(d.outline)] };
     }
-    case "run.outline_proposed":
+    case "outline_ready":
       return {
         ...s,
-        proposed: d.items,
+        proposed: d.outline.outlines.map(outlineItem),
         proposedRevision: d.revision,
-        title: d.title || s.title,
-        countdownUntil: d.countdown_until || null,
+        title: d.outline.courseTitle || s.title,
         streamed: [],
       };
-    case "run.outline_confirmed": {
+    case "outline_confirmed": {
       if (s.confirmedRevision) return s;
-      const items = d.items && d.items.length ? d.items : s.proposed;
+      const items = d.outline ? d.outline.outlines.map(outlineItem) : s.proposed;
       return {
         ...s,
         confirmed: items,
         confirmedRevision: d.revision,
         confirmedBy: d.by || "user",
-        scenes: items.map(() => ({ content: null, actions: null })),
+        countdownUntil: null,
+        scenes: items.map(() => ({ ready: false })),
       };
     }
-    case "run.scene_content":
-      return { ...s, scenes: setScene(s.scenes, d.index, { content: d.content }) };
-    case "run.scene_actions":
-      return { ...s, scenes: setScene(s.scenes, d.index, { actions: d.actions }) };
-    case "session.ended":
-      return { ...s, ended: d.status };
+    case "course_created":
+      return { ...s, courseId: d.stageId };
+    case "scene_ready":
+      return { ...s, scenes: setScene(s.scenes, d.index, { ready: true }) };
+    case "completed":
+    case "ended":
+      return { ...s, ended: e.type };
     default:
       return s;
   }
@@ -109,7 +129,7 @@ export function runOutline(s) {
 }
 
 export function scenesCompleted(s) {
-  return s.scenes.filter((x) => x.actions).length;
+  return s.scenes.filter((x) => x.ready).length;
 }
 
 /** The index of the scene being written now (or the one a paused run failed on), or -1. */
@@ -120,7 +140,7 @@ export function sceneInProgress(s) {
   }
   if (s.state !== "generating") return -1;
   const m = /^scene:(\d+):/.exec(s.step || "");
-  return m ? Number(m[1]) : s.scenes.findIndex((x) => !x.actions);
+  return m ? Number(m[1]) : s.scenes.findIndex((x) => !x.ready);
 }
 
 const LABELS = {
@@ -163,65 +183,75 @@ function updateTool(items, callId, change, fallback) {
   return out;
 }
 
+/** The session's state from its meta (GET /api/agent/sessions/{id}), before any event is folded on top. */
+export function sessionFromMeta(meta) {
+  return { ...initialSession(), courseId: meta.stageId, status: meta.status };
+}
+
+// A session's client events (OpenMAIC's agent runtime vocabulary: session_start, user_message, message_update,
+// turn_end, tool_execution_start/_end, user_question, session_end, …).
 export function foldSession(s, e) {
   const d = e.data || {};
-  s = { ...s, seq: e.seq };
+  s = { ...s, seq: e.id };
   switch (e.type) {
-    case "session.created":
-      return { ...s, courseId: d.input?.course_id || null, status: "idle" };
-    case "session.message_posted":
+    case "session_start":
+      return { ...s, courseId: d.stageId || s.courseId, status: "succeeded" };
+    case "user_message":
       return {
         ...s,
         status: s.status === "running" ? "running" : "queued",
-        items: [...s.items, { kind: "user", seq: e.seq, text: d.text, delivered: false }],
+        items: [...s.items, { kind: "user", seq: d.seq, text: d.text, delivered: false }],
       };
-    case "lease.claimed":
+    case "session_resumed":
       return { ...s, status: "running" };
-    case "lease.released":
-      return { ...s, status: d.reason === "shutdown" ? "queued" : "idle" };
-    case "session.interrupted":
+    case "session_interrupted":
       return { ...s, status: "queued" };
-    case "session.cancel_requested":
-      return { ...s, cancelRequested: true, status: s.status === "idle" ? "queued" : s.status };
-    case "session.ended": {
-      const text =
-        d.status === "cancelled" ? "Stopped: the agent was cancelled." :
-        d.status === "failed" ? `The agent stopped after an error${d.error ? `: ${d.error}` : "."} Send a message to try again.` :
-        `The session ended (${d.status}).`;
+    case "session_end": {
+      const status = d.status;
       const items = s.items.map((x) => (x.kind === "tool" && x.state === "running" ? { ...x, state: "interrupted" } : x));
+      if (status === "succeeded") return { ...s, status, cancelRequested: false, draft: "", items };
+      const text =
+        status === "cancelled" ? "Stopped: the agent was cancelled." :
+        status === "failed" ? `The agent stopped after an error${d.error ? `: ${d.error}` : "."} Send a message to try again.` :
+        `The session ended (${status}).`;
       return {
         ...s,
-        status: d.status,
+        status,
         error: d.error || null,
         cancelRequested: false,
         draft: "",
-        items: [...items, { kind: "notice", seq: e.seq, status: d.status, text }],
+        items: [...items, { kind: "notice", seq: e.id, status, text }],
       };
     }
-    case "model.output_delta":
-      return { ...s, draft: s.draft + (d.text || "") };
-    case "model.output_reset":
+    case "message_update":
+      return { ...s, status: "running", draft: s.draft + (d.delta || "") };
+    case "message_reset":
       return { ...s, draft: "" };
-    case "model.turn_completed": {
+    case "turn_end": {
       const delivered = new Set(d.delivered || []);
       let items = s.items.map((x) => (x.kind === "user" && delivered.has(x.seq) ? { ...x, delivered: true } : x));
-      if (d.text) items = [...items, { kind: "assistant", seq: e.seq, text: d.text }];
-      for (const c of d.tool_calls || []) {
+      if (d.text) items = [...items, { kind: "assistant", seq: e.id, text: d.text }];
+      for (const c of d.toolCalls || []) {
         if (!items.some((x) => x.kind === "tool" && x.callId === c.id)) {
           items = [...items, { kind: "tool", callId: c.id, name: c.name, arguments: c.arguments || {}, state: "planned" }];
         }
       }
-      return { ...s, items, draft: "", turns: s.turns + 1, error: null };
+      return { ...s, status: "running", items, draft: "", turns: s.turns + 1, error: null };
     }
-    case "tool.called":
+    case "tool_execution_start":
       return {
         ...s,
-        items: updateTool(s.items, d.call_id, { state: "running" }, { name: d.name, arguments: d.arguments || {} }),
+        items: updateTool(s.items, d.toolCallId, { state: "running" }, { name: d.toolName, arguments: d.args || {} }),
       };
-    case "tool.result": {
-      const state = d.interrupted ? "interrupted" : d.ok ? "ok" : "error";
-      const items = updateTool(s.items, d.call_id, { state, result: d.result, error: d.error || null }, { name: d.name });
-      return { ...s, items, editedAt: d.ok ? e.seq : s.editedAt };
+    case "tool_execution_end": {
+      const state = d.interrupted ? "interrupted" : d.isError ? "error" : "ok";
+      const items = updateTool(s.items, d.toolCallId, { state, result: d.isError ? null : d.result,
+        error: d.isError ? d.result : null }, { name: d.toolName });
+      return { ...s, items, editedAt: d.isError ? s.editedAt : e.id };
+    }
+    case "user_question": {
+      const items = updateTool(s.items, d.toolCallId, { state: "ok", result: { question: d.question } }, { name: "ask_user" });
+      return { ...s, items };
     }
     default:
       return s;
@@ -236,7 +266,7 @@ export function sessionBusy(s) {
 const SESSION_LABELS = {
   queued: "starting…",
   running: "working…",
-  idle: "waiting for you",
+  succeeded: "waiting for you",
   cancelled: "cancelled",
   failed: "stopped after an error",
 };

@@ -13,16 +13,19 @@ function closeSocket(ws) {
 }
 
 /**
- * Follows one stream over `WS /api/streams/{id}/ws?after=N`.
+ * Follows one stream over `WS /api/streams/{id}/ws?after=N`: its client events (a run's, a session's, a
+ * classroom's), the same ones its SSE carries.
  *
  * Every event is handed to `onEvent` exactly once, in seq order: after a dropped connection (or a close with
  * 1013, "too slow") it reconnects with `after=<last seq>`, and anything at or below that seq is skipped.
- * Commands (`send`) are answered by the server's ack or error frame; one not answered before a drop is sent
- * again on the next connection with the same command_id, which the server deduplicates.
+ * Commands (`send`, with the body of the command's HTTP route) are answered by the server's ack (its `result`
+ * is the route's answer) or error frame; one not answered before a drop is sent again on the next connection
+ * with the same commandId, which the server deduplicates where the command has one.
  */
 export class StreamSocket {
-  constructor(streamId, { onEvent, onCaughtUp, onConnection } = {}) {
+  constructor(streamId, { onEvent, onCaughtUp, onConnection, probe } = {}) {
     this.streamId = streamId;
+    this.probe = probe || null; // an HTTP path that answers 404 once the stream is gone
     this.seq = 0;
     this.live = false;
     this.onEvent = onEvent || (() => {});
@@ -53,9 +56,9 @@ export class StreamSocket {
 
   /** Send a command (`{type, …}`); resolves with the ack frame, rejects with the error the server gave. */
   send(command) {
-    const message = { ...command, command_id: command.command_id || commandId() };
+    const message = { ...command, commandId: command.commandId || commandId() };
     return new Promise((resolve, reject) => {
-      this.pending.set(message.command_id, { message, resolve, reject });
+      this.pending.set(message.commandId, { message, resolve, reject });
       if (this.ws && this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
     });
   }
@@ -84,10 +87,10 @@ export class StreamSocket {
 
   async _retry() {
     if (this.stopped) return;
-    if (this.failures >= 3) {
+    if (this.failures >= 3 && this.probe) {
       // A socket refused at the handshake says nothing about why: ask over HTTP whether the stream is gone.
       try {
-        await api("GET", `/api/streams/${encodeURIComponent(this.streamId)}/events?after=${this.seq}&limit=1`);
+        await api("GET", this.probe);
       } catch (err) {
         if (err.status === 404) {
           this.stopped = true;
@@ -120,17 +123,17 @@ export class StreamSocket {
         this.onCaughtUp(frame.seq);
         return;
       case "ack": {
-        const p = this.pending.get(frame.command_id);
-        this.pending.delete(frame.command_id);
+        const p = this.pending.get(frame.commandId);
+        this.pending.delete(frame.commandId);
         p?.resolve(frame);
         return;
       }
       case "error": {
-        const p = this.pending.get(frame.command_id);
-        this.pending.delete(frame.command_id);
-        const err = new Error(frame.error?.message || "the server refused the command");
-        err.code = frame.error?.code;
-        err.details = frame.error?.details || {};
+        const p = this.pending.get(frame.commandId);
+        this.pending.delete(frame.commandId);
+        const err = new Error(frame.error || "the server refused the command");
+        err.code = frame.errorCode;
+        err.details = frame.details || {};
         p?.reject(err);
         return;
       }
@@ -139,8 +142,8 @@ export class StreamSocket {
 }
 
 /**
- * The owner's course cards, live over `WS /api/library/ws`: a `cards` frame, then `card` / `removed` frames.
- * Each (re)connection starts with the full list, so nothing is missed across drops.
+ * The owner's classrooms, live over `WS /api/classrooms/ws`: a `classrooms` frame, then `classroom` / `removed`
+ * frames. Each (re)connection starts with the full list, so nothing is missed across drops.
  */
 export class LibraryFeed {
   constructor({ onCards, onConnection } = {}) {
@@ -156,8 +159,8 @@ export class LibraryFeed {
   async start() {
     // An HTTP call first: it shows the cards at once and, for anonymous owners, sets the owner cookie.
     try {
-      const lib = await api("GET", "/api/library");
-      this._replace(lib.cards);
+      const lib = await api("GET", "/api/classrooms");
+      this._replace(lib.classrooms);
     } catch (err) {
       this.onConnection("error", err);
     }
@@ -177,17 +180,17 @@ export class LibraryFeed {
 
   _connect() {
     if (this.stopped) return;
-    const ws = openSocket("/api/library/ws");
+    const ws = openSocket("/api/classrooms/ws");
     this.ws = ws;
     ws.onmessage = (msg) => {
       this.failures = 0;
       this.onConnection("live");
       const frame = JSON.parse(msg.data);
-      if (frame.type === "cards") this._replace(frame.cards);
-      else if (frame.type === "card") {
-        this.cards.set(frame.card.course_id, frame.card);
+      if (frame.type === "classrooms") this._replace(frame.classrooms);
+      else if (frame.type === "classroom") {
+        this.cards.set(frame.classroom.id, frame.classroom);
         this._changed();
-      } else if (frame.type === "removed") this.remove(frame.course_id);
+      } else if (frame.type === "removed") this.remove(frame.id);
     };
     ws.onclose = () => {
       if (this.ws !== ws || this.stopped) return;
@@ -199,13 +202,13 @@ export class LibraryFeed {
   }
 
   _replace(cards) {
-    this.cards = new Map(cards.map((c) => [c.course_id, c]));
+    this.cards = new Map(cards.map((c) => [c.id, c]));
     this._changed();
   }
 
   _changed() {
     const sorted = [...this.cards.values()].sort(
-      (a, b) => (b.updated_at || "").localeCompare(a.updated_at || "") || a.course_id.localeCompare(b.course_id),
+      (a, b) => (b.updatedAt || "").localeCompare(a.updatedAt || "") || a.id.localeCompare(b.id),
     );
     this.onCards(sorted);
   }

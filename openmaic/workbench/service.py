@@ -26,7 +26,7 @@ from typing import Any, Literal
 import msgspec
 
 from openmaic import errors
-from openmaic.actors.commands import CommandResult, Commands, create_session, owned_stream
+from openmaic.actors.commands import CommandResult, Commands, create_session, owned_stream, previous_result
 from openmaic.courses.events import CourseCreated
 from openmaic.events.core import SessionMessagePosted
 from openmaic.events.folds import FoldCache
@@ -195,23 +195,31 @@ class WorkbenchSessions:
         await self.log.append_one(session_id, [SessionTitleSet(title=title)])
         return title
 
-    async def send(self, owner: str, session_id: str, text: str) -> tuple[CommandResult, Delivery]:
+    async def send(self, owner: str, session_id: str, text: str, *, command_id: str | None = None,
+                   ) -> tuple[CommandResult, Delivery]:
         """A follow-up; the server decides how it is delivered: ``steer`` (at the next model call) while the agent
-        is working, ``queued`` otherwise (it starts the next turn)."""
+        is working, ``queued`` otherwise (it starts the next turn). With ``command_id``, repeating the call
+        returns the first result."""
         _check_text(text, "text")
         _, state = await self.read(owner, session_id)
         delivery: Delivery = "steer" if state.status == "running" else "queued"
-        result = await self.commands.post_message(owner, session_id, f"message-{uuid.uuid4()}", text, delivery)
+        result = await self.commands.post_message(owner, session_id, command_id or f"message-{uuid.uuid4()}", text,
+                                                  delivery)
         return result, delivery
 
-    async def request_cancel(self, owner: str, session_id: str) -> CommandResult:
-        """Cancel the session's work; SessionAlreadyTerminal (409) once it has ended (``succeeded`` included)."""
+    async def request_cancel(self, owner: str, session_id: str, *, command_id: str | None = None) -> CommandResult:
+        """Cancel the session's work; SessionAlreadyTerminal (409) once it has ended (``succeeded`` included).
+        With ``command_id``, repeating the call returns the first result."""
         _, state = await self.read(owner, session_id)
+        if command_id is not None:
+            prev = await previous_result(self.log, session_id, command_id, "session.cancel_requested")
+            if prev is not None:
+                return prev
         if pro_status(state.status) in TERMINAL:
             raise SessionAlreadyTerminal(f"the session has already ended ({pro_status(state.status)})",
                                          status=pro_status(state.status))
         try:
-            return await self.commands.cancel(owner, session_id, f"cancel-{uuid.uuid4()}")
+            return await self.commands.cancel(owner, session_id, command_id or f"cancel-{uuid.uuid4()}")
         except errors.Conflict as exc:
             _, state = await self.read(owner, session_id)
             raise SessionAlreadyTerminal(exc.message, status=pro_status(state.status)) from None

@@ -14,9 +14,9 @@ a client that resumes from the last id it saw gets every later one once, in orde
 | ``lease.claimed`` after a crash (``orphaned``) | ``session_resumed {attempt}`` |
 | ``session.message_posted`` | ``user_message {seq, text, delivery}`` |
 | ``model.output_delta`` / ``model.output_reset`` | ``message_update {delta}`` / ``message_reset`` |
-| ``model.turn_completed`` | ``turn_end {text, toolCalls}`` |
+| ``model.turn_completed`` | ``turn_end {text, toolCalls, delivered}`` (the user messages' seqs it answered) |
 | ``tool.called`` | ``tool_execution_start {toolCallId, toolName, args}`` |
-| ``tool.result`` | ``tool_execution_end {toolCallId, toolName, isError, result}``, or ``user_question {question}`` for ``ask_user`` |
+| ``tool.result`` | ``tool_execution_end {toolCallId, toolName, isError, result, interrupted}``, or ``user_question {question}`` for ``ask_user`` |
 | ``lease.released`` (the turn is done: ``idle``) | ``session_end {status: "succeeded"}`` |
 | ``session.ended`` | ``session_end {status, error}`` |
 | ``session.interrupted`` | ``session_interrupted {reason}`` |
@@ -99,16 +99,16 @@ def session_event(before: SessionState, event: Event) -> tuple[str, dict[str, An
             return "message_update", {"delta": text}
         case ModelOutputReset(reason=reason):
             return "message_reset", {"reason": reason}
-        case ModelTurnCompleted(text=text, tool_calls=calls):
-            return "turn_end", {"text": text, "toolCalls": calls}
+        case ModelTurnCompleted(text=text, tool_calls=calls, delivered=delivered):
+            return "turn_end", {"text": text, "toolCalls": calls, "delivered": delivered}
         case ToolCalled(call_id=call_id, name=name, arguments=args):
             return "tool_execution_start", {"toolCallId": call_id, "toolName": name, "args": args}
-        case ToolResult(call_id=call_id, name=name, ok=ok, result=result, error=error):
+        case ToolResult(call_id=call_id, name=name, ok=ok, result=result, error=error, interrupted=interrupted):
             after = evolve(before, event, before.seq)
             if name == ASK_USER and ok and after.question is not None:
                 return "user_question", {"toolCallId": call_id, "question": after.question}
             return "tool_execution_end", {"toolCallId": call_id, "toolName": name, "isError": not ok,
-                                          "result": result if ok else error}
+                                          "result": result if ok else error, "interrupted": interrupted}
         case LeaseReleased(reason="idle"):
             return "session_end", {"status": "succeeded"}
         case SessionEnded(status=status, error=error):

@@ -203,15 +203,14 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
 
 async def _ready_course(base: str, headers: dict[str, str] | None = None) -> str:
     async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=10, headers=headers) as client:
-        r = await client.post("/api/runs", json={"command_id": "e2e-course", "requirement": "The water cycle",
-                                                 "outline_review": "auto"})  # fmt: skip
+        r = await client.post("/api/generation-runs", json={"requirement": "The water cycle", "outlineReview": "auto"})
         assert r.status_code == 202, r.text
-        run_id = r.json()["id"]
+        run_id = r.json()["run"]["id"]
         with trio.fail_after(30):
-            while (snap := (await client.get(f"/api/runs/{run_id}")).json())["state"] != "completed":
-                assert snap["state"] != "paused", snap
+            while (run := (await client.get(f"/api/generation-runs/{run_id}")).json()["run"])["state"] != "completed":
+                assert run["state"] != "paused", run
                 await trio.sleep(0.2)
-        return snap["course_id"]
+        return run["stageId"]
 
 
 async def test_a_pro_session_with_a_follow_up_and_a_cancel(base_url):
@@ -236,7 +235,7 @@ async def test_a_pro_session_with_a_follow_up_and_a_cancel(base_url):
         expect(log.locator(".msg.tool").filter(has_text="Adding a scene")).to_contain_text("done")
         expect(log.locator(".msg.assistant").filter(has_text="Chlorophyll")).to_have_count(1)
         expect(page.locator(".course-panel")).to_contain_text("Chlorophyll")
-        expect(page.locator("main")).to_have_attribute("data-session-status", "idle")
+        expect(page.locator("main")).to_have_attribute("data-session-status", "succeeded")
         shot(page, "session")
 
         # Another request, cancelled while the agent answers it.

@@ -76,14 +76,15 @@ async def follow_sse(client: httpx.AsyncClient, f: Follower) -> None:
     while True:
         headers = {"Accept": "text/event-stream", "Last-Event-ID": str(f.last)}
         try:
-            async with client.stream("GET", "/api/streams/s/events", headers=headers) as r:
+            async with client.stream("GET", "/api/agent/sessions/s/events", headers=headers) as r:
                 if r.status_code != 200:
                     f.refusals.append(r.status_code)
                 else:
                     f.connections += 1
                     async with sse_frames(r) as frames:
                         async for frame in frames:
-                            if frame.event is None and frame.data is not None and f.got(int(frame.id)):
+                            if frame.event not in (None, "caught_up") and frame.data is not None and \
+                                    f.got(int(frame.id)):
                                 return
         except httpx.TransportError:
             pass
@@ -106,8 +107,8 @@ async def test_live_clients_lose_nothing_across_a_dropped_listener_and_a_postgre
         async with open_database(url) as db:
             await migrate(db)
             log = EventLog(db)
-            await log.append(StreamAppend(stream_id="s", events=[SessionCreated(kind="test", owner_id="local")],
-                                          create=NewStream("test", "local")))  # fmt: skip
+            await log.append(StreamAppend(stream_id="s", events=[SessionCreated(kind="workbench", owner_id="local")],
+                                          create=NewStream("workbench", "local")))  # fmt: skip
             port = free_port()
             with serve_processes(url, tmp_path, [("api", port)]) as procs:
                 async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", trust_env=False,

@@ -1,8 +1,8 @@
 """Running the API on a real socket for tests, plus small real clients (SSE frames, WebSockets).
 
-``StreamCommands`` is a real implementation of the control-plane commands for a ``test`` stream kind: it checks
-ownership, then appends ``session.message_posted`` / ``session.cancel_requested`` through the event log with the
-client's command id (so replays and conflicts are the log's own). The API calls it like any ``Commands``.
+The API is served with the real control plane (a :class:`RunService` and :class:`WorkbenchSessions` over the
+test's database) and no worker: streams made by :meth:`Api.create_stream` are ``workbench`` sessions that wait,
+so the session routes, their SSE and the stream WebSocket read and command them as they would a real one.
 """
 
 from __future__ import annotations
@@ -20,11 +20,14 @@ import trio
 import trio_websocket
 from quart import Blueprint
 
-from openmaic.api import ApiServices, Call, CommandResult, Listening, api_route, create_app, serve_api
+from openmaic.actors.commands import Commands
+from openmaic.api import ApiServices, Call, Listening, agent_sessions, api_route, create_app, serve_api
 from openmaic.config import Config, parse_config
 from openmaic.api.wire import Success, Wire
 from openmaic.errors import Conflict, NotFound, StreamNotFound
-from openmaic.events.core import SessionCancelRequested, SessionCreated, SessionMessagePosted
+from openmaic.events.core import SessionCreated, SessionMessagePosted
+from openmaic.runs.service import RunService
+from openmaic.workbench.service import WorkbenchSessions
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.wakeups import Wakeups
 from openmaic.store.database import Database
@@ -32,38 +35,6 @@ from openmaic.store.database import Database
 
 def make_config(yaml_text: str = "") -> Config:
     return parse_config(yaml_text, source="<test>", env={})
-
-
-class StreamCommands:
-    """Commands on ``test`` streams, written through the event log (ownership first, idempotent by command id)."""
-
-    def __init__(self, log: EventLog) -> None:
-        self.log = log
-
-    async def _check_owner(self, owner: str, stream_id: str) -> None:
-        row = await self.log.stream(stream_id)
-        if row is None or row["owner_id"] != owner:
-            raise StreamNotFound(f"no stream {stream_id!r}", stream_id=stream_id)
-
-    async def post_message(self, owner: str, stream_id: str, command_id: str, text: str, delivery: str) -> CommandResult:
-        await self._check_owner(owner, stream_id)
-        event = SessionMessagePosted(text=text, delivery=delivery)  # type: ignore[arg-type]
-        r = await self.log.append_one(stream_id, [event], command_id=command_id)
-        return CommandResult(command_id=command_id, seq=r.first_seq, replayed=r.replayed)
-
-    async def cancel(self, owner: str, stream_id: str, command_id: str) -> CommandResult:
-        await self._check_owner(owner, stream_id)
-        r = await self.log.append_one(stream_id, [SessionCancelRequested()], command_id=command_id)
-        return CommandResult(command_id=command_id, seq=r.first_seq, replayed=r.replayed)
-
-    async def confirm_outline(self, owner: str, stream_id: str, command_id: str, outline_revision: int,
-                              outline: Any) -> CommandResult:  # fmt: skip
-        await self._check_owner(owner, stream_id)
-        raise Conflict("a test stream has no outline to confirm")
-
-    async def retry(self, owner: str, stream_id: str, command_id: str) -> CommandResult:
-        await self._check_owner(owner, stream_id)
-        raise Conflict("a test stream has no failed step to retry")
 
 
 testing_bp = Blueprint("testing", __name__)
@@ -93,8 +64,12 @@ class TestAck(Success):
 async def post_test_message(call: Call, id: str) -> TestAck:
     """Post a message to a test stream."""
     body: PostBody = call.body
-    r = await call.services.commands.post_message(call.user, id, body.command_id, body.text, body.delivery)
-    return TestAck(command_id=r.command_id, seq=r.seq, replayed=r.replayed)
+    row = await call.services.log.stream(id)
+    if row is None or row["owner_id"] != call.user:
+        raise StreamNotFound(f"no stream {id!r}", stream_id=id)
+    event = SessionMessagePosted(text=body.text, delivery=body.delivery)
+    r = await call.services.log.append_one(id, [event], command_id=body.command_id)
+    return TestAck(command_id=body.command_id, seq=r.first_seq, replayed=r.replayed)
 
 
 @api_route(testing_bp, "GET", "/api/test/json-style/{id}", error_style="json")
@@ -145,11 +120,11 @@ class Api:
     def client(self, **kwargs: Any) -> httpx.AsyncClient:
         return httpx.AsyncClient(base_url=self.url, trust_env=False, timeout=10, **kwargs)
 
-    async def create_stream(self, stream_id: str, owner: str = "local", events: int = 0) -> None:
-        """A ``test`` stream of ``1 + events`` events (created, then messages ``m1``, ``m2``, …)."""
+    async def create_stream(self, stream_id: str, owner: str = "local", events: int = 0, kind: str = "workbench") -> None:
+        """A waiting session of ``1 + events`` events (created, then messages ``m1``, ``m2``, …)."""
         await self.log.append(StreamAppend(
-            stream_id=stream_id, events=[SessionCreated(kind="test", owner_id=owner)],
-            create=NewStream("test", owner),
+            stream_id=stream_id, events=[SessionCreated(kind=kind, owner_id=owner)],
+            create=NewStream(kind, owner),
         ))  # fmt: skip
         await self.append_messages(stream_id, events)
 
@@ -169,15 +144,15 @@ async def running_api(
     config: Config | None = None,
     *,
     blueprints: Iterable[Blueprint] = (),
-    commands: bool = True,
 ) -> AsyncIterator[Api]:
-    """Serve the API on 127.0.0.1 (a free port) for the block's duration."""
+    """Serve the API on 127.0.0.1 (a free port) for the block's duration, with the session routes (and
+    ``blueprints``)."""
     wakeups = Wakeups()
     log = EventLog(db, wakeups)
-    services = ApiServices(db=db, log=log, wakeups=wakeups, config=config or make_config())
-    if commands:
-        services.commands = StreamCommands(log)
-    app = create_app(services, blueprints=blueprints)
+    config = config or make_config()
+    services = ApiServices(db=db, log=log, wakeups=wakeups, config=config, runs=RunService(log, config),
+                           sessions=WorkbenchSessions(log, Commands(log, message_kinds=["workbench"])))
+    app = create_app(services, blueprints=[agent_sessions.bp, *blueprints])
     async with trio.open_nursery() as nursery:
         await nursery.start(wakeups.run, db)
         listening = await nursery.start(serve_api, app, "127.0.0.1", 0)

@@ -9,7 +9,7 @@ from http.cookies import SimpleCookie
 from openmaic.api.identity import COOKIE_MAX_AGE_S, create_token, revoke_token, token_id
 from tests.integration.api_harness import make_config, raw_ws, running_api, ws_rejection
 
-EVENTS = "/api/streams/{}/events"
+EVENTS = "/api/agent/sessions/{}"
 
 
 async def test_single_user_owns_everything_of_its_owner_and_nothing_else(db):

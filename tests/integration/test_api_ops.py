@@ -173,14 +173,14 @@ async def test_openapi_describes_every_route_including_added_blueprints(db):
         doc = r.json()
         assert doc["openapi"] == "3.1.0"
         paths = doc["paths"]
-        for path in ("/healthz", "/readyz", "/metrics", "/api/openapi.json", "/api/streams/{id}/events",
+        for path in ("/healthz", "/readyz", "/metrics", "/api/openapi.json", "/api/agent/sessions/{id}/events",
                      "/api/streams/{id}/ws", "/api/test/streams/{id}/messages", "/api/test/boom"):  # fmt: skip
             assert path in paths, path
-        events = paths["/api/streams/{id}/events"]["get"]
-        assert {p["name"] for p in events["parameters"]} == {"id", "after", "limit", "Last-Event-ID"}
-        limit = next(p for p in events["parameters"] if p["name"] == "limit")
-        assert limit["schema"] == {"type": "integer", "minimum": 1, "maximum": 1000, "default": 1000}
-        assert set(events["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
+        events = paths["/api/agent/sessions/{id}/events"]["get"]
+        assert {p["name"] for p in events["parameters"]} == {"id", "lastEventId", "Last-Event-ID"}
+        assert "text/event-stream" in events["responses"]["200"]["content"]
+        assert events["responses"]["404"]["content"] == {"text/plain": {"schema": {"type": "string",
+                                                                                   "const": "Not found"}}}
         assert {"404", "400", "500"} <= set(events["responses"])
         ws = paths["/api/streams/{id}/ws"]["get"]
         assert "101" in ws["responses"] and "x-websocket-receives" in ws and "x-websocket-sends" in ws
@@ -189,7 +189,7 @@ async def test_openapi_describes_every_route_including_added_blueprints(db):
         assert {"202", "400", "413"} <= set(post["responses"])
         assert paths["/healthz"]["get"]["security"] == []
         schemas = doc["components"]["schemas"]
-        assert {"Envelope", "EventPage", "ApiErrorBody", "PostBody", "TestAck"} <= set(schemas)
+        assert {"SessionMeta", "ApiErrorBody", "PostBody", "TestAck"} <= set(schemas)
 
         def refs(node):
             if isinstance(node, dict):
@@ -207,7 +207,7 @@ async def test_openapi_describes_every_route_including_added_blueprints(db):
     async with running_api(db, make_config("identity: {mode: token}")) as api, api.client() as client:
         doc = (await client.get("/api/openapi.json")).json()
         assert doc["components"]["securitySchemes"]["bearerAuth"]["scheme"] == "bearer"
-        assert doc["paths"]["/api/streams/{id}/events"]["get"]["security"] == [{"bearerAuth": []}]
+        assert doc["paths"]["/api/agent/sessions/{id}/events"]["get"]["security"] == [{"bearerAuth": []}]
 
 
 async def test_serve_api_fails_fast_when_the_port_is_in_use(db):

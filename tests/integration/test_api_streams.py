@@ -1,4 +1,5 @@
-"""Reading streams over real sockets: JSON pages, SSE and WebSocket, resuming, commands, slow consumers."""
+"""Following streams over real sockets: a session's SSE and the stream WebSocket, resuming, commands, slow
+consumers, the live feeds behind them."""
 
 from __future__ import annotations
 
@@ -17,6 +18,12 @@ from tests.integration.api_harness import make_config, running_api, raw_ws, sse_
 from tests.runtime import wait_for
 
 SSE = {"Accept": "text/event-stream"}
+EVENTS = "/api/agent/sessions/s/events"
+
+
+def is_event(f) -> bool:
+    """An SSE frame that carries one of the stream's events (not caught_up, not a comment)."""
+    return f.data is not None and f.event != "caught_up"
 
 # An SSE response never ends, so its reader stops mid-body; httpx/httpcore then leave their internal body
 # generators to the garbage collector (the connection itself is closed by the response's context manager).
@@ -25,53 +32,28 @@ pytestmark = pytest.mark.filterwarnings(
 )
 
 
-async def test_json_pages_carry_envelopes_with_the_stored_bytes(db):
-    async with running_api(db) as api, api.client() as client:
-        await api.create_stream("s", events=24)
-        seen = []
-        after = 0
-        while True:
-            r = await client.get("/api/streams/s/events", params={"after": after, "limit": 10})
-            assert r.status_code == 200, r.text
-            assert r.headers["content-type"] == "application/json"
-            page = r.json()
-            assert page["head_seq"] == 25
-            seen += page["events"]
-            if not page["events"]:
-                assert page["next_after"] == after == 25
-                break
-            assert page["next_after"] == page["events"][-1]["seq"]
-            after = page["next_after"]
-        assert [e["seq"] for e in seen] == list(range(1, 26))
-        stored = await api.log.read_stream("s", 0, 100)
-        first = seen[1]
-        assert set(first) == {"stream_id", "seq", "type", "v", "data", "attempt", "command_id", "recorded_at"}
-        assert (first["stream_id"], first["type"], first["v"]) == ("s", "session.message_posted", 1)
-        # The data bytes pass through untouched: the raw response contains them verbatim.
-        r = await client.get("/api/streams/s/events", params={"after": 1, "limit": 1})
-        assert bytes(stored[1].data) in r.content
-
-
 async def test_sse_sends_backlog_caught_up_live_events_and_pings(db):
     config = make_config("server: {sse_ping_s: 0.3}")
     async with running_api(db, config) as api, api.client() as client:
         await api.create_stream("s", events=4)
         async with (
-            client.stream("GET", "/api/streams/s/events?after=2", headers=SSE) as r,
+            client.stream("GET", f"{EVENTS}?lastEventId=2", headers=SSE) as r,
             sse_frames(r) as frames,
         ):
             assert r.status_code == 200
-            assert r.headers["content-type"].startswith("text/event-stream")
+            assert r.headers["content-type"] == "text/event-stream; charset=utf-8"
+            assert (await anext(frames)).comment  # ": replaying from event 2"
             for seq in (3, 4, 5):
                 f = await anext(frames)
-                assert (f.id, f.event) == (str(seq), None)
-                assert f.json()["seq"] == seq
+                assert (f.id, f.event) == (str(seq), "user_message")
+                assert f.json()["id"] == seq and f.json()["phase"] == "backlog"
             f = await anext(frames)
-            assert (f.event, f.id, f.json()) == ("caught_up", None, {"seq": 5})
+            assert (f.event, f.id, f.json()) == ("caught_up", None, {"type": "caught_up", "replayed": 3,
+                                                                     "fromEventId": 2})
             await api.append_messages("s", 2)
             live = [await anext(frames), await anext(frames)]
-            assert [f.json()["seq"] for f in live] == [6, 7]
-            assert [f.json()["data"]["text"] for f in live] == ["m1", "m2"]
+            assert [int(f.id) for f in live] == [6, 7]
+            assert [(f.json()["data"]["text"], f.json()["phase"]) for f in live] == [("m1", "live"), ("m2", "live")]
             with trio.fail_after(3):
                 while not (await anext(frames)).comment:
                     pass
@@ -87,47 +69,72 @@ async def test_websocket_backlog_live_events_and_commands(db):
                 with trio.fail_after(5):
                     return json.loads(await ws.get_message())
 
-            async with api.client() as client:
-                page = (await client.get("/api/streams/s/events?after=1")).json()
-            # The same envelopes as the JSON page, then caught_up.
-            assert [await frame() for _ in range(3)] == [
-                {"type": "event", "seq": 2, "event": page["events"][0]},
-                {"type": "event", "seq": 3, "event": page["events"][1]},
-                {"type": "caught_up", "seq": 3},
-            ]
-            await ws.send_message(json.dumps({"type": "message", "command_id": "c1", "text": "hello", "delivery": "steer"}))
+            # The session's client events (the same as its SSE), then caught_up.
+            first = [await frame() for _ in range(3)]
+            assert [(f["type"], f.get("seq")) for f in first] == [("event", 2), ("event", 3), ("caught_up", 3)]
+            assert first[0]["event"]["type"] == "user_message" and first[0]["event"]["data"]["text"] == "m1"
+            assert first[2] == {"type": "caught_up", "from": 1, "seq": 3}
+            await ws.send_message(json.dumps({"type": "message", "commandId": "c1", "text": "hello"}))
             got = [await frame(), await frame()]
             ack = next(f for f in got if f["type"] == "ack")
             event = next(f for f in got if f["type"] == "event")
-            assert ack == {"type": "ack", "command_id": "c1", "seq": 4, "replayed": False}
-            assert event["seq"] == 4 and event["event"]["data"] == {"text": "hello", "delivery": "steer"}
-            assert event["event"]["command_id"] == "c1"
+            # The answer of POST /api/agent/sessions/{id}/messages: the server chose the delivery.
+            assert ack == {"type": "ack", "commandId": "c1", "result": {
+                "id": "s", "message": {"seq": 4, "text": "hello", "delivery": "queued"},
+                "elementRefsAccepted": 0, "courseRefsAccepted": 0}}
+            assert event["seq"] == 4 and event["event"]["data"] == {"seq": 4, "text": "hello", "delivery": "queued"}
             # The same command again: the original seq, nothing written.
-            await ws.send_message(json.dumps({"type": "message", "command_id": "c1", "text": "hello"}))
-            assert await frame() == {"type": "ack", "command_id": "c1", "seq": 4, "replayed": True}
+            await ws.send_message(json.dumps({"type": "message", "commandId": "c1", "text": "hello"}))
+            assert (await frame())["result"]["message"]["seq"] == 4
             # The same id for another command: a conflict, as an error frame.
-            await ws.send_message(json.dumps({"type": "cancel", "command_id": "c1"}))
+            await ws.send_message(json.dumps({"type": "cancel", "commandId": "c1"}))
             err = await frame()
-            assert (err["type"], err["command_id"], err["error"]["code"]) == ("error", "c1", "CONFLICT")
+            assert (err["type"], err["commandId"], err["errorCode"], err["success"]) == ("error", "c1", "CONFLICT",
+                                                                                          False)
             # Malformed messages get an error frame; the socket stays open.
             await ws.send_message("{not json")
             err = await frame()
-            assert (err["type"], err["command_id"], err["error"]["code"]) == ("error", None, "INVALID_REQUEST")
-            await ws.send_message(json.dumps({"type": "shout", "command_id": "c2"}))
+            assert (err["type"], err.get("commandId"), err["errorCode"]) == ("error", None, "INVALID_REQUEST")
+            await ws.send_message(json.dumps({"type": "shout", "commandId": "c2"}))
             err = await frame()
-            assert (err["command_id"], err["error"]["code"], err["error"]["details"]["path"]) == ("c2", "INVALID_REQUEST", "type")
-            await ws.send_message(json.dumps({"type": "message", "command_id": "c3"}))
+            assert (err["commandId"], err["errorCode"], err["details"]["path"]) == ("c2", "INVALID_REQUEST", "type")
+            assert "message, title" in err["error"]
+            await ws.send_message(json.dumps({"type": "message", "commandId": "c3"}))
             err = await frame()
-            assert (err["error"]["code"], err["error"]["details"]["path"]) == ("MISSING_REQUIRED_FIELD", "text")
-            await ws.send_message(json.dumps({"type": "message", "command_id": "c4", "text": "x", "extra": 1}))
-            assert (await frame())["error"]["details"]["path"] == "extra"
-            await ws.send_message(json.dumps({"type": "retry", "command_id": "c5"}))
+            assert (err["errorCode"], err["details"]["path"]) == ("MISSING_REQUIRED_FIELD", "text")
+            await ws.send_message(json.dumps({"type": "message", "commandId": "c4", "text": 5}))
+            assert (await frame())["details"]["path"] == "text"
+            await ws.send_message(json.dumps({"type": "retry", "commandId": "c5"}))
             err = await frame()
-            assert (err["command_id"], err["error"]["code"]) == ("c5", "CONFLICT")
-            await ws.send_message(json.dumps({"type": "cancel", "command_id": "c6"}))
-            got = [await frame(), await frame()]
-            assert {"type": "ack", "command_id": "c6", "seq": 5, "replayed": False} in got
-            assert any(f["type"] == "event" and f["event"]["type"] == "session.cancel_requested" for f in got)
+            assert (err["commandId"], err["errorCode"]) == ("c5", "INVALID_REQUEST")
+            await ws.send_message(json.dumps({"type": "title", "title": "Fractions"}))
+            assert (await frame())["result"] == {"title": "Fractions"}
+            await ws.send_message(json.dumps({"type": "cancel", "commandId": "c6"}))
+            assert await frame() == {"type": "ack", "commandId": "c6", "result": {"id": "s", "cancelRequested": True}}
+        assert [e.type for e in await api.log.read_stream("s")][-2:] == ["session.title_set", "session.cancel_requested"]
+
+
+async def test_one_road_bad_messages_are_refused_alike_over_http_and_the_websocket(db):
+    """The same message, sent as POST …/messages and as a WebSocket command, gets the same refusal."""
+    async with running_api(db) as api, api.client() as client:
+        await api.create_stream("s")
+        async with trio_websocket.open_websocket_url(api.ws_url("/api/streams/s/ws"), max_message_size=4 << 20) as ws:
+            while json.loads(await ws.get_message())["type"] != "caught_up":
+                pass
+            for body in ({"text": "   \n\t "}, {"text": "x" * 1_000_000}, {"text": None}, {"text": ["a"]},
+                         {"materialIds": ["mat_00000000000000000000000000"], "text": "hi"}):
+                r = await client.post("/api/agent/sessions/s/messages", json=body)
+                await ws.send_message(json.dumps({"type": "message", **body}))
+                with trio.fail_after(5):
+                    frame = json.loads(await ws.get_message())
+                assert frame["type"] == "error" and r.status_code in (400, 404), (body, r.text)
+                if r.status_code == 404:
+                    assert frame["errorCode"] == "INVALID_REQUEST"  # the material: not found either way
+                else:
+                    http = r.json()
+                    assert (frame["errorCode"], frame["error"], frame.get("details")) == (
+                        http["errorCode"], http["error"], http.get("details")), body
+        assert await api.log.stream("s") and (await api.log.stream("s"))["head_seq"] == 1  # nothing was written
 
 
 @pytest.mark.parametrize("transport", ["ws", "sse"])
@@ -150,7 +157,7 @@ async def test_resume_after_random_disconnects_delivers_every_seq_exactly_once(d
                     while True:
                         msg = json.loads(await ws.get_message())
                         if msg["type"] == "event":
-                            assert msg["event"]["seq"] == msg["seq"]
+                            assert msg["event"]["id"] == msg["seq"]
                             received.append(msg["seq"])
                             if received[-1] == total:
                                 return
@@ -165,14 +172,14 @@ async def test_resume_after_random_disconnects_delivers_every_seq_exactly_once(d
                     headers["Last-Event-ID"] = str(received[-1])
                 # after=0 on every attempt: Last-Event-ID must win, as it does for a reconnecting EventSource.
                 async with (
-                    client.stream("GET", "/api/streams/s/events?after=0", headers=headers) as r,
+                    client.stream("GET", f"{EVENTS}?lastEventId=0", headers=headers) as r,
                     sse_frames(r) as frames,
                 ):
                     assert r.status_code == 200
                     async for f in frames:
-                        if f.event is None and f.data is not None:
-                            assert int(f.id) == f.json()["seq"]
-                            received.append(f.json()["seq"])
+                        if is_event(f):
+                            assert int(f.id) == f.json()["id"]
+                            received.append(f.json()["id"])
                             if received[-1] == total:
                                 return
                             if cuts and len(received) >= cuts[0]:
@@ -233,35 +240,36 @@ async def test_slow_sse_consumer_is_ended_and_resumes_losslessly(db):
         await api.create_stream("s", events=4)
         received: list[int] = []
         async with (
-            client.stream("GET", "/api/streams/s/events", headers=SSE) as r,
+            client.stream("GET", EVENTS, headers=SSE) as r,
             sse_frames(r) as frames,
         ):
             async for f in frames:
                 if f.event == "caught_up":
                     break
-                received.append(int(f.id))
+                if is_event(f):
+                    received.append(int(f.id))
             assert received == [1, 2, 3, 4, 5]
             dropped = metrics.SLOW_CONSUMERS.value()
             await api.append_messages("s", 640, batch=40, size=16_000)
             await wait_for(lambda: _true(metrics.SLOW_CONSUMERS.value() > dropped), timeout=20)
             with trio.fail_after(20):
                 async for f in frames:  # what was queued, then the end of the response
-                    if f.data is not None and f.event is None:
+                    if is_event(f):
                         received.append(int(f.id))
         assert len(received) < 645, "the server ended the response before sending everything"
         assert received == list(range(1, len(received) + 1))
         # Resumed by a client with an ordinary receive buffer (4 KiB windows would take minutes for 10 MB).
         async with (
             api.client() as resumed,
-            resumed.stream("GET", "/api/streams/s/events", headers={**SSE, "Last-Event-ID": str(received[-1])}) as r,
+            resumed.stream("GET", EVENTS, headers={**SSE, "Last-Event-ID": str(received[-1])}) as r,
             sse_frames(r) as frames,
         ):
             with trio.fail_after(20):
                 async for f in frames:
                     if f.event == "caught_up":
-                        assert f.json()["seq"] == 645
                         break
-                    received.append(int(f.id))
+                    if is_event(f):
+                        received.append(int(f.id))
         assert received == list(range(1, 646))
 
 
@@ -270,11 +278,11 @@ async def test_a_failed_feed_ends_its_clients_with_try_again_later_and_they_resu
         await api.create_stream("s", events=2)
         async with (
             raw_ws(api.port, "/api/streams/s/ws", message_queue_size=10) as ws,  # closes its socket itself
-            client.stream("GET", "/api/streams/s/events", headers=SSE) as r,
+            client.stream("GET", EVENTS, headers=SSE) as r,
             sse_frames(r) as frames,
         ):
             ws_seqs = await _ws_until_caught_up(ws)
-            sse_seqs = [int(f.id) async for f in _sse_until_caught_up(frames)]
+            sse_seqs = [int(f.id) async for f in _sse_until_caught_up(frames) if is_event(f)]
             assert ws_seqs == sse_seqs == [1, 2, 3]
             await db.execute("ALTER TABLE events RENAME TO events_away")  # the feed's next read fails
             api.services.wakeups.poke(["s"])
@@ -282,16 +290,16 @@ async def test_a_failed_feed_ends_its_clients_with_try_again_later_and_they_resu
                 await ws.get_message()
             assert closed.value.reason.code == 1013 and "reconnect" in closed.value.reason.reason
             with trio.fail_after(10):
-                assert [f async for f in frames if f.data is not None] == []  # the SSE response just ends
+                assert [f async for f in frames if is_event(f)] == []  # the SSE response just ends
             await db.execute("ALTER TABLE events_away RENAME TO events")
         await api.append_messages("s", 2)
         async with trio_websocket.open_websocket_url(api.ws_url("/api/streams/s/ws?after=3")) as ws:
             assert await _ws_until_caught_up(ws) == [4, 5]
         async with (
-            client.stream("GET", "/api/streams/s/events", headers={**SSE, "Last-Event-ID": "3"}) as r,
+            client.stream("GET", EVENTS, headers={**SSE, "Last-Event-ID": "3"}) as r,
             sse_frames(r) as frames,
         ):
-            assert [int(f.id) async for f in _sse_until_caught_up(frames)] == [4, 5]
+            assert [int(f.id) async for f in _sse_until_caught_up(frames) if is_event(f)] == [4, 5]
 
 
 async def _ws_until_caught_up(ws) -> list[int]:
@@ -332,11 +340,11 @@ async def test_every_client_of_a_stream_is_fed_by_one_reader(db):
 
         async def sse_client(name: str, task_status: trio.TaskStatus[None]) -> None:
             got[name] = []
-            async with client.stream("GET", "/api/streams/s/events", headers=SSE) as r, sse_frames(r) as frames:
+            async with client.stream("GET", EVENTS, headers=SSE) as r, sse_frames(r) as frames:
                 async for f in frames:
                     if f.event == "caught_up":
                         task_status.started()
-                    elif f.data is not None:
+                    elif is_event(f):
                         got[name].append(int(f.id))
                         if int(f.id) == total:
                             return
@@ -361,23 +369,13 @@ async def test_client_counts_return_to_zero_after_disconnects(db):
         async with trio_websocket.open_websocket_url(api.ws_url("/api/streams/s/ws")) as ws:
             await ws.get_message()
             assert metrics.WEBSOCKET_CLIENTS.value() == base_ws + 1
-        async with client.stream("GET", "/api/streams/s/events", headers=SSE) as r, sse_frames(r) as frames:
+        async with client.stream("GET", EVENTS, headers=SSE) as r, sse_frames(r) as frames:
+            await anext(frames)
             await anext(frames)
             assert metrics.SSE_CLIENTS.value() == base_sse + 1
         with trio.fail_after(5):
             while (metrics.WEBSOCKET_CLIENTS.value(), metrics.SSE_CLIENTS.value()) != (base_ws, base_sse):
                 await trio.sleep(0.01)
-
-
-async def test_page_is_json_when_the_client_accepts_anything(db):
-    async with running_api(db) as api, api.client() as client:
-        await api.create_stream("s")
-        r = await client.get("/api/streams/s/events", headers={"Accept": "*/*"})
-        assert r.status_code == 200 and r.json()["head_seq"] == 1
-        with pytest.raises(httpx.ReadTimeout):
-            # an SSE response never ends by itself
-            async with client.stream("GET", "/api/streams/s/events", headers=SSE, timeout=0.5) as r:
-                await r.aread()
 
 
 async def _true(value: bool) -> bool:

@@ -16,15 +16,11 @@ async def server(db_url, tmp_path):
         yield client, port
 
 
-async def test_a_run_with_outline_review_completes_and_lands_in_the_library(server):
+async def test_a_run_reviewed_over_its_websocket_completes_and_lands_in_the_library(server):
     client, port = server
-    r = await client.post("/api/runs", json={"command_id": "c1", "requirement": "Photosynthesis for 12-year-olds",
-                                             "outline_review": "wait"})
+    r = await client.post("/api/generation-runs", json={"requirement": "Photosynthesis for 12-year-olds"})
     assert r.status_code == 202, r.text
-    run = r.json()
-    again = await client.post("/api/runs", json={"command_id": "c1", "requirement": "Photosynthesis for 12-year-olds",
-                                                 "outline_review": "wait"})
-    assert again.json()["id"] == run["id"]
+    run = r.json()["run"]
     events: list[dict] = []
     url = f"ws://127.0.0.1:{port}/api/streams/{run['id']}/ws?after=0"
     async with trio_websocket.open_websocket_url(url) as ws:
@@ -32,60 +28,62 @@ async def test_a_run_with_outline_review_completes_and_lands_in_the_library(serv
             confirmed = False
             while True:
                 frame = json.loads(await ws.get_message())
+                if frame["type"] == "ack":
+                    assert frame["commandId"] == "ok1" and frame["result"]["state"] == "generating", frame
+                    continue
                 if frame["type"] != "event":
                     continue
-                events.append(frame["event"])
-                if frame["event"]["type"] == "run.state_changed" and \
-                        frame["event"]["data"]["state"] == "awaiting_outline_confirmation" and not confirmed:
-                    snap = (await client.get(f"/api/runs/{run['id']}")).json()
-                    await ws.send_message(json.dumps({"type": "confirm_outline", "command_id": "ok1",
-                                                      "outline_revision": snap["outline_revision"]}))
+                event = frame["event"]
+                assert event["seq"] == frame["seq"] and event["runId"] == run["id"]
+                events.append(event)
+                if event["type"] == "outline_ready" and not confirmed:
+                    # A command on the socket: the same body as POST …/confirm-outline, the same answer.
+                    await ws.send_message(json.dumps({"type": "confirm_outline", "commandId": "ok1",
+                                                      "outlineRevision": event["data"]["revision"]}))
                     confirmed = True
-                if frame["event"]["type"] == "session.ended":
+                if event["type"] == "completed":
                     break
-    assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
-    assert events[-1]["data"]["status"] == "completed"
-    assert sum(e["type"] == "run.outline_item" for e in events) >= 4
-    snap = (await client.get(f"/api/runs/{run['id']}")).json()
-    assert snap["state"] == "completed" and snap["scenes_completed"] == snap["scenes_total"] >= 4
-    course = (await client.get(f"/api/courses/{snap['course_id']}")).json()
-    assert all(s["status"] == "ready" and s["content"] for s in course["document"]["scenes"])
+    seqs = [e["seq"] for e in events]
+    assert seqs == sorted(set(seqs))
+    assert sum(e["type"] == "outline_item" for e in events) >= 4
+    assert not any("." in e["type"] for e in events)  # the log's internal events stay out
+    done = (await client.get(f"/api/generation-runs/{run['id']}")).json()["run"]
+    assert done["state"] == "completed" and done["progress"]["scenesCompleted"] == done["progress"]["scenesTotal"] >= 4
+    classroom = (await client.get(f"/api/classrooms/{done['stageId']}")).json()["classroom"]
+    assert all(s["status"] == "ready" and s["content"] for s in classroom["scenes"])
     with trio.fail_after(20):
         while True:
-            cards = (await client.get("/api/library")).json()["cards"]
+            cards = (await client.get("/api/classrooms")).json()["classrooms"]
             if cards and cards[0]["label"] == "ready":
                 break
             await trio.sleep(0.2)
-    assert cards[0]["course_id"] == snap["course_id"]
+    assert cards[0]["id"] == done["stageId"] and cards[0]["runId"] == run["id"]
 
 
 async def test_a_workbench_session_edits_its_course_and_goes_idle(server):
     client, _ = server
-    r = await client.post("/api/sessions", json={"command_id": "s1", "message": "add a scene about fractions"})
-    assert r.status_code == 201, r.text
+    r = await client.post("/api/agent/sessions", json={"prompt": "add a scene about fractions"})
+    assert r.status_code == 202, r.text
     sid = r.json()["id"]
     with trio.fail_after(30):
-        while (snap := (await client.get(f"/api/sessions/{sid}")).json())["status"] != "idle" or not snap["turns"]:
+        while (meta := (await client.get(f"/api/agent/sessions/{sid}")).json())["status"] != "succeeded":
             await trio.sleep(0.2)
-    course = (await client.get(f"/api/courses/{snap['course_id']}")).json()
-    assert any("fraction" in s["title"].lower() for s in course["document"]["scenes"])
-    page = (await client.get(f"/api/streams/{sid}/events?after=0")).json()
-    types = [e["type"] for e in page["events"]]
-    assert "tool.called" in types and "tool.result" in types and "model.turn_completed" in types
+    classroom = (await client.get(f"/api/classrooms/{meta['stageId']}")).json()["classroom"]
+    assert any("fraction" in s["title"].lower() for s in classroom["scenes"])
 
 
 async def test_bad_requests_get_clear_errors(server):
     client, _ = server
-    r = await client.post("/api/runs", content=b"{not json", headers={"content-type": "application/json"})
+    r = await client.post("/api/generation-runs", content=b"{not json", headers={"content-type": "application/json"})
     assert r.status_code == 400 and r.json()["errorCode"] == "INVALID_REQUEST"
-    r = await client.post("/api/runs", json={"command_id": "x", "requirement": 5})
+    r = await client.post("/api/generation-runs", json={"requirement": 5})
     assert r.status_code == 400 and r.json()["details"]["path"] == "requirement"
-    r = await client.post("/api/runs", json={"command_id": "x", "requirement": "a", "api_key": "sk-nope"})
-    assert r.status_code == 400
-    r = await client.get("/api/runs/nope")
-    assert r.status_code == 404
-    r = await client.post("/api/sessions/nope/messages", json={"command_id": "m", "text": "hi"})
-    assert r.status_code == 404
+    r = await client.post("/api/generation-runs", json={"requirement": "a", "outlineReview": "later"})
+    assert r.status_code == 400 and r.json()["details"]["path"] == "outlineReview"
+    r = await client.get("/api/generation-runs/nope")
+    assert (r.status_code, r.text) == (404, "Not found")
+    r = await client.post("/api/agent/sessions/nope/messages", json={"text": "hi"})
+    assert (r.status_code, r.text) == (404, "Not found")
 
 
 async def test_custom_agents_are_created_listed_changed_and_cast_in_a_run(server):

@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 import trio
 
+from openmaic.events.log import EventLog
 from openmaic.modelconfig.legacy import LEGACY_ROUTES_MESSAGE
+from openmaic.store.database import open_database
 from openmaic.store.postgres import free_port
 from tests.fakes.provider_server import Json, Status, open_fake_provider
 from tests.serving import FAST_CONFIG, wait_ready
@@ -64,14 +67,18 @@ async def serving(db_url: str, tmp_path: Path, *, env: dict[str, str] | None = N
             proc.wait()
 
 
-async def events_until(client: httpx.AsyncClient, run_id: str, done: Any, timeout: float = 60) -> list[dict]:
-    """The run's events once ``done(events)`` holds."""
-    with trio.fail_after(timeout):
-        while True:
-            page = (await client.get(f"/api/streams/{run_id}/events?after=0&limit=1000")).json()
-            if done(page["events"]):
-                return page["events"]
-            await trio.sleep(0.2)
+async def events_until(db_url: str, run_id: str, done: Any, timeout: float = 60) -> list[dict]:
+    """The run's logged events (``{type, data}``, internal ones included: they are read from the log itself, not
+    through the API, which shows clients a view of them) once ``done(events)`` holds."""
+    async with open_database(db_url, max_size=2) as db:
+        log = EventLog(db)
+        with trio.fail_after(timeout):
+            while True:
+                events = [{"type": e.type, "data": msgspec.json.decode(e.data)}
+                          for e in await log.read_stream(run_id, limit=10_000)]
+                if done(events):
+                    return events
+                await trio.sleep(0.2)
 
 
 def _ended(events: list[dict]) -> bool:
@@ -105,11 +112,10 @@ policy: {{allowWorkspaceProviders: false}}
 """
         fake.push(Status(503, {"error": {"type": "overloaded"}}))
         async with serving(db_url, tmp_path, env={"BROKEN_KEY": KEY}, config=config) as client:
-            r = await client.post("/api/runs", json={"command_id": "c1", "requirement": "Tides",
-                                                     "outline_review": "auto"})
+            r = await client.post("/api/generation-runs", json={"requirement": "Tides", "outlineReview": "auto"})
             assert r.status_code == 202, r.text
-            run_id = r.json()["id"]
-            events = await events_until(client, run_id, lambda es: any(e["type"] == "session.ended" for e in es))
+            run_id = r.json()["run"]["id"]
+            events = await events_until(db_url, run_id, lambda es: any(e["type"] == "session.ended" for e in es))
         assert [r.body["model"] for r in fake.requests] == ["gpt-broken"]
         assert fake.requests[0].headers["authorization"] == f"Bearer {KEY}"
     used = [e for e in events if e["type"] == "model.fallback_used"]
@@ -130,11 +136,10 @@ async def test_an_environment_only_deployment_answers_from_its_provider_never_th
         env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": fake.openai_url, "DEFAULT_MODEL": "openai:gpt-env"}
         async with serving(db_url, tmp_path, env=env,
                            config=None) as client:
-            r = await client.post("/api/runs", json={"command_id": "c1", "requirement": "Tides",
-                                                     "outline_review": "auto"})
+            r = await client.post("/api/generation-runs", json={"requirement": "Tides", "outlineReview": "auto"})
             assert r.status_code == 202, r.text
-            run_id = r.json()["id"]
-            events = await events_until(client, run_id, lambda es: any(
+            run_id = r.json()["run"]["id"]
+            events = await events_until(db_url, run_id, lambda es: any(
                 e["type"] == "run.state_changed" and e["data"]["state"] == "paused" for e in es))
         assert [r.body["model"] for r in fake.requests][:2] == ["gpt-env", "gpt-env"]
         assert all(r.headers["authorization"] == f"Bearer {KEY}" for r in fake.requests)
@@ -147,7 +152,7 @@ async def test_an_environment_only_deployment_answers_from_its_provider_never_th
 
 async def test_an_environment_with_a_key_but_no_default_model_never_runs_on_the_demo(db_url, tmp_path):
     async with serving(db_url, tmp_path, env={"OPENAI_API_KEY": KEY}, config=None) as client:
-        r = await client.post("/api/runs", json={"command_id": "c1", "requirement": "Tides", "outline_review": "auto"})
+        r = await client.post("/api/generation-runs", json={"requirement": "Tides", "outlineReview": "auto"})
         # Refused before any job exists, rather than answered by the demo.
         assert r.status_code == 400 and r.json()["errorCode"] == "MISSING_MODEL", r.text
         assert "no model is assigned to course.outline" in r.json()["error"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from pathlib import Path
 
 import httpx
 import pytest

@@ -94,9 +94,9 @@ async def test_connection_close_is_honoured(server):
 async def test_a_connection_in_use_is_not_idle(server):
     # A live WebSocket sends nothing for longer than keep_alive_s and stays open, and a connection reused for a
     # second request within keep_alive_s serves it.
-    async with trio_websocket.open_websocket_url(f"ws://127.0.0.1:{server}/api/library/ws") as ws:
+    async with trio_websocket.open_websocket_url(f"ws://127.0.0.1:{server}/api/classrooms/ws") as ws:
         first = json.loads(await ws.get_message())
-        assert first["type"] == "cards"
+        assert first["type"] == "classrooms"
         await trio.sleep(KEEP_ALIVE_S * 2.5)
         await ws.ping()
         assert not ws.closed

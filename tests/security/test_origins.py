@@ -78,7 +78,7 @@ async def test_writes_from_another_origin_are_refused(db, mode):
     async with running_api(db, config, blueprints=[testing_bp]) as api, api.client() as client:
         owner = "local"
         if mode == "anonymous":
-            first = await client.get("/api/streams/nothing/events")  # any route mints the owner cookie
+            first = await client.get("/api/agent/sessions")  # any owner-scoped route mints the owner cookie
             owner = "anon:" + first.cookies["anonymous_id"]
         await api.create_stream("s", owner=owner)
         own = f"http://127.0.0.1:{api.port}"

@@ -30,14 +30,14 @@ CONFIG = (
 ATTACK = """<!doctype html><meta charset=utf-8><title>cute cats</title><script>
 window.results = {ws: [], posts: []};
 const victim = "%(victim)s";
-const ws = new WebSocket(victim.replace("http", "ws") + "/api/library/ws");
+const ws = new WebSocket(victim.replace("http", "ws") + "/api/classrooms/ws");
 ws.onmessage = (e) => window.results.ws.push(e.data);
 ws.onclose = (e) => { window.results.wsClosed = e.code; };
 const body = JSON.stringify({requirement: "planted by another page", commandId: "evil-1"});
 Promise.allSettled([
   fetch(victim + "/api/generate-classroom", {method: "POST", mode: "no-cors", credentials: "include",
         headers: {"Content-Type": "text/plain"}, body}),
-  fetch(victim + "/api/runs", {method: "POST", mode: "no-cors", credentials: "include", body}),
+  fetch(victim + "/api/generation-runs", {method: "POST", mode: "no-cors", credentials: "include", body}),
   fetch(victim + "/api/generate-classroom", {method: "POST", mode: "cors", credentials: "include",
         headers: {"Content-Type": "application/json"}, body}),
 ]).then((r) => { window.results.posts = r.map((x) => x.status); window.results.done = true; });
@@ -86,7 +86,7 @@ async def test_a_page_of_another_port_can_neither_read_a_websocket_nor_plant_a_r
                         # The victim uses the workbench: the server gives the browser its owner cookie.
                         page.goto(base + "/")
                         page.wait_for_function("document.cookie !== undefined")
-                        mine = page.evaluate("fetch('/api/library').then((r) => r.status)")
+                        mine = page.evaluate("fetch('/api/classrooms').then((r) => r.status)")
                         assert mine == 200
                         # Then visits another page on another port of the same host.
                         with attacker_site(attack_page) as attacker:

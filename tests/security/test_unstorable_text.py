@@ -49,9 +49,9 @@ async def test_bodies_and_query_strings_with_a_nul_are_400s_naming_them_and_path
         r = await client.post(URL, json={"commandId": "c3", "text": "a literal \\u0000"})
         assert r.status_code == 202, r.text
 
-        r = await client.get("/api/streams/s/events?after=0&x=%00")
+        r = await client.get("/api/agent/sessions/s/events?x=%00")
         assert r.status_code == 400 and r.json()["details"]["path"] == "x", r.text
-        r = await client.get("/api/streams/s%00/events")  # names no stream: the route's 404, not the database's 500
+        r = await client.get("/api/agent/sessions/s%00")  # names no stream: the route's 404, not the database's 500
         assert r.status_code == 404, r.text
         assert (await api.log.stream("s"))["head_seq"] == 2  # only the ordinary message was written
 
@@ -63,14 +63,14 @@ async def test_a_websocket_command_with_a_nul_gets_an_error_frame_and_writes_not
             with trio.fail_after(10):
                 while json.loads(await ws.get_message())["type"] != "caught_up":
                     pass
-                await ws.send_message(json.dumps({"type": "message", "command_id": "c1", "text": "a\x00b"}))
+                await ws.send_message(json.dumps({"type": "message", "commandId": "c1", "text": "a\x00b"}))
                 frame = json.loads(await ws.get_message())
-                assert frame["type"] == "error" and frame["command_id"] == "c1"
-                assert frame["error"]["code"] == "INVALID_REQUEST" and frame["error"]["details"]["path"] == "text"
-                await ws.send_message(json.dumps({"type": "message", "command_id": "c2", "text": "fine"}))
+                assert frame["type"] == "error" and frame["commandId"] == "c1"
+                assert frame["errorCode"] == "INVALID_REQUEST" and frame["details"]["path"] == "text"
+                await ws.send_message(json.dumps({"type": "message", "commandId": "c2", "text": "fine"}))
                 while (frame := json.loads(await ws.get_message()))["type"] != "ack":
                     pass
-                assert frame["seq"] == 2
+                assert frame["result"]["message"]["seq"] == 2
         assert (await api.log.stream("s"))["head_seq"] == 2
 
 
@@ -110,5 +110,5 @@ async def test_a_poisoned_requirement_is_refused_and_the_library_keeps_projectin
         r = await client.post("/api/generate-classroom", json={"requirement": "Photosynthesis for 12-year-olds"})
         assert r.status_code == 202, r.text
         with trio.fail_after(60):
-            while not (await client.get("/api/library")).json()["cards"]:
+            while not (await client.get("/api/classrooms")).json()["classrooms"]:
                 await trio.sleep(0.2)

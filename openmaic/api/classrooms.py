@@ -1,0 +1,175 @@
+"""Classrooms (the courses runs and sessions build) over HTTP: this server's library of them.
+
+* ``GET /api/classrooms`` — the owner's classrooms, newest first, from the library read model: ``{success,
+  classrooms: [{id, title, runId, runState, label, scenesTotal, scenesCompleted, updatedAt}]}``;
+* ``GET /api/classrooms/events`` (SSE) and ``WS /api/classrooms/ws`` — that list live: one ``{type:
+  "classrooms", classrooms}`` frame, then ``{type: "classroom", classroom}`` for each change and
+  ``{type: "removed", id}`` for each classroom that went;
+* ``GET /api/classrooms/{id}`` — one classroom with its scenes (content and script) and agents, folded from its
+  course stream (never behind), and the run still writing it (:mod:`openmaic.courses.views`);
+* ``DELETE /api/classrooms/{id}`` — delete it; a run still building it ends at its next step boundary.
+
+OpenMAIC keeps stages in its persistence routes, whose shapes are not established here; these are this
+server's own. A classroom that is not the caller's is the plain ``Not found``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import trio
+from quart import Blueprint, Response
+
+from openmaic import metrics
+from openmaic.api.follow import Phase, feed_response
+from openmaic.api.headless import runs_of
+from openmaic.api.identity import accept_websocket
+from openmaic.api.routing import Call, api_route
+from openmaic.api.services import ApiServices
+from openmaic.api.wire import Success, Wire, encode
+from openmaic.courses.views import ClassroomView, classroom_view
+from openmaic.events.log import RecordedEvent
+from openmaic.runs.views import run_state
+from openmaic.store.queries import Q
+
+__all__ = ["ClassroomFraming", "bp"]
+
+bp = Blueprint("classrooms", __name__)
+
+
+class ClassroomCard(Wire):
+    id: str
+    title: str
+    run_id: str | None
+    run_state: str | None
+    label: str
+    """What the library shows: "generating 3/8", "ready", "paused after a failure", …"""
+    scenes_total: int
+    scenes_completed: int
+    updated_at: dt.datetime
+
+
+class ClassroomsAnswer(Success):
+    classrooms: list[ClassroomCard]
+
+
+class ClassroomAnswer(Success):
+    classroom: ClassroomView
+
+
+class Deleted(Success):
+    seq: int
+
+
+class DeleteQuery(Wire):
+    command_id: str = ""
+    """Makes a repeated delete answer as the first did."""
+
+
+async def cards(services: ApiServices, owner: str) -> list[ClassroomCard]:
+    rows = await services.db.fetch(Q.library_cards_of_owner, owner)
+    return [ClassroomCard(id=r["course_id"], title=r["title"], run_id=r["run_id"],
+                          run_state=run_state(r["run_state"]) if r["run_state"] else None, label=r["label"],
+                          scenes_total=r["scenes_total"], scenes_completed=r["scenes_completed"],
+                          updated_at=r["updated_at"]) for r in rows]  # fmt: skip
+
+
+@api_route(bp, "GET", "/api/classrooms", response=ClassroomsAnswer)
+async def list_classrooms(call: Call) -> ClassroomsAnswer:
+    """Your classrooms, newest first (from the library read model)."""
+    return ClassroomsAnswer(classrooms=await cards(call.services, call.user))
+
+
+@api_route(bp, "GET", "/api/classrooms/{id}", response=ClassroomAnswer, plain_not_found=True)
+async def get_classroom(call: Call, id: str) -> ClassroomAnswer:
+    """A classroom (the course at result.classroomId / run.stageId): its scenes with their content and script,
+    its agents, and the run still writing it, if any (follow that run's events for the scenes to come)."""
+    return ClassroomAnswer(classroom=classroom_view(id, await runs_of(call).owned_course(call.user, id)))
+
+
+@api_route(bp, "DELETE", "/api/classrooms/{id}", query=DeleteQuery, response=Deleted, plain_not_found=True,
+           error_codes={409: "RUN_STATE_CONFLICT"})
+async def delete_classroom(call: Call, id: str) -> Deleted:
+    """Delete a classroom; a run still building it ends at its next step boundary."""
+    command_id = call.query.command_id or f"delete-{uuid.uuid4()}"
+    result = await runs_of(call).delete_course(call.user, id, command_id)
+    return Deleted(seq=result.seq)
+
+
+# -- the live list ----------------------------------------------------------------------------------------------
+
+
+async def classroom_changes(services: ApiServices, owner: str, idle_s: float) -> AsyncIterator[dict[str, Any] | None]:
+    """The owner's classrooms, then every change; ``None`` after ``idle_s`` without one (a heartbeat). Woken by
+    any event hint (cards follow events through the projector, so it re-reads shortly after) and a 1 s poll."""
+    known: dict[str, ClassroomCard] = {}
+    first = True
+    quiet = trio.current_time()
+    with services.wakeups.watch() as w:
+        while True:
+            current = {c.id: c for c in await cards(services, owner)}
+            changes: list[dict[str, Any]] = []
+            if first:
+                changes.append({"type": "classrooms", "classrooms": list(current.values())})
+                first = False
+            else:
+                changes += [{"type": "classroom", "classroom": c} for cid, c in current.items() if known.get(cid) != c]
+                changes += [{"type": "removed", "id": cid} for cid in known.keys() - current.keys()]
+            known = current
+            for change in changes:
+                yield change
+                quiet = trio.current_time()
+            if trio.current_time() - quiet >= idle_s:
+                yield None
+                quiet = trio.current_time()
+            if await w.wait(min(1.0, idle_s)):
+                await trio.sleep(0.1)  # let the projector apply what the hint announced
+
+
+@api_route(bp, "GET", "/api/classrooms/events", sse=True, media_type="text/event-stream")
+async def classroom_events(call: Call) -> Response:
+    """Your classrooms as a live SSE feed: a classrooms frame, then classroom / removed frames."""
+    return feed_response(classroom_changes(call.services, call.user, call.services.config.server.sse_ping_s))
+
+
+@api_route(bp, "WS", "/api/classrooms/ws")
+async def classrooms_ws(call: Call) -> None:
+    """Your classrooms as a live WebSocket feed (the same frames as the SSE feed)."""
+    ws = call.request
+    await accept_websocket(ws)
+    metrics.WEBSOCKET_CLIENTS.inc()
+    try:
+        changes = classroom_changes(call.services, call.user, call.services.config.server.sse_ping_s)
+        async with contextlib.aclosing(changes):
+            async for change in changes:
+                if change is not None:
+                    await ws.send(encode(change).decode())
+    finally:
+        metrics.WEBSOCKET_CLIENTS.dec()
+
+
+# -- a classroom's changes on its stream's WebSocket ----------------------------------------------------------------
+
+
+class ClassroomFrame(Wire):
+    classroom_id: str
+    seq: int
+    ts: int
+    type: str
+    data: dict[str, Any]
+    phase: Phase
+
+
+class ClassroomFraming:
+    """A classroom's changes: every event of its course is a ``classroom_changed`` (read the classroom again)."""
+
+    def __init__(self, course_id: str) -> None:
+        self.course_id = course_id
+
+    def client_frame(self, e: RecordedEvent, event: Any, phase: Phase) -> ClassroomFrame | None:
+        return ClassroomFrame(classroom_id=self.course_id, seq=e.seq, ts=int(e.recorded_at.timestamp() * 1000),
+                              type="classroom_changed", data={}, phase=phase)
