@@ -48,7 +48,9 @@ bp = Blueprint("generation_runs", __name__)
 CommandId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")]
 """A client-chosen idempotency key (OpenMAIC's shape): repeating a command returns its first result."""
 
-_RUN = {"plain_not_found": True, "error_codes": {409: "RUN_STATE_CONFLICT"}}
+_RUN_CODES = {409: "RUN_STATE_CONFLICT"}
+"""Every 409 of a run's commands is OpenMAIC's RUN_STATE_CONFLICT, on their routes and on the WebSocket alike."""
+_RUN = {"plain_not_found": True, "error_codes": _RUN_CODES}
 _DIGITS = re.compile(r"[0-9]{1,18}")
 
 
@@ -205,7 +207,7 @@ class Discard(Wire):
     command_id: str | None = None
 
 
-RUN_COMMANDS = CommandTable("generation")
+RUN_COMMANDS = CommandTable("generation", error_codes=_RUN_CODES)
 """The commands of a run, for its routes and its WebSocket alike."""
 
 

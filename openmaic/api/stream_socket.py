@@ -252,6 +252,9 @@ class _Connection:
             result = await command.handler(self.services, self.owner, self.stream_id, body)
         except Exception as exc:  # every failure becomes an error frame; the socket stays open
             problem = describe(exc, method="WS", path=f"/api/streams/{self.stream_id}/ws")
+            code = self.commands.error_codes.get(problem.status) if self.commands is not None else None
+            if code is not None:  # the code the command's HTTP route gives this status
+                problem = msgspec.structs.replace(problem, code=code)
             return ErrorFrame(command_id=command_id, success=False, error_code=problem.code, error=problem.message,
                               details=problem.details or None)
         return Ack(command_id=command_id, result=result)

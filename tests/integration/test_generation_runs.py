@@ -9,6 +9,7 @@ import random
 import httpx
 import pytest
 import trio
+import trio_websocket
 
 from openmaic.config import default_config
 from openmaic.events.log import EventLog
@@ -159,6 +160,65 @@ async def test_hold_outline_stops_the_countdown(server):
     r = await client.post(f"{url}/confirm-outline", json={"commandId": "c", "outlineRevision": 1})
     assert r.json()["state"] == "generating"
     await wait_run(client, run["id"], "completed")
+
+
+async def test_run_commands_are_refused_alike_over_http_and_the_websocket(server, db_url):
+    """One road: each bad command, sent to its route and on the run's WebSocket, gets the same code, message and
+    details (a 409 is RUN_STATE_CONFLICT on both, even when the service raises a plain conflict), and writes
+    nothing; the socket stays open."""
+    client, base = server
+    run = (await client.post("/api/generation-runs", json={"requirement": "Tides"})).json()["run"]
+    url = f"/api/generation-runs/{run['id']}"
+    awaiting = await wait_run(client, run["id"], "awaiting_outline_confirmation")
+    rev = awaiting["outline"]["revision"]
+    r = await client.post(f"{url}/confirm-outline", json={"commandId": "used", "outlineRevision": rev})
+    assert r.status_code == 200, r.text
+    confirmed = await wait_run(client, run["id"], "generating", "completed")
+    ws_url = base.replace("http", "ws") + f"/api/streams/{run['id']}/ws?after={confirmed['seq']}"
+    cases = [
+        ("confirm-outline", "confirm_outline", {"commandId": "a1", "outlineRevision": rev + 5}),  # not awaiting
+        ("confirm-outline", "confirm_outline", {"commandId": "a2", "outlineRevision": 0}),
+        ("confirm-outline", "confirm_outline", {"commandId": "a3"}),
+        ("confirm-outline", "confirm_outline", {"commandId": "a4", "outlineRevision": rev, "outlines": "x"}),
+        ("confirm-outline", "confirm_outline", {"commandId": "a5", "outlineRevision": rev,
+                                                "outlines": [{"title": 5}]}),
+        ("confirm-outline", "confirm_outline", {"commandId": "has space", "outlineRevision": rev}),
+        ("retry", "retry", {"commandId": "r1"}),  # not paused
+        ("retry", "retry", {"commandId": "used"}),  # the id of the confirmation: a conflict of ids
+        ("retry", "retry", {}),
+        ("hold-outline", "hold_outline", {"commandId": "h1"}),  # no countdown
+    ]
+    async with trio_websocket.open_websocket_url(ws_url) as ws:
+        with trio.fail_after(60):
+            while json.loads(await ws.get_message())["type"] != "caught_up":
+                pass
+
+            async def refusal() -> dict:
+                while (frame := json.loads(await ws.get_message()))["type"] == "event":
+                    pass  # the run goes on writing its scenes meanwhile
+                return frame
+
+            for route, command, body in cases:
+                r = await client.post(f"{url}/{route}", json=body)
+                assert r.status_code in (400, 409), (body, r.text)
+                await ws.send_message(json.dumps({"type": command, **body}))
+                frame = await refusal()
+                http = r.json()
+                assert frame["type"] == "error", (body, frame)
+                assert (frame["errorCode"], frame["error"], frame.get("details")) == (
+                    http["errorCode"], http["error"], http.get("details")), (body, frame, http)
+                if r.status_code == 409:
+                    assert http["errorCode"] == "RUN_STATE_CONFLICT", http
+            for raw in ("", "   ", "{not json", "[]", json.dumps({"type": "confirm_outline", "outlineRevision": "1"})):
+                await ws.send_message(raw)
+                frame = await refusal()
+                assert frame["type"] == "error" and frame["errorCode"] in ("INVALID_REQUEST",
+                                                                           "MISSING_REQUIRED_FIELD"), (raw, frame)
+    async with open_database(db_url, max_size=2) as db:
+        written = [e.type for e in await EventLog(db).read_stream(run["id"], limit=10_000)]
+    # Only the one good command was written: one confirmation, and no retry, hold or second confirmation.
+    assert written.count("run.outline_confirmed") == 1
+    assert "run.retry_requested" not in written and "run.outline_held" not in written
 
 
 async def test_an_event_source_that_keeps_disconnecting_gets_every_client_event_once_in_order(server):
