@@ -59,7 +59,7 @@ class RouteSpec:
     method: str
     """An HTTP method, or ``"WS"`` for a WebSocket route."""
     path: str
-    """OpenAPI style: ``/api/streams/{id}/events``."""
+    """OpenAPI style: ``/api/generation-runs/{id}/events``."""
     endpoint: str
     blueprint: str
     handler: Handler
@@ -155,8 +155,8 @@ def api_route(
     plain_not_found: bool = False,
     error_codes: dict[int, str] | None = None,
 ) -> Callable[[Handler], Handler]:
-    """Declare a route on ``bp``: ``@api_route(bp, "POST", "/api/runs", body=CreateRun, response=RunSnapshot,
-    status=202)``.
+    """Declare a route on ``bp``: ``@api_route(bp, "POST", "/api/generation-runs", body=StartRun,
+    response=RunAnswer, status=202)``.
 
     The handler is ``async def handler(call: Call, **path_params)``. ``body`` and ``query`` are Struct types
     (bodies should forbid unknown fields); ``response`` documents what the handler returns. ``method="WS"``

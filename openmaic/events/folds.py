@@ -1,9 +1,9 @@
 """Folded states of recently read streams, advanced from where they were.
 
-A snapshot (``GET /api/runs/{id}``, ``GET /api/sessions/{id}``) is a fold of the whole stream. Scripts poll them;
-without a cache each poll reads every event again. A :class:`FoldCache` keeps the last state it folded for each
-of its most recently used streams and reads only the events appended since. It is safe because folds are pure
-and states immutable: the state at seq N is a function of events 1..N alone, and events never change.
+A snapshot (``GET /api/generation-runs/{id}``, ``GET /api/agent/sessions/{id}``) is a fold of the whole stream.
+Scripts poll them; without a cache each poll reads every event again. A :class:`FoldCache` keeps the last state
+it folded for each of its most recently used streams and reads only the events appended since. It is safe because
+folds are pure and states immutable: the state at seq N is a function of events 1..N alone, and events never change.
 """
 
 from __future__ import annotations

@@ -60,7 +60,7 @@ def new_course_id(session_id: str) -> str:
 
 
 class SessionSnapshot(msgspec.Struct, frozen=True, kw_only=True):
-    """A workbench session as the API shows it (``GET /api/sessions/{id}``)."""
+    """A workbench session as the control plane answers it (the API shows it as OpenMAIC's ``SessionMeta``)."""
 
     id: str
     status: str

@@ -18,6 +18,7 @@ import msgspec
 
 from openmaic.config import default_config
 from openmaic.courses.events import CourseDocument, evolve_course
+from openmaic.courses.views import classroom_view
 from openmaic.events.log import EventLog
 from openmaic.events.types import registry
 from openmaic.runs.client_events import ClientView
@@ -27,6 +28,7 @@ from openmaic.runs.service import RunService
 from openmaic.runs.views import job_view, run_view
 from openmaic.tools.audit import export, plan_export, verify
 from openmaic.workbench import fold as workbench_fold
+from openmaic.workbench.views import SESSION_EVENT_TYPES, SessionView, session_meta
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "legacy-log.jsonl"
 OWNER = "alice"
@@ -144,10 +146,28 @@ async def test_an_old_log_folds_and_reads_with_todays_code(db, tmp_path):
     (end,) = [d for _, t, d in out if t == "completed"]
     assert end == {"stageId": a.course_id}
 
-    # the workbench session folds too
+    # every course reads as today's classroom (the page at result.url reads this)
+    for s in states.values():
+        if s.state != "completed":
+            continue
+        room = classroom_view(s.course_id, await svc.owned_course(OWNER, s.course_id))
+        written = room.scenes[:s.scenes_total]  # a workbench session may have added scenes after them
+        assert len(written) == s.scenes_total and all(sc.status == "ready" and sc.content for sc in written)
+        assert room.generating_run_id is None and room.agents
+
+    # the workbench session folds too, and reads as OpenMAIC's Pro session: its meta and its client events
     (session,) = [s for s, k in kinds.items() if k == "workbench"]
     ws, _ = await log.fold(session, workbench_fold.initial(), workbench_fold.evolve)
     assert ws.turns >= 1
+    row = await log.stream(session)
+    meta = session_meta(session, OWNER, ws, attempt=row["attempt"], created_at=row["created_at"],
+                        updated_at=row["updated_at"])
+    assert meta.status in ("succeeded", "failed", "cancelled", "running", "queued") and meta.stage_id
+    session_view = SessionView(workbench_fold.initial())
+    lifecycle = [out[0] for e in await log.read_stream(session, limit=10_000)
+                 if (out := session_view.next(log.decode(e), e.seq)) is not None]
+    assert lifecycle[0] == "session_start" and "user_message" in lifecycle and "turn_end" in lifecycle
+    assert set(lifecycle) <= set(SESSION_EVENT_TYPES)
 
     # and the audit chains: what the database holds exports and verifies, with the original heads
     out_file = tmp_path / "again.jsonl"
