@@ -134,6 +134,11 @@ function sceneScript(actions, agents) {
 
 // -- library ------------------------------------------------------------------------------------------------------
 
+/** The classroom page of a course (OpenMAIC's result.url): what learners open. */
+function classroomUrl(courseId) {
+  return `/classroom/${encodeURIComponent(courseId)}`;
+}
+
 function cardTarget(card) {
   if (card.label === "ready" || !card.runId) return `#/courses/${encodeURIComponent(card.id)}`;
   return `#/runs/${encodeURIComponent(card.runId)}`;
@@ -194,13 +199,14 @@ function courseCard(card, feed, problem) {
   const progress = h("progress", { "aria-label": "Scenes written" });
   const updated = h("p", { class: "meta" });
   const open = h("a", { class: "button small primary" }, "Open");
+  const enter = h("a", { class: "button small" }, "Enter the classroom");
   const pro = h("a", { class: "button small" }, "Ask the agent");
   const del = h("button", { type: "button", class: "button small danger-outline" }, "Delete");
   const el = h("li", { class: "card" },
     h("h2", { class: "card-title" }, link),
     h("div", { class: "card-status" }, label, progress),
     updated,
-    h("div", { class: "card-actions" }, open, pro, del));
+    h("div", { class: "card-actions" }, open, enter, pro, del));
   let current = card;
   del.addEventListener("click", async () => {
     if (!window.confirm(`Delete the course “${current.title}”? This cannot be undone.`)) return;
@@ -227,6 +233,10 @@ function courseCard(card, feed, problem) {
     progress.max = Math.max(1, c.scenesTotal);
     progress.value = c.scenesCompleted;
     updated.textContent = c.updatedAt ? `Updated ${new Date(c.updatedAt).toLocaleString()}` : "";
+    // The classroom opens as soon as its first scene is written (the rest arrive while the learner is in it).
+    enter.hidden = c.scenesCompleted < 1;
+    enter.href = classroomUrl(c.id);
+    enter.setAttribute("aria-label", `Enter the classroom of “${c.title || "Untitled course"}”`);
     pro.hidden = c.label !== "ready";
     pro.href = `#/courses/${encodeURIComponent(c.id)}`;
     pro.setAttribute("aria-label", `Ask the agent to change “${c.title || "Untitled course"}”`);
@@ -583,11 +593,16 @@ function runView(runId) {
   }
 
   function renderDone(s) {
-    const key = `${s.state}:${s.courseId}`;
+    // The classroom can be entered once its first scene is written; the rest arrive there live.
+    const enterable = Boolean(s.courseId) && scenesCompleted(s) > 0 && s.state !== "ended" && !s.stopRequested;
+    const key = `${s.state}:${s.courseId}:${enterable}`;
     if (done.dataset.key === key) return;
     done.dataset.key = key;
+    const enter = enterable ? h("a", { class: "button", href: classroomUrl(s.courseId) }, "Enter the classroom") : null;
     if (s.state !== "completed") {
-      fill(done);
+      fill(done, enter && h("div", { class: "notice" },
+        h("p", {}, "The first scenes are ready: learners can start while the rest are written."),
+        h("div", { class: "actions" }, enter)));
       return;
     }
     const course = `#/courses/${encodeURIComponent(s.courseId)}`;
@@ -595,6 +610,7 @@ function runView(runId) {
       h("p", {}, h("strong", {}, "The course is ready.")),
       h("div", { class: "actions" },
         h("a", { class: "button primary", href: course }, "Open the course"),
+        enter,
         h("a", { class: "button", href: "#/" }, "Back to the library"))));
   }
 

@@ -176,6 +176,8 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
         expect(page.locator(".scene-status.ready")).to_have_count(n)
         expect(page.get_by_text(f"{n} of {n} scenes written")).to_be_visible()
         shot(page, "run-completed")
+        expect(page.get_by_role("link", name="Enter the classroom")).to_have_attribute(
+            "href", re.compile(r"^/classroom/[^/]+$"))
 
         # The course view: slides with bullets, quizzes with options and the right answer.
         page.get_by_role("link", name="Open the course").click()
@@ -190,6 +192,12 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
         card = page.locator(".card")
         expect(card).to_have_count(1)
         expect(card.locator(".badge")).to_have_text("ready")
+        # Learners enter the classroom page (result.url) from the card.
+        card.get_by_role("link", name=re.compile("^Enter the classroom")).click()
+        expect(page).to_have_url(re.compile(r"/classroom/[^/#]+$"))
+        expect(page.get_by_role("region", name="What plants eat")).to_be_visible()
+        page.go_back()
+        expect(card).to_have_count(1)
         shot(page, "library", full_page=False)
         page.set_viewport_size({"width": 390, "height": 844})
         shot(page, "library-phone", full_page=False)
