@@ -1,6 +1,9 @@
 """OpenMAIC's agent registry over HTTP: ``/api/agents``. Errors are OpenMAIC's ``jsonErr``
 (``{"error": {"code", "message"}}``) with its codes: ``INVALID_AGENT`` (400), ``BODY_TOO_LARGE`` (413),
 ``BUILT_IN_AGENT_READ_ONLY`` (403), ``AGENT_EXISTS`` / ``AGENT_LIMIT_REACHED`` (409), ``AGENT_NOT_FOUND`` (404).
+A 1.1.x browser's importer sends ``POST /api/agents/import`` with ``X-OpenMAIC-Legacy-Import``
+(:mod:`openmaic.browser_import.service`): the binding is checked first (409 ``LEGACY_IMPORT_NOT_BOUND``) and the
+agents it added are recorded on the binding's stream.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from quart import Blueprint
 
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire
+from openmaic.browser_import.service import HEADER, browser_of, record_agents_import
 from openmaic.runs import agents as registry
 
 __all__ = ["bp"]
@@ -115,6 +119,13 @@ async def delete_agent(call: Call, id: str) -> None:
            **_AGENTS)
 async def import_agents(call: Call) -> ImportAnswer:
     """Add several agents at once (a browser's registry); ones you already have are left as they are."""
+    # A 1.1.x browser's importer sends its binding: checked before anything is added, recorded after.
+    header = call.request.headers.get(HEADER)
+    browser = await browser_of(call.services.log, call.user, header) if header is not None else None
     agents = [_agent(a) for a in call.body.agents]
     imported, skipped = await registry.import_agents(call.services.db, call.user, agents)
+    if browser is not None:
+        refused = {i for i, _ in skipped}
+        await record_agents_import(call.services.log, browser,
+                                   list(dict.fromkeys(a.id for a in agents if a.id not in refused)))
     return ImportAnswer(imported=imported, skipped=[Skipped(id=i, reason=r) for i, r in skipped])

@@ -6,7 +6,9 @@
   before the first save); a stale revision is 409 ``CONFLICT``; a slot the deployment sets is 409
   ``SLOT_LOCKED``; the other refusals are 400 with OpenMAIC's codes. Answers the new view.
 * ``POST /api/model-config/import {providers?, slots?}`` — merges settings a browser kept; existing settings win;
-  answers ``{imported, skipped, view}``. Repeating it changes nothing.
+  answers ``{imported, skipped, view}``. Repeating it changes nothing. A 1.1.x browser's importer sends it with
+  ``X-OpenMAIC-Legacy-Import`` (:mod:`openmaic.browser_import.service`): the binding is checked first (409
+  ``LEGACY_IMPORT_NOT_BOUND``) and what was merged is recorded on the binding's stream.
 
 The owner is always the request's, never a parameter. Keys are sealed before they are stored
 (:mod:`openmaic.modelconfig.store`) and never returned, logged or put in an event.
@@ -20,6 +22,7 @@ import msgspec
 from quart import Blueprint
 
 from openmaic.api.routing import Call, api_route
+from openmaic.browser_import.service import HEADER, browser_of, record_settings_import
 from openmaic.config import Config
 from openmaic.modelconfig.secret_box import InstanceKey, process_instance_key
 from openmaic.modelconfig.settings import apply_change, import_proposal, settings_view
@@ -79,6 +82,9 @@ async def import_model_config(call: Call) -> dict[str, Any]:
     """Merge settings a browser kept into the owner's (existing settings win); safe to repeat."""
     config, db, key = call.services.config, call.services.db, key_of(call.services.config)
     body: ImportBody = call.body
+    # A 1.1.x browser's importer sends its binding: checked before anything is merged, recorded after.
+    header = call.request.headers.get(HEADER)
+    browser = await browser_of(call.services.log, call.user, header) if header is not None else None
     proposal = {"providers": body.providers or {}, "slots": body.slots or {}}
     for attempt in range(1, IMPORT_ATTEMPTS + 1):
         current = await read_settings(db, call.user, key)
@@ -91,6 +97,8 @@ async def import_model_config(call: Call) -> dict[str, Any]:
             if attempt < IMPORT_ATTEMPTS:
                 continue
             raise SettingsConflict("The settings kept changing; try again") from None
+        if browser is not None:
+            await record_settings_import(call.services.log, browser, imported)
         return {"imported": imported, "skipped": skipped,
                 "view": settings_view(config, await read_settings(db, call.user, key))}
     raise AssertionError("unreachable")

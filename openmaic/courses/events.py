@@ -15,6 +15,20 @@ from openmaic.courses.schema import AgentProfile, OutlineItem, SceneActions, Sce
 from openmaic.events.types import Event, register
 
 
+MediaStatus = Literal["pending", "generating", "done", "disabled", "failed"]
+
+
+class SceneMedia(msgspec.Struct, frozen=True, kw_only=True):
+    """A picture or video element of a scene: a placeholder until its asset is ``done``."""
+
+    element_id: str
+    kind: Literal["image", "video"]
+    prompt: str
+    status: MediaStatus = "pending"
+    asset_id: str | None = None
+    poster_asset_id: str | None = None
+
+
 class Scene(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     title: str
@@ -24,6 +38,9 @@ class Scene(msgspec.Struct, frozen=True, kw_only=True):
     content: SceneContent | None = None
     actions: SceneActions | None = None
     status: Literal["pending", "ready"] = "pending"
+    media: list[SceneMedia] = []
+    narration_asset_id: str | None = None
+    """The scene's narration clip (its speech, spoken), when a speech provider made one."""
 
 
 @register

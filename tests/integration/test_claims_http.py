@@ -21,8 +21,7 @@ import trio
 from openmaic.events.log import EventLog
 from openmaic.owners.claims import claim_stream_id
 from openmaic.store.database import open_database
-from openmaic.store.postgres import free_port
-from tests.serving import FAST_CONFIG, running_server, serve_processes, stderr_of, wait_ready
+from tests.serving import FAST_CONFIG, anonymous_then_signed_in, running_server, stderr_of
 
 SLOW_DEMO = FAST_CONFIG + """\
 providers: {demo: {preset: demo, options: {latencyMs: 8}}}
@@ -49,15 +48,9 @@ def dropped(response: httpx.Response) -> bool:
 
 
 async def test_a_claim_while_the_run_generates_moves_it_and_loses_or_repeats_no_step(db_url, tmp_path):
-    anon_port, user_port = free_port(), free_port()
-    roles = [("api", anon_port), ("api", user_port), ("worker", None), ("projector", None)]
-    envs = [{"OPENMAIC_IDENTITY_MODE": "anonymous"}, {"OWNER_SINGLE_USER": "true", "OWNER_SINGLE_USER_ID": "alice"}]
-    with serve_processes(db_url, tmp_path, roles, SLOW_DEMO, envs=envs) as procs:
-        anon_url, user_url = f"http://127.0.0.1:{anon_port}", f"http://127.0.0.1:{user_port}"
+    others = [("worker", None), ("projector", None)]
+    async with anonymous_then_signed_in(db_url, tmp_path, SLOW_DEMO, others=others) as (procs, anon_url, user_url):
         # One cookie jar, as one browser: cookies do not depend on the port.
-        for url in (anon_url, user_url):
-            async with httpx.AsyncClient(base_url=url, trust_env=False) as probe:
-                await wait_ready(probe, procs, tmp_path)
         async with httpx.AsyncClient(trust_env=False, timeout=15) as browser:
 
             # Anonymous: settings of their own, a material, a run.

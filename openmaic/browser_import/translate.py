@@ -1,0 +1,214 @@
+"""A 1.1.x stage and its scenes, as this server's course: pure translation, no I/O.
+
+The browser's course document and this server's differ (OpenMAIC 1.1.x drew slides as canvases of positioned
+elements; a course here keeps a slide's title, bullets and notes), so the translation keeps what a course here can
+hold and says what it could not:
+
+* a **slide**: its text elements, stripped of their HTML, in reading order (top to bottom, then left to right),
+  become the bullets (the first one is the title when it repeats the scene's title); the speech of its actions
+  becomes the notes; its picture and video elements become the scene's media, each pointing at the asset its
+  ``mediaFiles`` record was stored as (a failed or missing one stays a ``failed`` placeholder);
+* a **quiz**: its single- and multiple-choice questions (the first correct option is the answer); a
+  short-answer question has no options to keep and is left out;
+* an **interactive** page: its HTML; one known only by its URL becomes a slide naming it;
+* a **project** (``pbl``): a slide with its title and description;
+* **actions**: speech (with its speaker) and discussion prompts (as questions to the class); spotlights and
+  laser pointers belong to the canvas and are dropped. A speech action's clip, when the browser kept it, is the
+  scene's narration when it is the scene's only one.
+
+Ids: the course is ``course-`` + 16 base64url characters of ``sha256(browserId : stageId)``, assets ``asset_`` +
+32 hex characters of ``sha256(browserId : stageId : recordId)``: the same browser's same record always lands on
+the same id, which is what makes a repeated import change nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+
+from openmaic.browser_import.records import LegacyMedia, LegacyScene, StageImport
+from openmaic.courses.events import CourseCreated, CourseOutlineSet, Scene, SceneMedia
+from openmaic.courses.schema import (
+    Interactive, Quiz, QuizQuestion, SceneAction, SceneActions, SceneContent, Slide,
+)  # fmt: skip
+
+__all__ = ["Translated", "asset_id", "course_id", "translate_stage"]
+
+_TAG = re.compile(r"<[^>]*>")
+_BLOCK = re.compile(r"</(p|div|li|h[1-6])>|<br\s*/?>", re.IGNORECASE)
+_SPACE = re.compile(r"[ \t\r\f\v]+")
+MAX_BULLETS = 12
+MAX_TEXT = 2000
+
+
+class Translated(msgspec.Struct, frozen=True, kw_only=True):
+    """A stage as course events, the assets its scenes use, and what was left out."""
+
+    course_id: str
+    created: CourseCreated
+    outline: CourseOutlineSet
+    assets: list[tuple[str, str, bytes]]
+    """``(asset id, media type, bytes)`` for every media and narration record a scene uses."""
+    dropped: dict[str, int]
+    """What could not be kept, by kind (``shortAnswerQuestions``, ``missingMedia``, …)."""
+
+
+def _digest(*parts: str) -> bytes:
+    return hashlib.sha256("\x1f".join(parts).encode()).digest()
+
+
+def course_id(browser_id: str, stage_id: str) -> str:
+    return "course-" + base64.urlsafe_b64encode(_digest(browser_id, stage_id)).decode()[:16]
+
+
+def asset_id(browser_id: str, stage_id: str, record_id: str) -> str:
+    return "asset_" + _digest(browser_id, stage_id, record_id).hex()[:32]
+
+
+def plain_text(value: Any) -> str:
+    """The text of an HTML fragment (a slide's text element): tags removed, entities decoded, lines kept."""
+    if not isinstance(value, str):
+        return ""
+    text = html.unescape(_TAG.sub("", _BLOCK.sub("\n", value)))
+    lines = (_SPACE.sub(" ", line).strip() for line in text.splitlines())
+    return "\n".join(line for line in lines if line)[:MAX_TEXT]
+
+
+def _num(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+
+
+def _elements(scene: LegacyScene) -> list[Mapping[str, Any]]:
+    canvas = scene.content.get("canvas")
+    elements = canvas.get("elements") if isinstance(canvas, Mapping) else None
+    found = [e for e in elements if isinstance(e, Mapping)] if isinstance(elements, list) else []
+    return sorted(found, key=lambda e: (_num(e.get("top")), _num(e.get("left"))))
+
+
+def _speech(scene: LegacyScene, dropped: dict[str, int]) -> list[SceneAction]:
+    out: list[SceneAction] = []
+    for a in scene.actions:
+        kind, text = a.get("type"), a.get("text") or a.get("topic") or ""
+        speaker = a.get("agentId") if isinstance(a.get("agentId"), str) and a.get("agentId") else "teacher"
+        if kind == "speech" and isinstance(text, str) and text.strip():
+            out.append(SceneAction(kind="speech", agent_id=speaker, text=text.strip()[:MAX_TEXT]))
+        elif kind == "discussion" and isinstance(text, str) and text.strip():
+            out.append(SceneAction(kind="ask", agent_id=speaker, text=text.strip()[:MAX_TEXT]))
+        else:
+            dropped["canvasActions"] = dropped.get("canvasActions", 0) + 1
+    return out
+
+
+def _quiz(scene: LegacyScene, title: str, dropped: dict[str, int]) -> Quiz | None:
+    questions: list[QuizQuestion] = []
+    raw = scene.content.get("questions")
+    for q in raw if isinstance(raw, list) else []:
+        if not isinstance(q, Mapping):
+            continue
+        options = [o for o in q.get("options") or [] if isinstance(o, Mapping)]
+        if q.get("type") == "short_answer" or len(options) < 2:
+            dropped["shortAnswerQuestions"] = dropped.get("shortAnswerQuestions", 0) + 1
+            continue
+        values = [str(o.get("value", "")) for o in options]
+        correct = [str(v) for v in q.get("answer") or []]
+        answer = next((values.index(v) for v in correct if v in values), 0)
+        questions.append(QuizQuestion(
+            question=plain_text(q.get("question")) or "?",
+            options=[plain_text(o.get("label")) or str(o.get("value", "")) for o in options],
+            answer=answer, explanation=plain_text(q.get("analysis")),
+        ))  # fmt: skip
+    return Quiz(title=title, questions=questions) if questions else None
+
+
+def _media_of(scene: LegacyScene, stage_id: str, browser_id: str, media: Mapping[str, LegacyMedia],
+              dropped: dict[str, int]) -> tuple[list[SceneMedia], list[tuple[str, str, bytes]]]:
+    out: list[SceneMedia] = []
+    assets: list[tuple[str, str, bytes]] = []
+    for e in _elements(scene):
+        kind = e.get("type")
+        if kind not in ("image", "video"):
+            continue
+        element = str(e.get("id") or "")
+        src = str(e.get("src") or "")
+        record = media.get(f"{stage_id}:{src}") or media.get(src) or media.get(f"{stage_id}:{element}")
+        if not element or record is None or record.error or not record.data:
+            dropped["missingMedia"] = dropped.get("missingMedia", 0) + 1
+            if element:
+                out.append(SceneMedia(element_id=element, kind=kind, prompt="", status="failed"))
+            continue
+        aid = asset_id(browser_id, stage_id, record.id)
+        assets.append((aid, record.mime_type or f"{kind}/*", record.data))
+        poster = None
+        if record.poster:
+            poster = asset_id(browser_id, stage_id, record.id + "#poster")
+            assets.append((poster, "image/jpeg", record.poster))
+        out.append(SceneMedia(element_id=element, kind=kind, prompt=record.prompt[:MAX_TEXT], status="done",
+                              asset_id=aid, poster_asset_id=poster))
+    return out, assets
+
+
+def translate_stage(browser_id: str, body: StageImport) -> Translated:
+    """The course events and assets of one imported stage (see the module's doc)."""
+    stage = body.stage
+    dropped: dict[str, int] = {}
+    media = {m.id: m for m in body.media}
+    audio = {a.id: a for a in body.audio}
+    title = stage.name.strip() or "Imported course"
+    scenes: list[Scene] = []
+    assets: list[tuple[str, str, bytes]] = []
+    for s in sorted(body.scenes, key=lambda s: s.order):
+        name = s.title.strip() or f"Scene {len(scenes) + 1}"
+        actions = _speech(s, dropped)
+        content: SceneContent
+        scene_media: list[SceneMedia] = []
+        if s.type == "quiz" and (quiz := _quiz(s, name, dropped)) is not None:
+            content = SceneContent(kind="quiz", quiz=quiz)
+        elif s.type == "interactive" and isinstance(s.content.get("html"), str) and s.content["html"].strip():
+            content = SceneContent(kind="interactive", interactive=Interactive(
+                title=name, html=s.content["html"], instructions=""))
+        else:
+            if s.type == "slide":
+                texts = [t for t in (plain_text(e.get("content")) for e in _elements(s) if e.get("type") == "text")
+                         if t]
+                bullets = [t for t in texts if t.splitlines()[0] != name] if texts else []
+                scene_media, used = _media_of(s, stage.id, browser_id, media, dropped)
+                assets += used
+            elif s.type == "interactive":
+                bullets = [f"Interactive page: {s.content.get('url') or 'not kept by the browser'}"]
+            elif s.type == "pbl":
+                project = s.content.get("projectConfig")
+                project = project if isinstance(project, Mapping) else {}
+                bullets = [t for t in (plain_text(project.get("title")), plain_text(project.get("description")))
+                           if t]
+            else:  # a quiz with no question a course here can hold
+                bullets = []
+            notes = "\n".join(a.text for a in actions if a.kind == "speech")[:MAX_TEXT]
+            content = SceneContent(kind="slide", slide=Slide(title=name, bullets=bullets[:MAX_BULLETS], notes=notes))
+        narration = None
+        clips = [a.get("audioId") for a in s.actions if a.get("type") == "speech" and a.get("audioId")]
+        if len(clips) == 1 and (clip := audio.get(str(clips[0]))) is not None and clip.data:
+            narration = asset_id(browser_id, stage.id, "audio:" + clip.id)
+            assets.append((narration, f"audio/{clip.format or 'mpeg'}", clip.data))
+        elif len(clips) > 1:
+            dropped["narrationClips"] = dropped.get("narrationClips", 0) + len(clips)
+        first = content.slide.bullets[:3] if content.slide else []
+        scenes.append(Scene(
+            id=f"scene-{_digest(browser_id, stage.id, s.id).hex()[:16]}", title=name,
+            goal=stage.description.strip()[:MAX_TEXT] or name, kind=content.kind, key_points=first,
+            content=content, actions=SceneActions(actions=actions), status="ready", media=scene_media,
+            narration_asset_id=narration,
+        ))  # fmt: skip
+    language = (stage.language_directive or "").strip()
+    created = CourseCreated(title=title, language=language[:10] if re.fullmatch(r"[a-z]{2}(-[A-Z]{2})?", language)
+                            else "en", requirement=stage.description[:MAX_TEXT])
+    return Translated(
+        course_id=course_id(browser_id, stage.id), created=created,
+        outline=CourseOutlineSet(revision=1, title=title, scenes=scenes),
+        assets=list({a[0]: a for a in assets}.values()), dropped=dropped,
+    )  # fmt: skip
