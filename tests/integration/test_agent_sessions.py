@@ -8,8 +8,15 @@ import json
 import httpx
 import pytest
 import trio
+import trio_websocket
 
+from openmaic.actors.commands import Commands
+from openmaic.events.log import EventLog
+from openmaic.runs.agents import Agent, create_agent
+from openmaic.store.database import open_database
+from openmaic.workbench.service import WorkbenchSessions
 from tests.eventsource import EventSource, open_sse
+from tests.integration.api_harness import raw_ws
 from tests.serving import FAST_CONFIG, running_server
 
 SLOW = FAST_CONFIG + ("providers: {demo: {preset: demo, options: {latencyMs: 30}}}\n"
@@ -141,3 +148,42 @@ async def test_the_owner_feed_reports_new_sessions_and_their_status(server):
                     break
     assert events[0][0] == "session_created" and events[0][1]["sessionId"] == meta["id"]
     assert all(d["sessionId"] == meta["id"] for _, d in events)
+
+
+async def test_another_owners_session_and_agents_are_the_same_404_as_unknown_ones(server, db_url):
+    """Their session is invisible on every route and on the stream socket, and their agent's id neither blocks
+    mine nor can be changed or deleted by me; nothing of theirs is written by my requests."""
+    client, base = server
+    async with open_database(db_url, max_size=2) as db:
+        log = EventLog(db)
+        sessions = WorkbenchSessions(log, Commands(log, message_kinds=["workbench"]))
+        row, _ = await sessions.start("someone-else", "their own course")
+        await create_agent(db, "someone-else", Agent(id="oak", name="Their Oak", role="teacher"))
+    theirs = row["id"]
+    for sid in (theirs, "nope"):
+        for method, path, body in [("GET", "", None), ("PATCH", "", {"title": "mine now"}), ("POST", "/cancel", None),
+                                   ("POST", "/messages", {"text": "hi"}), ("GET", "/events", None)]:
+            r = await client.request(method, f"/api/agent/sessions/{sid}{path}", json=body)
+            assert (r.status_code, r.text) == (404, "Not found"), (sid, method, path)
+        with pytest.raises(trio_websocket.ConnectionRejected) as refused:
+            async with raw_ws(int(base.rsplit(":", 1)[1]), f"/api/streams/{sid}/ws"):
+                pass
+        assert refused.value.status_code == 404, sid
+    assert (await client.get("/api/agent/sessions")).json() == []
+    assert theirs not in (await client.get("/api/agent/sessions/status")).json()
+
+    for method in ("PUT", "DELETE"):
+        r = await client.request(method, "/api/agents/oak", json={"agent": {"id": "oak", "name": "Mine", "role": "teacher"}}
+                                 if method == "PUT" else None)
+        assert (r.status_code, r.json()["error"]["code"]) == (404, "AGENT_NOT_FOUND"), (method, r.text)
+    assert "oak" not in [a["id"] for a in (await client.get("/api/agents")).json()["agents"]]
+    r = await client.post("/api/agents", json={"agent": {"id": "oak", "name": "My Oak", "role": "teacher"}})
+    assert r.status_code == 201, r.text  # their id does not block mine (nor says it exists)
+
+    async with open_database(db_url, max_size=2) as db:
+        events = await EventLog(db).read_stream(theirs, limit=10_000)
+        written = {e.type for e in events}
+        texts = [json.loads(bytes(e.data))["text"] for e in events if e.type == "session.message_posted"]
+        names = {r["owner_id"]: r["name"] for r in await db.fetch("SELECT owner_id, name FROM agents WHERE id = 'oak'")}
+    assert not written & {"session.title_set", "session.cancel_requested"} and "hi" not in texts
+    assert names == {"someone-else": "Their Oak", "local": "My Oak"}
