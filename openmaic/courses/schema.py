@@ -11,11 +11,14 @@ default is still required in the schema; the model fills it, and msgspec accepts
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 SceneKind = Literal["slide", "quiz", "interactive"]
+
+MAX_SCENES = 30
+"""The most scenes an outline may have (the outline's schema says so to the model)."""
 
 
 class OutlineItem(msgspec.Struct, frozen=True, kw_only=True):
@@ -31,7 +34,7 @@ class Outline(msgspec.Struct, frozen=True, kw_only=True):
     """A course outline: a title and 4 to 8 scenes in teaching order."""
 
     title: str
-    items: list[OutlineItem]
+    items: Annotated[list[OutlineItem], msgspec.Meta(min_length=1, max_length=MAX_SCENES)]
 
 
 class Slide(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,6 +59,13 @@ class Quiz(msgspec.Struct, frozen=True, kw_only=True):
 
     title: str
     questions: list[QuizQuestion]
+
+
+class QuizOutput(msgspec.Struct, frozen=True, kw_only=True):
+    """A short quiz: at least one multiple-choice question."""
+
+    title: str
+    questions: Annotated[list[QuizQuestion], msgspec.Meta(min_length=1)]
 
 
 class Interactive(msgspec.Struct, frozen=True, kw_only=True):

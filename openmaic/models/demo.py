@@ -133,6 +133,7 @@ class DemoProvider:
             schema.SceneContent: demo_course.scene_content,
             schema.Slide: demo_course.slide,
             schema.Quiz: demo_course.quiz,
+            schema.QuizOutput: lambda f: schema.QuizOutput(**msgspec.structs.asdict(demo_course.quiz(f))),
             schema.Interactive: demo_course.interactive,
             schema.SceneActions: demo_course.scene_actions,
             schema.AgentRoster: demo_course.roster,

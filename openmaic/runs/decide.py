@@ -13,14 +13,14 @@ from typing import Literal
 from openmaic import errors
 from openmaic.actors.kind import Finish
 from openmaic.courses.events import CourseOutlineSet, CourseUnlocked
-from openmaic.courses.schema import OutlineItem
+from openmaic.courses.schema import MAX_SCENES, OutlineItem
 from openmaic.events.core import SessionEnded
 from openmaic.events.log import StreamAppend
 from openmaic.events.types import Event
 from openmaic.runs.events import RunCourseCreated, RunOutlineConfirmed, RunStateChanged
 from openmaic.runs.fold import RunState, evolve
 
-MAX_OUTLINE_ITEMS = 30
+MAX_OUTLINE_ITEMS = MAX_SCENES
 INTERRUPTED = "interrupted too many times"
 PAUSED = "paused"
 AWAITING = "awaiting outline confirmation"

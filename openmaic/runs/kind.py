@@ -39,12 +39,11 @@ import trio
 from openmaic.actors.kind import Core, Decision, Finish, Outcome, Step, StepContext, Wait
 from openmaic.config import Config
 from openmaic.courses.events import CourseAgentsSet, CourseSceneSet
-from openmaic.courses.schema import AgentProfile, AgentRoster, Outline, OutlineItem, SceneActions, SceneContent
-from openmaic.errors import InvalidInput, OpenMaicError
+from openmaic.courses.schema import AgentRoster, Outline, OutlineItem, SceneActions
+from openmaic.errors import OpenMaicError
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
 from openmaic.materials import images_for_model, material_texts
-from openmaic.models.errors import OutputInvalid
 from openmaic.models.incremental import StreamedArray
 from openmaic.models.provider import ModelRouter, fallback_events
 from openmaic.models.types import Image
@@ -56,7 +55,6 @@ from openmaic.runs.decide import (
     INTERRUPTED,
     PAUSED,
     QUEUED,
-    check_outline,
     completed,
     confirmation,
     ended,
@@ -78,6 +76,7 @@ from openmaic.runs.events import (
     RunStepStarted,
 )
 from openmaic.runs.fold import COUNTDOWN_WAIT, RunState, evolve, next_step
+from openmaic.runs.outputs import repair_actions, repair_outline, repair_roster, write_content
 from openmaic.store.queries import Q
 
 __all__ = ["GenerationKind", "RunServices", "StepDeadlineExceeded"]
@@ -139,34 +138,6 @@ class _Pump:
                 self.emitted = True
             if self._closed:
                 return
-
-
-def _check_content(content: SceneContent, kind: str) -> SceneContent:
-    member = getattr(content, kind, None) if kind in ("slide", "quiz", "interactive") else None
-    if content.kind != kind or member is None:
-        raise OutputInvalid(f"the model wrote {content.kind} content for a {kind} scene")
-    if kind == "quiz" and (not content.quiz or not content.quiz.questions):
-        raise OutputInvalid("the model wrote a quiz without questions")
-    return content
-
-
-def _check_roster(agents: Sequence[AgentProfile]) -> list[AgentProfile]:
-    unique = list({a.id: a for a in agents if a.id.strip()}.values())
-    if not unique or not any(a.role == "teacher" for a in unique):
-        raise OutputInvalid("the model's agent roster has no teacher")
-    return unique
-
-
-def _check_actions(actions: SceneActions, agents: Sequence[AgentProfile]) -> SceneActions:
-    if not actions.actions:
-        raise OutputInvalid("the model wrote no actions for the scene")
-    known = {a.id for a in agents}
-    lead = next((a.id for a in agents if a.role == "teacher"), agents[0].id if agents else "")
-    if all(a.agent_id in known for a in actions.actions) or not lead:
-        return actions
-    # An action by an agent that is not in the roster would have nobody to perform it: the teacher takes it.
-    fixed = [a if a.agent_id in known else msgspec.structs.replace(a, agent_id=lead) for a in actions.actions]
-    return SceneActions(actions=fixed)
 
 
 class GenerationKind:
@@ -345,10 +316,7 @@ class GenerationKind:
                 )
             finally:
                 pump.close()
-        try:
-            check_outline(outline.items)
-        except InvalidInput as exc:
-            raise OutputInvalid(f"the model's outline cannot be used: {exc.message}") from None
+        items = repair_outline(outline.items)  # its length is in the schema; see openmaic.runs.outputs
 
         until = None
         if inp.outline_review == "countdown":
@@ -356,11 +324,11 @@ class GenerationKind:
             now = await services.log.db.fetchval(Q.database_now)
             until = now + dt.timedelta(seconds=self.countdown_s)
         proposed = RunOutlineProposed(revision=revision, title=outline.title.strip() or state.title,
-                                      items=outline.items, countdown_until=until)
+                                      items=items, countdown_until=until)
         events: list[Event] = [*fallback_events([provider]), proposed, RunStepCompleted(step="outline")]
         if inp.outline_review == "auto":
             after = evolve(msgspec.structs.replace(state, state="outlining"), proposed, state.seq)
-            confirmed, course = confirmation(after, revision, outline.items, "auto", previous="outlining")
+            confirmed, course = confirmation(after, revision, items, "auto", previous="outlining")
             return Outcome(events=[*events, *confirmed], also=[course])
         events.append(RunStateChanged(state="awaiting_outline_confirmation", previous="outlining"))
         return Outcome(events=events)
@@ -375,7 +343,7 @@ class GenerationKind:
             roster = await provider.complete(
                 model, prompts.agents_messages(inp, state.title, list(state.confirmed)), AgentRoster
             )
-            agents = _check_roster(roster.agents)
+            agents = repair_roster(roster.agents)
         else:
             agents = await resolve_agents(services.log.db, state.owner_id, inp.agents.agent_ids)
         course = StreamAppend(stream_id=state.course_id, events=[CourseAgentsSet(agents=agents)])
@@ -391,7 +359,7 @@ class GenerationKind:
         provider, model = await models.for_owner(state.owner_id, f"course.content.{item.kind}")
         messages = prompts.content_messages(self._input(state), state.title, list(state.confirmed), index,
                                             state.materials_text)
-        content = _check_content(await provider.complete(model, messages, SceneContent), item.kind)
+        content = await write_content(provider, model, messages, item.kind)
         scene = state.scene(index, content=content)
         course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
         return Outcome(events=[*fallback_events([provider]), RunSceneContent(index=index, content=content),
@@ -406,7 +374,7 @@ class GenerationKind:
         assert content is not None
         provider, model = await self._services(ctx).models.for_owner(state.owner_id, "course.actions")
         messages = prompts.actions_messages(self._input(state), state.title, item, content, list(state.agents))
-        actions = _check_actions(await provider.complete(model, messages, SceneActions), state.agents)
+        actions = repair_actions(await provider.complete(model, messages, SceneActions), state.agents, content)
         scene = state.scene(index, content=content, actions=actions, ready=True)
         course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
         return Outcome(events=[*fallback_events([provider]), RunSceneActions(index=index, actions=actions),

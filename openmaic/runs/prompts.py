@@ -37,7 +37,7 @@ _CONTENT_SYSTEM = (
     "You write one scene of an AI classroom course. Produce the scene's content for its kind: a slide (title, 3 "
     "to 5 short bullets, speaker notes), a quiz (a few multiple-choice questions with the 0-based index of the "
     "correct option and an explanation) or an interactive page (one self-contained HTML document with inline "
-    "CSS and JS and no external resources, plus instructions). Set only the member named by kind. Stay within "
+    "CSS and JS and no external resources, plus instructions). Stay within "
     "the scene's goal and key points, consistent with the rest of the outline. Write in the requested language."
 )
 _ACTIONS_SYSTEM = (

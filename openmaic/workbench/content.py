@@ -2,7 +2,7 @@
 
 One structured model call on slot ``course.content.<kind>`` with the classic step's own prompt
 (:func:`openmaic.runs.prompts.content_messages`: the scene in the context of the whole outline), returning a
-:class:`SceneContent` of the scene's kind.
+:class:`SceneContent` of the scene's kind (asked for as that kind's own type, see :mod:`openmaic.runs.outputs`).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from openmaic.courses.events import CourseDocument, Scene
 from openmaic.courses.schema import SceneContent
-from openmaic.models.errors import OutputInvalid
 from openmaic.runs.events import RunInput
+from openmaic.runs.outputs import write_content
 from openmaic.runs.prompts import content_messages
 
 NEW_COURSE_TITLE = "Untitled course"
@@ -29,24 +29,14 @@ def _requirement(doc: CourseDocument, scene: Scene) -> str:
     return scene.title
 
 
-def check_content(content: SceneContent, kind: str) -> SceneContent:
-    """``content`` when it is of ``kind`` with that member filled in, else OutputInvalid."""
-    member = {"slide": content.slide, "quiz": content.quiz, "interactive": content.interactive}.get(kind)
-    if content.kind != kind or member is None:
-        raise OutputInvalid(f"the model wrote {content.kind} content for a {kind} scene")
-    if content.quiz is not None and kind == "quiz" and not content.quiz.questions:
-        raise OutputInvalid("the model wrote a quiz without questions")
-    return content
-
-
 async def generate_scene_content(models: Any, doc: CourseDocument, scene: Scene, *, owner: str = "") -> SceneContent:
     """The content of ``scene`` (one of ``doc``'s scenes), from the provider routed for its kind.
 
-    Raises ``ProviderError`` (``OutputInvalid`` when the reply does not fit the scene).
+    Raises ``ProviderError`` (``OutputInvalid`` when the reply does not fit the scene's type).
     """
     index = next(i for i, s in enumerate(doc.scenes) if s.id == scene.id)
     inp = RunInput(requirement=_requirement(doc, scene), language=doc.language)
     messages = content_messages(inp, doc.title, doc.outline, index, "")
     slot = f"course.content.{scene.kind}"
     provider, model = await models.for_owner(owner, slot) if owner else models.for_slot(slot)
-    return check_content(await provider.complete(model, messages, SceneContent), scene.kind)
+    return await write_content(provider, model, messages, scene.kind)

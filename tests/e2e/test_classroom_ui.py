@@ -239,8 +239,8 @@ HOSTILE = """<!doctype html><html><head><meta charset="utf-8"><title>Try it</tit
 async def test_an_interactive_scene_runs_in_a_sandbox_that_reaches_nothing(db_url, tmp_path):
     async with open_fake_provider() as fake, open_fake_provider() as outside:
         beacon = f"http://127.0.0.1:{outside.port}"
-        fake.push(Json({"kind": "interactive", "slide": None, "quiz": None, "interactive": {
-            "title": "Try it yourself", "instructions": "Flip the cards.", "html": HOSTILE.replace("BEACON", beacon)}}))
+        fake.push(Json({"title": "Try it yourself", "instructions": "Flip the cards.",
+                        "html": HOSTILE.replace("BEACON", beacon)}))
         config = config_with(fake.openai_url, "course.content.interactive")
         async with running_server(db_url, tmp_path, config) as base, \
                 httpx.AsyncClient(base_url=base, trust_env=False, timeout=10) as client:  # fmt: skip

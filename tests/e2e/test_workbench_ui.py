@@ -272,13 +272,10 @@ async def test_a_pro_session_with_a_follow_up_and_a_cancel(base_url):
     await in_browser(scenario, base_url)
 
 
-QUIZ = {
-    "kind": "quiz", "slide": None, "interactive": None,
-    "quiz": {"title": "Check your understanding", "questions": [
-        {"question": "What do plants make in photosynthesis?", "options": ["Glucose", "Salt", "Iron", "Sand"],
-         "answer": 0, "explanation": "Glucose stores the energy."},
-    ]},
-}  # fmt: skip
+QUIZ = {"title": "Check your understanding", "questions": [
+    {"question": "What do plants make in photosynthesis?", "options": ["Glucose", "Salt", "Iron", "Sand"],
+     "answer": 0, "explanation": "Glucose stores the energy."},
+]}  # fmt: skip
 
 
 async def test_a_paused_run_shows_its_error_and_retry_finishes_it(db_url, tmp_path):
