@@ -1,6 +1,7 @@
 """HTTP access to a model provider: timeouts, retries with backoff, and key-free errors.
 
-One ``Transport`` per configured provider. A request is retried on 408, 409, 429, any 5xx, connect and read
+One ``Transport`` per configured provider (``label`` names what it serves in messages: "model provider",
+"image provider" …). Requests are JSON or multipart POSTs, or GETs (a video task's status and content). A request is retried on 408, 409, 429, any 5xx, connect and read
 errors, timeouts (a stream that sends nothing for ``timeout_s`` is a read timeout) and streams that end early,
 with full-jitter exponential backoff (base 0.5 s, cap 20 s) or the server's ``Retry-After`` (capped at 60 s),
 at most ``max_retries`` times. Any other 4xx is final. Every error raised from here is a ``ProviderError``
@@ -40,11 +41,15 @@ _TOKEN = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 class RetryableFailure(Exception):
     """One attempt failed in a way worth retrying. ``reason`` is our own fixed wording."""
 
-    def __init__(self, reason: str, *, status: int | None = None, retry_after: float | None = None) -> None:
+    def __init__(
+        self, reason: str, *, status: int | None = None, retry_after: float | None = None, unsent: bool = False
+    ) -> None:
         super().__init__(reason)
         self.reason = reason
         self.status = status
         self.retry_after = retry_after
+        self.unsent = unsent
+        """The request never reached the provider (the connection was refused or not made in time)."""
 
 
 class MalformedResponse(Exception):
@@ -125,8 +130,10 @@ class Transport:
         http: httpx.AsyncClient | None = None,
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
+        label: str = "model provider",
     ) -> None:
         self.name = name
+        self.label = label
         self._cfg = cfg
         self._http = http
         self._sleep: Sleep = sleep or trio.sleep
@@ -155,19 +162,54 @@ class Transport:
         ``consume`` reads the stream and may raise ``RetryableFailure`` or ``MalformedResponse``.
         ``on_retry`` is called before each new attempt: output streamed so far should be discarded.
         """
+        return await self.send("POST", url, headers, consume, json_body=body, on_retry=on_retry)
+
+    async def send(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        consume: Callable[[httpx.Response], Awaitable[T]],
+        *,
+        json_body: dict[str, Any] | None = None,
+        form: dict[str, str] | None = None,
+        on_retry: Callable[[], None] | None = None,
+        idempotent: bool = True,
+    ) -> T:
+        """Send one request (a JSON body, a multipart ``form``, or none) under the retry policy; see ``stream``.
+
+        A request that is not ``idempotent`` (submitting a paid task) is retried only when the provider cannot
+        have acted on it: a refused connection, or an answer of 408/409/429/5xx. A connection lost or timed out
+        after the request went out is final, since the provider may have accepted it.
+        """
         attempts = max(0, int(self._cfg.max_retries)) + 1
-        content = msgspec.json.encode(body)
+        payload: dict[str, Any] = {}
+        if json_body is not None:
+            payload["content"] = msgspec.json.encode(json_body)
+        elif form is not None:
+            # Every field as a form part without a file name: multipart/form-data, as the vendors' SDKs send it.
+            payload["files"] = {k: (None, v) for k, v in form.items()}
+        if method == "GET":
+            # Downloads may be redirected to storage; httpx drops the Authorization header on another origin.
+            payload["follow_redirects"] = True
         last: RetryableFailure | None = None
         for n in range(1, attempts + 1):
             try:
-                return await self._attempt(url, headers, content, consume)
+                return await self._attempt(method, url, headers, payload, consume)
             except RetryableFailure as failure:
                 last = failure
                 if n == attempts:
                     break
+                if not idempotent and failure.status is None and not failure.unsent:
+                    raise ProviderError(
+                        f"the {self.label} {self.name!r} did not answer a request that is never sent twice "
+                        f"({failure.reason})",
+                        provider=self.name,
+                    ) from failure.__cause__
                 delay = failure.retry_after if failure.retry_after is not None else backoff_delay(n - 1, self._rng)
                 log.warning(
-                    "model provider %r: %s; retry %d of %d in %.2f s",
+                    "%s %r: %s; retry %d of %d in %.2f s",
+                    self.label,
                     self.name,
                     failure.reason,
                     n,
@@ -179,7 +221,7 @@ class Transport:
                 await self._sleep(delay)
         assert last is not None
         raise ProviderError(
-            f"the model provider {self.name!r} failed after {_attempts(attempts)} ({last.reason})",
+            f"the {self.label} {self.name!r} failed after {_attempts(attempts)} ({last.reason})",
             provider=self.name,
             attempts=attempts,
             status=last.status,
@@ -187,43 +229,47 @@ class Transport:
 
     async def _attempt(
         self,
+        method: str,
         url: str,
         headers: dict[str, str],
-        content: bytes,
+        payload: dict[str, Any],
         consume: Callable[[httpx.Response], Awaitable[T]],
     ) -> T:
         try:
             if self._http is None:
                 # A provider behind its own proxy gets a client of its own (see ModelRouter).
                 async with httpx.AsyncClient(timeout=self._timeout, proxy=getattr(self._cfg, "proxy", None)) as client:
-                    return await self._send(client, url, headers, content, consume)
-            return await self._send(self._http, url, headers, content, consume)
+                    return await self._send(client, method, url, headers, payload, consume)
+            return await self._send(self._http, method, url, headers, payload, consume)
+        except httpx.ConnectTimeout as exc:
+            raise RetryableFailure("timed out", unsent=True) from exc
         except httpx.TimeoutException as exc:
             raise RetryableFailure("timed out") from exc
         except httpx.ConnectError as exc:
-            raise RetryableFailure("could not connect") from exc
+            raise RetryableFailure("could not connect", unsent=True) from exc
         except (httpx.ReadError, httpx.WriteError, httpx.RemoteProtocolError, httpx.CloseError) as exc:
             raise RetryableFailure("connection lost") from exc
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise ProviderError(
-                f"the model provider {self.name!r} could not be reached ({type(exc).__name__}); check its base_url",
+                f"the {self.label} {self.name!r} could not be reached ({type(exc).__name__}); check its base_url",
                 provider=self.name,
             ) from exc
         except MalformedResponse as exc:
             raise ProviderError(
-                f"the model provider {self.name!r} sent a malformed response ({exc.reason})",
+                f"the {self.label} {self.name!r} sent a malformed response ({exc.reason})",
                 provider=self.name,
             ) from None
 
     async def _send(
         self,
         client: httpx.AsyncClient,
+        method: str,
         url: str,
         headers: dict[str, str],
-        content: bytes,
+        payload: dict[str, Any],
         consume: Callable[[httpx.Response], Awaitable[T]],
     ) -> T:
-        async with client.stream("POST", url, content=content, headers=headers, timeout=self._timeout) as response:
+        async with client.stream(method, url, headers=headers, timeout=self._timeout, **payload) as response:
             status = response.status_code
             if status in RETRY_STATUSES or status >= 500:
                 retry_after = parse_retry_after(response.headers.get("retry-after"))
@@ -232,7 +278,7 @@ class Transport:
                 raise self._rejected(status, await _read_limited(response))
             if status >= 300 or status < 200:
                 raise ProviderError(
-                    f"the model provider {self.name!r} answered HTTP {status}; check its base_url",
+                    f"the {self.label} {self.name!r} answered HTTP {status}; check its base_url",
                     provider=self.name,
                     status=status,
                 )
@@ -248,7 +294,7 @@ class Transport:
         elif status == 404:
             hint = "; check its base_url and the model name"
         return ProviderError(
-            f"the model provider {self.name!r} rejected the request ({what}){hint}",
+            f"the {self.label} {self.name!r} rejected the request ({what}){hint}",
             provider=self.name,
             status=status,
         )
