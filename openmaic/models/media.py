@@ -31,7 +31,7 @@ from openmaic.models.errors import ProviderError
 from openmaic.models.retry import MalformedResponse, Sleep, error_token, unwind
 
 __all__ = [
-    "CAPABILITIES", "Capability", "GeneratedMedia", "ImageProvider", "SearchProvider", "SearchSource",
+    "CAPABILITIES", "MEDIA_DRIVERS", "Capability", "GeneratedMedia", "ImageProvider", "SearchProvider", "SearchSource",
     "SpeechProvider", "VideoProvider", "VideoTask", "VideoTaskFailed", "build_media_provider", "read_body",
     "read_json", "sniff", "wait_video",
 ]  # fmt: skip
@@ -223,6 +223,15 @@ async def wait_video(
         await pause(provider.poll_interval_s)
 
 
+#: Per media capability, the wire protocols (a preset's ``protocol``, or a provider's ``kind``) with a driver here.
+MEDIA_DRIVERS: dict[str, frozenset[str]] = {
+    "image": frozenset({"openai-images", "openai", "demo"}),
+    "video": frozenset({"sora", "openai-videos", "openai", "demo"}),
+    "tts": frozenset({"openai-speech", "openai", "demo"}),
+    "webSearch": frozenset({"tavily", "demo"}),
+}
+
+
 def build_media_provider(
     name: str,
     cfg: Any,
@@ -232,30 +241,29 @@ def build_media_provider(
     sleep: Sleep | None = None,
     rng: random.Random | None = None,
 ) -> Any:
-    """The provider configured as ``name`` (``cfg``: its settings) serving ``capability``.
+    """The provider configured as ``name`` (``cfg``: its endpoint) serving ``capability``.
 
-    ``cfg.kind`` (or ``cfg.preset``) picks the protocol: ``openai`` serves images, video and speech, ``tavily``
-    web search, ``demo`` all four. Anything else is a ConfigError naming what the kind can serve.
+    ``cfg.kind`` is the wire protocol (:data:`MEDIA_DRIVERS`): ``openai-images``, ``openai-speech``, ``sora``
+    (OpenAI's ``/v1/videos``; ``openai-videos`` is the same), or ``openai`` for any of the three; ``tavily`` for
+    web search; ``demo`` for all four. Anything else is a ConfigError naming what this server can call.
     """
-    kind = getattr(cfg, "kind", None) or getattr(cfg, "preset", None)
+    kind = str(getattr(cfg, "kind", None) or getattr(cfg, "preset", None))
+    if kind not in MEDIA_DRIVERS.get(capability, frozenset()):
+        known = ", ".join(sorted(MEDIA_DRIVERS.get(capability, frozenset())))
+        raise ConfigError(
+            f"provider {name!r} (protocol {kind!r}) cannot serve the {capability} slot; this server calls "
+            f"{known} for it", provider=name, slot=capability,
+        )
     if kind == "demo":
         from openmaic.models.demo_media import DemoMedia
 
         return DemoMedia(name, latency_ms=int(getattr(cfg, "latency_ms", 0) or 0))
-    if kind == "openai" and capability in ("image", "video", "tts"):
-        from openmaic.models import openai_media
-
-        cls = {"image": openai_media.OpenAIImages, "video": openai_media.OpenAIVideos,
-               "tts": openai_media.OpenAISpeech}[capability]  # fmt: skip
-        return cls(name, cfg, http=http, sleep=sleep, rng=rng)
-    if kind == "tavily" and capability == "webSearch":
+    if kind == "tavily":
         from openmaic.models.tavily import TavilySearch
 
         return TavilySearch(name, cfg, http=http, sleep=sleep, rng=rng)
-    serves = {"openai": "image, video and tts", "tavily": "webSearch", "anthropic": "no media slot"}.get(
-        str(kind), "no media slot"
-    )
-    raise ConfigError(
-        f"provider {name!r} (kind {kind!r}) cannot serve the {capability} slot; it serves {serves}",
-        provider=name, slot=capability,
-    )
+    from openmaic.models import openai_media
+
+    cls = {"image": openai_media.OpenAIImages, "video": openai_media.OpenAIVideos,
+           "tts": openai_media.OpenAISpeech}[capability]  # fmt: skip
+    return cls(name, cfg, http=http, sleep=sleep, rng=rng)

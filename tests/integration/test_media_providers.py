@@ -230,6 +230,10 @@ def test_media_factory_refuses_a_kind_that_cannot_serve_the_slot():
     cfg = ProviderConfig(kind="anthropic", base_url="https://api.anthropic.com", api_key=Secret(KEY))
     with pytest.raises(ConfigError, match="cannot serve the image slot"):
         build_media_provider("claude", cfg, "image")
-    with pytest.raises(ConfigError, match="cannot serve the webSearch slot"):
+    with pytest.raises(ConfigError, match="cannot serve the webSearch slot; this server calls demo, tavily"):
         build_media_provider("oa", ProviderConfig(kind="openai", base_url="https://x.example/v1"), "webSearch")
     assert build_media_provider("demo", ProviderConfig(kind="demo"), "tts").name == "demo"
+    for protocol, capability, cls in (("openai-images", "image", "OpenAIImages"), ("sora", "video", "OpenAIVideos"),
+                                      ("openai-speech", "tts", "OpenAISpeech"), ("tavily", "webSearch", "TavilySearch")):
+        built = build_media_provider("p", Cfg(kind=protocol, base_url="https://x.example/v1"), capability)  # type: ignore[arg-type]
+        assert type(built).__name__ == cls
