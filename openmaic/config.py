@@ -147,6 +147,8 @@ class LimitsConfig(_Section):
     """Materials one owner may keep (OpenMAIC's ``MATERIALS_MAX_COUNT_PER_OWNER``)."""
     material_bytes_per_owner: PosInt = 2 * 1024**3
     """Their total size (OpenMAIC's ``MATERIALS_MAX_TOTAL_BYTES_PER_OWNER``)."""
+    asset_bytes_per_owner: PosInt = 2_147_483_648
+    """All of an owner's stored assets (materials' images and generated media) together."""
     extraction: ExtractionLimits = ExtractionLimits()
 
 

@@ -272,6 +272,36 @@ SELECT a.media_type, a.data
   JOIN assets a ON a.id = w.id AND a.owner_id = openmaic_owner($1) AND a.media_type LIKE 'image/%' AND a.size <= $3
  ORDER BY w.ord;
 
+-- name: asset_owner_lock
+-- Serializes one owner's asset writes for the rest of the transaction, so the quota below is judged on a
+-- snapshot (taken by the next statement) that already holds every write committed before ours.
+SELECT pg_advisory_xact_lock(hashtextextended('openmaic.assets:' || $1, 0));
+
+-- name: asset_put_within_quota
+-- A content-addressed asset: an existing row with this id is the answer (no bytes written, no quota used);
+-- otherwise the insert happens only while the owner's assets stay within $9 bytes. Run after
+-- asset_owner_lock in the same transaction.
+WITH existing AS (SELECT id FROM assets WHERE id = $1 AND owner_id = $2),
+     used AS (SELECT coalesce(sum(size), 0)::bigint AS bytes FROM assets WHERE owner_id = $2),
+     inserted AS (
+       INSERT INTO assets (id, owner_id, media_type, size, sha256, data, kind, course_id)
+       SELECT $1, $2, $3, $4::int, $5, $6, $7, $8 FROM used
+        WHERE NOT EXISTS (SELECT 1 FROM existing) AND used.bytes + $4::int <= $9::bigint
+       ON CONFLICT (id) DO NOTHING
+       RETURNING id)
+SELECT (SELECT id FROM existing) AS existing, (SELECT id FROM inserted) AS inserted,
+       (SELECT bytes FROM used) AS used;
+
+-- name: asset_head
+SELECT id, media_type, size, sha256, kind, course_id, created_at FROM assets WHERE id = $1 AND owner_id = $2;
+
+-- name: asset_range
+-- Bytes [$3, $3 + $4) of an owner's asset (substring is 1-based).
+SELECT substring(data FROM $3::int + 1 FOR $4::int) AS data FROM assets WHERE id = $1 AND owner_id = $2;
+
+-- name: assets_used
+SELECT coalesce(sum(size), 0)::bigint AS bytes, count(*)::int AS count FROM assets WHERE owner_id = $1;
+
 -- name: agent_insert
 -- Nothing when the owner already has the id (AGENT_EXISTS).
 INSERT INTO agents (id, owner_id, name, role, persona, profile) VALUES ($1, $2, $3, $4, $5, $6::jsonb)

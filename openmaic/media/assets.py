@@ -1,0 +1,117 @@
+"""The asset store for generated media: PostgreSQL, content-addressed, owner-scoped, within a per-owner quota.
+
+Generated pictures, videos, posters and narration clips are rows of the ``assets`` table (with the materials'
+images; migration 0012), so a backup of the database is a backup of every course with its media.
+
+* **Content-addressed.** An asset's id is ``asset_`` + the first 32 hex digits of sha256(owner ‖ 0 ‖ sha256 of
+  the bytes): storing the same bytes twice for one owner is one row and costs the quota once, which makes a
+  re-run step (a takeover after the bytes were stored) free. Two owners never share a row, so an id tells
+  nothing about another owner's files. The ETag is the bytes' sha256.
+* **Owner-scoped.** Every read names the owner; another owner's asset is the same NotFound as a missing one.
+* **Quota.** An owner's assets together stay within ``limits.asset_bytes_per_owner``; a write past it is
+  :class:`AssetQuotaExceeded` and writes nothing. Writes of one owner are serialized by a transaction-scoped
+  advisory lock, and the usage is read by the statement after the lock, so concurrent writes cannot overshoot.
+* **Nothing else is kept**: no provider name, model, prompt or key; only what the bytes are for (``kind``) and
+  the course they were made for.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from typing import Literal
+
+import msgspec
+
+from openmaic import errors
+from openmaic.models.media import GeneratedMedia
+from openmaic.store.database import Database
+from openmaic.store.queries import Q
+
+__all__ = ["AssetHead", "AssetKind", "AssetQuotaExceeded", "StoredAsset", "asset_id_for", "read_asset_head",
+           "read_asset_range", "store_generated", "usage"]  # fmt: skip
+
+AssetKind = Literal["image", "video", "poster", "narration"]
+
+DEFAULT_QUOTA_BYTES = 2 * 1024**3
+
+
+class AssetQuotaExceeded(errors.OpenMaicError):
+    """The owner's asset storage is full."""
+
+    code = "asset_quota_exceeded"
+    status = 507
+    error_code = "ASSET_QUOTA_EXCEEDED"
+
+
+class StoredAsset(msgspec.Struct, frozen=True, kw_only=True):
+    """An asset as stored: its id, media type, size and sha256 (hex, the ETag)."""
+
+    id: str
+    media_type: str
+    size: int
+    sha256: str
+
+
+class AssetHead(msgspec.Struct, frozen=True, kw_only=True):
+    """An asset's metadata, without its bytes."""
+
+    id: str
+    media_type: str
+    size: int
+    sha256: str
+    kind: str
+    course_id: str | None
+    created_at: dt.datetime
+
+
+def asset_id_for(owner: str, digest: bytes) -> str:
+    """The id of ``owner``'s asset whose bytes hash to ``digest`` (sha256)."""
+    return "asset_" + hashlib.sha256(owner.encode() + b"\x00" + digest).hexdigest()[:32]
+
+
+async def store_generated(
+    db: Database, owner: str, course_id: str | None, kind: AssetKind, media: GeneratedMedia,
+    *, quota_bytes: int = DEFAULT_QUOTA_BYTES,
+) -> StoredAsset:
+    """Store ``media`` for ``owner`` (idempotent: the same bytes give the same asset); AssetQuotaExceeded past
+    the quota, with nothing written."""
+    digest = hashlib.sha256(media.data).digest()
+    asset_id = asset_id_for(owner, digest)
+    size = len(media.data)
+    results = await db.transaction([
+        (Q.asset_owner_lock, (owner,)),
+        (Q.asset_put_within_quota, (asset_id, owner, media.media_type, size, digest, media.data, kind, course_id,
+                                    quota_bytes)),
+    ])  # fmt: skip
+    row = results[-1][0]
+    if row["existing"] is None and row["inserted"] is None:
+        raise AssetQuotaExceeded(
+            f"the asset storage is full ({row['used']} of {quota_bytes} bytes used; this {kind} needs {size})",
+            used=row["used"], quota=quota_bytes, size=size,
+        )
+    return StoredAsset(id=asset_id, media_type=media.media_type, size=size, sha256=digest.hex())
+
+
+async def read_asset_head(db: Database, owner: str, asset_id: str) -> AssetHead:
+    """The asset's metadata; NotFound for a missing asset or another owner's."""
+    row = await db.fetchrow(Q.asset_head, asset_id, owner)
+    if row is None:
+        raise errors.NotFound(f"no asset {asset_id!r}", asset_id=asset_id)
+    return AssetHead(id=row["id"], media_type=row["media_type"], size=row["size"], sha256=bytes(row["sha256"]).hex(),
+                     kind=row["kind"], course_id=row["course_id"], created_at=row["created_at"])
+
+
+async def read_asset_range(db: Database, owner: str, asset_id: str, start: int, length: int) -> bytes:
+    """Bytes ``[start, start + length)`` of the asset (fewer at its end); NotFound as for ``read_asset_head``."""
+    row = await db.fetchrow(Q.asset_range, asset_id, owner, start, length)
+    if row is None:
+        raise errors.NotFound(f"no asset {asset_id!r}", asset_id=asset_id)
+    return bytes(row["data"])
+
+
+async def usage(db: Database, owner: str) -> tuple[int, int]:
+    """``(bytes, count)`` of everything ``owner`` has stored."""
+    row = await db.fetchrow(Q.assets_used, owner)
+    assert row is not None  # an aggregate always answers one row
+    return int(row["bytes"]), int(row["count"])
