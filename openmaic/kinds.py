@@ -6,12 +6,13 @@ from typing import Any
 
 from openmaic.actors.kind import Kind
 from openmaic.config import Config, default_config
+from openmaic.media.lane import MediaKind
 from openmaic.runs.kind import GenerationKind
 from openmaic.workbench.kind import WorkbenchKind
 
 
 def session_kinds(config: Config) -> dict[str, Kind[Any]]:
-    return {"generation": GenerationKind(config), "workbench": WorkbenchKind(config)}
+    return {"generation": GenerationKind(config), "workbench": WorkbenchKind(config), "media": MediaKind(config)}
 
 
 def get_kind(kind: str, config: Config | None = None) -> Kind[Any]:

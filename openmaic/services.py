@@ -12,6 +12,7 @@ from openmaic.config import Config
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import CHANNEL, Wakeups
 from openmaic.extraction.pdf import Extractor
+from openmaic.media.slots import MediaRouter, open_media_router
 from openmaic.modelconfig.secret_box import InstanceKey, instance_key
 from openmaic.models.provider import ModelRouter, open_model_router, settings_reader
 from openmaic.store.database import Database, open_database
@@ -26,6 +27,8 @@ class Services:
     log: EventLog
     wakeups: Wakeups
     models: ModelRouter
+    media: MediaRouter | None = None
+    """The media slots (image, video, tts, webSearch); None: all off."""
     stopping: trio.Event = field(default_factory=trio.Event)
     """Set on the first SIGTERM/SIGINT: every role winds down gracefully (the worker releases its leases)."""
     instance_key: InstanceKey | None = None
@@ -44,8 +47,8 @@ async def open_services(config: Config, url: str, *, pool_size: int = 20) -> Asy
     async with open_database(url, max_size=pool_size, listen=[CHANNEL]) as db:
         wakeups = Wakeups()
         async with open_model_router(config, settings=settings_reader(config, db, key)) as models, \
-                trio.open_nursery() as nursery:
+                open_media_router(config) as media, trio.open_nursery() as nursery:
             await nursery.start(wakeups.run, db)
             yield Services(config=config, db=db, log=EventLog(db, wakeups), wakeups=wakeups, models=models,
-                           instance_key=key)
+                           media=media, instance_key=key)
             nursery.cancel_scope.cancel()

@@ -14,6 +14,7 @@ from openmaic.actors.worker import Worker
 from openmaic.config import Config, RuntimeConfig, default_config
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import Wakeups
+from openmaic.media.slots import open_media_router
 from openmaic.models.provider import open_model_router
 from openmaic.services import Services
 from openmaic.store.database import open_database
@@ -35,18 +36,20 @@ async def open_worker(
     config: Config | None = None,
     listener_ping_s: float = 1.0,
     model_settings: Any = None,
+    media: dict[str, Any] | None = None,
     **kw: Any,
 ) -> AsyncIterator[Worker]:
     """A worker (test kind unless ``kinds`` says otherwise) with its own pool, wake-ups and model router, wired
     like `openmaic serve` wires it (``ctx.services`` is a real :class:`~openmaic.services.Services`); on exit it
-    shuts down gracefully."""
+    shuts down gracefully. ``media`` pins media slots (``{"image": None}`` turns the image slot off; see
+    :class:`~openmaic.media.slots.MediaRouter`)."""
     config = config or default_config()
     async with open_database(url, listen=["openmaic_events"], listener_ping_s=listener_ping_s,
                              max_size=20) as db, open_model_router(config, settings=model_settings and model_settings(db)) \
-            as models:
+            as models, open_media_router(config, overrides=media) as media_router:
         wakeups = Wakeups()
         log = EventLog(db, wakeups)
-        services = Services(config=config, db=db, log=log, wakeups=wakeups, models=models)
+        services = Services(config=config, db=db, log=log, wakeups=wakeups, models=models, media=media_router)
         worker = Worker(log, wakeups, kinds or {"test": TestKind()}, rt, services=services, **kw)
         async with trio.open_nursery() as nursery:
             await nursery.start(wakeups.run, db)

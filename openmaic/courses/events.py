@@ -79,6 +79,14 @@ class CourseSceneSet(Event, tag="course.scene_set"):
 
 
 @register
+class CourseMediaSet(Event, tag="course.media_set"):
+    """A media element of a scene changed (its asset is stored, or it failed or is disabled)."""
+
+    scene_id: str
+    media: SceneMedia
+
+
+@register
 class CourseSceneDeleted(Event, tag="course.scene_deleted"):
     scene_id: str
 
@@ -133,9 +141,19 @@ def evolve_course(doc: CourseDocument, event: Event, seq: int) -> CourseDocument
             scenes = list(doc.scenes)
             idx = next((i for i, s in enumerate(scenes) if s.id == scene.id), None)
             if idx is not None:
-                scenes[idx] = scene
+                # A scene's media elements change only by course.media_set: the media lane commits beside the
+                # scene steps, so a scene written from an older read must not take an element back to pending.
+                known = {m.element_id: m for m in scenes[idx].media}
+                scenes[idx] = msgspec.structs.replace(scene, media=[known.get(m.element_id, m) for m in scene.media])
             else:
                 scenes.insert(len(scenes) if pos is None else max(0, min(pos, len(scenes))), scene)
+            return r(doc, scenes=tuple(scenes), seq=seq)
+        case CourseMediaSet(scene_id=sid, media=media):
+            scenes = [
+                msgspec.structs.replace(s, media=[media if m.element_id == media.element_id else m for m in s.media])
+                if s.id == sid else s
+                for s in doc.scenes
+            ]
             return r(doc, scenes=tuple(scenes), seq=seq)
         case CourseSceneDeleted(scene_id=sid):
             return r(doc, scenes=tuple(s for s in doc.scenes if s.id != sid), seq=seq)

@@ -21,13 +21,25 @@ MAX_SCENES = 30
 """The most scenes an outline may have (the outline's schema says so to the model)."""
 
 
+class MediaRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A picture or a short video the scene shows: what it depicts (prompt), and an element id unique within
+    the outline (gen_img_1, gen_vid_1 …)."""
+
+    kind: Literal["image", "video"]
+    prompt: str
+    element_id: str
+    aspect_ratio: Literal["16:9", "4:3", "1:1", "9:16"] = "16:9"
+
+
 class OutlineItem(msgspec.Struct, frozen=True, kw_only=True):
-    """One scene of the outline: what it is called, what the learner should get from it, and its form."""
+    """One scene of the outline: what it is called, what the learner should get from it, its form, and the
+    pictures or videos it shows (usually none or one)."""
 
     title: str
     goal: str
     kind: SceneKind = "slide"
     key_points: list[str] = []
+    media: list[MediaRequest] = []
 
 
 class Outline(msgspec.Struct, frozen=True, kw_only=True):

@@ -19,6 +19,7 @@ from openmaic.courses.schema import (
     AgentProfile,
     AgentRoster,
     Interactive,
+    MediaRequest,
     Outline,
     OutlineItem,
     Quiz,
@@ -197,11 +198,13 @@ def outline(fields: dict[str, Any]) -> Outline:
             title=f"Introduction to {t}",
             goal=f"See what {topic} is, where it shows up, and why it is worth learning.",
             key_points=[f"What {topic} means", f"Where {topic} appears", "What this course covers"],
+            media=[MediaRequest(kind="image", element_id="gen_img_1", prompt=f"{t}: an illustrated overview")],
         ),
         OutlineItem(
             title=f"Key ideas of {t}",
             goal=f"Name and explain the core ideas behind {topic}.",
             key_points=[f"The vocabulary of {topic}", "The ideas everything else builds on", "How the ideas connect"],
+            media=[MediaRequest(kind="video", element_id="gen_vid_1", prompt=f"{t}: the key ideas in motion")],
         ),
         *middle[: n - 4 - interactive],
         OutlineItem(

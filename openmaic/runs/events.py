@@ -216,3 +216,52 @@ class RunSceneActions(Event, tag="run.scene_actions"):
 
     index: int
     actions: SceneActions
+
+
+class ResearchSource(msgspec.Struct, frozen=True, kw_only=True):
+    """One web search result the research step found."""
+
+    title: str
+    url: str
+    content: str = ""
+
+
+@register
+class RunResearchDone(Event, tag="run.research_done"):
+    """Step ``research``: what the web search found (nothing when no provider is set, or it failed: ``error``)."""
+
+    sources: list[ResearchSource] = []
+    skipped: bool = False
+    error: str | None = None
+
+
+@register
+class RunSceneNarrated(Event, tag="run.scene_narrated"):
+    """Step ``scene:<index>:narration``: the scene's narration clip (none when no speech provider is set)."""
+
+    index: int
+    asset_id: str | None = None
+    skipped: bool = False
+    unvoiced: bool = False
+    """A clip was made but the asset store refused it (the owner's quota is full)."""
+
+
+@register
+class RunMediaState(Event, tag="run.media"):
+    """A media element's state, as clients see it (written by the run's media lane)."""
+
+    element_id: str
+    media_type: Literal["image", "video"]
+    status: Literal["pending", "generating", "done", "disabled", "failed"]
+    asset_id: str | None = None
+    poster_asset_id: str | None = None
+    message: str | None = None
+    error_code: str | None = None
+    retryable: bool | None = None
+
+
+@register
+class RunMediaPassDone(Event, tag="run.media_pass_done"):
+    """The media lane went through every element once (``media_pass`` counts the passes; a retry starts one)."""
+
+    media_pass: int = 1

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from openmaic.courses.events import Scene
+from openmaic.courses.events import Scene, SceneMedia
 from openmaic.courses.schema import AgentProfile, OutlineItem, SceneActions, SceneContent
 from openmaic.events.core import LeaseReleased, SessionEnded, StreamOwnerChanged
 from openmaic.events.types import Event
@@ -22,7 +22,10 @@ from openmaic.runs.events import (
     RunAgentsSelected,
     RunCreated,
     RunInput,
+    ResearchSource,
     RunMaterialsExtracted,
+    RunMediaPassDone,
+    RunMediaState,
     RunOutlineConfirmed,
     RunOutlineHeld,
     RunOutlineItem,
@@ -30,7 +33,9 @@ from openmaic.runs.events import (
     RunOutlineRestarted,
     RunRetryRequested,
     RunSceneActions,
+    RunResearchDone,
     RunSceneContent,
+    RunSceneNarrated,
     RunState as RunStateName,
     RunStateChanged,
     RunStepCompleted,
@@ -55,6 +60,9 @@ class SceneProgress(msgspec.Struct, frozen=True, kw_only=True):
 
     content: SceneContent | None = None
     actions: SceneActions | None = None
+    narrated: bool = False
+    narration_asset_id: str | None = None
+    unvoiced: bool = False
 
 
 class RunState(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,6 +80,8 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     materials_done: bool = False
     materials_text: str = ""
     material_images: tuple[str, ...] = ()
+    research_done: bool = False
+    research_sources: tuple[ResearchSource, ...] = ()
     streamed: tuple[OutlineItem, ...] = ()
     """Outline items streamed so far by the outline step in flight."""
     title: str = ""
@@ -87,6 +97,9 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     agents: tuple[AgentProfile, ...] = ()
     agents_done: bool = False
     scenes: tuple[SceneProgress, ...] = ()
+    media: dict[str, RunMediaState] = {}
+    """Each media element's latest state, by element id (written by the media lane)."""
+    media_passes: int = 0
     failures: dict[str, int] = {}
     """Failures of each step since it last completed (or was retried by a user)."""
     paused_step: str | None = None
@@ -115,16 +128,40 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def scenes_completed(self) -> int:
-        return sum(1 for s in self.scenes if s.actions is not None)
+        return sum(1 for s in self.scenes if s.narrated)
+
+    @property
+    def media_requested(self) -> bool:
+        """The confirmed outline asks for pictures or videos (so the run has a media lane)."""
+        return any(item.media for item in self.confirmed)
+
+    @property
+    def media_pending(self) -> bool:
+        """Every scene is in and the run waits for its media lane's first pass (``generating_media``)."""
+        return bool(self.scenes) and all(s.narrated for s in self.scenes) and self.media_requested \
+            and self.media_passes == 0
 
     def scene(self, index: int, *, content: SceneContent | None = None, actions: SceneActions | None = None,
-              ready: bool = False) -> Scene:
+              ready: bool = False, narration_asset_id: str | None = None) -> Scene:
         """Scene ``index`` of the confirmed outline as a course scene, with the given output."""
         item = self.confirmed[index]
+        media = []
+        seen: set[str] = set()
+        for request in item.media:
+            if request.element_id in seen:
+                continue
+            seen.add(request.element_id)
+            known = self.media.get(request.element_id)
+            media.append(SceneMedia(
+                element_id=request.element_id, kind=request.kind, prompt=request.prompt,
+                status=known.status if known is not None else "pending",
+                asset_id=known.asset_id if known is not None else None,
+                poster_asset_id=known.poster_asset_id if known is not None else None,
+            ))  # fmt: skip
         return Scene(
             id=scene_id(self.course_id, self.confirmed_revision, index), title=item.title, goal=item.goal,
             kind=item.kind, key_points=list(item.key_points), content=content, actions=actions,
-            status="ready" if ready else "pending",
+            status="ready" if ready else "pending", media=media, narration_asset_id=narration_asset_id,
         )
 
 
@@ -166,6 +203,15 @@ def evolve(state: RunState, event: Event, seq: int) -> RunState:
             return r(s, deferred_attempt=attempt, deferred_until=until)
         case RunMaterialsExtracted(text=text, images=images):
             return r(s, materials_done=True, materials_text=text, material_images=tuple(images))
+        case RunResearchDone(sources=sources):
+            return r(s, research_done=True, research_sources=tuple(sources))
+        case RunSceneNarrated(index=index, asset_id=asset_id, unvoiced=unvoiced):
+            return r(s, scenes=_set_scene(s.scenes, index, narrated=True, narration_asset_id=asset_id,
+                                          unvoiced=unvoiced))
+        case RunMediaState(element_id=element_id):
+            return r(s, media={**s.media, element_id: event})
+        case RunMediaPassDone(media_pass=n):
+            return r(s, media_passes=max(s.media_passes, n))
         case RunOutlineRestarted():
             return r(s, streamed=())
         case RunOutlineItem(index=index, item=item):
@@ -206,12 +252,13 @@ def fold(events: Iterable[tuple[Event, int]], state: RunState | None = None) -> 
 
 
 def next_step(state: RunState) -> str | None:
-    """The pipeline's next step, ``"confirm"`` while the outline awaits confirmation, None when all is done."""
+    """The pipeline's next step, ``"confirm"`` while the outline awaits confirmation, ``"media"`` while every
+    scene is in and the media lane's first pass is not, None when all is done."""
     inp = state.input
     if inp is not None and inp.material_ids and not state.materials_done:
         return "materials"
     if not state.proposed_revision:
-        return "outline"
+        return "outline" if state.research_done else "research"
     if not state.confirmed_revision:
         return "confirm"
     if not state.agents_done:
@@ -221,4 +268,8 @@ def next_step(state: RunState) -> str | None:
             return f"scene:{i}:content"
         if scene.actions is None:
             return f"scene:{i}:actions"
+        if not scene.narrated:
+            return f"scene:{i}:narration"
+    if state.media_pending:
+        return "media"
     return None

@@ -44,6 +44,10 @@ from openmaic.errors import OpenMaicError
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
 from openmaic.materials import images_for_model, material_texts
+from openmaic.media.assets import DEFAULT_QUOTA_BYTES
+from openmaic.media.lane import open_lane
+from openmaic.media.slots import MediaRouter
+from openmaic.media.narration import narrate, research
 from openmaic.models.incremental import StreamedArray
 from openmaic.models.provider import ModelRouter, fallback_events
 from openmaic.models.types import Image
@@ -70,6 +74,7 @@ from openmaic.runs.events import (
     RunOutlineRestarted,
     RunSceneActions,
     RunSceneContent,
+    RunSceneNarrated,
     RunStateChanged,
     RunStepCompleted,
     RunStepFailed,
@@ -85,6 +90,7 @@ RESUME_NOW = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 """A ``wake_at`` in the past: give the stream back and let it be claimed again at once."""
 
 ADMISSION_DEADLINE_S = 30.0
+MEDIA_WAIT = "generating media"
 
 
 class StepDeadlineExceeded(OpenMaicError):
@@ -100,6 +106,8 @@ class RunServices:
 
     log: EventLog
     models: ModelRouter
+    media: MediaRouter | None = None
+    """The media slots (None: every media slot off)."""
 
 
 class _Pump:
@@ -160,6 +168,7 @@ class GenerationKind:
         self.retry_backoff_s = retry_backoff_s
         self.countdown_s = countdown_s
         self.admission_poll_s = admission_poll_s
+        self.asset_quota = int(getattr(config.limits, "asset_bytes_per_owner", DEFAULT_QUOTA_BYTES))
 
     # -- the fold and the decision (pure) ---------------------------------------------------------------------
 
@@ -183,6 +192,9 @@ class GenerationKind:
             return Step(name="admission", handler=self._bind(self._admission, state), deadline=ADMISSION_DEADLINE_S)
         if step is None:
             return completed(state)
+        if step == "media":
+            # Every scene is in; the media lane (its own stream) wakes the run when its first pass is done.
+            return Wait(reason=MEDIA_WAIT)
         return self._step(step, state)
 
     def _confirm(self, state: RunState) -> Wait:
@@ -199,6 +211,10 @@ class GenerationKind:
         d = self.deadlines
         if name == "materials":
             fn, deadline = self._materials, d.materials
+        elif name == "research":
+            fn, deadline = self._research, float(getattr(d, "research", 120.0))
+        elif name.endswith(":narration"):
+            fn, deadline = self._narration, float(getattr(d, "narration", 120.0))
         elif name == "outline":
             fn, deadline = self._outline, d.outline
         elif name == "agents":
@@ -235,7 +251,7 @@ class GenerationKind:
 
     @staticmethod
     def _started(state: RunState, step: str) -> list[Event]:
-        target = "preparing" if step == "materials" else "outlining" if step == "outline" else "generating"
+        target = "preparing" if step in ("materials", "research") else "outlining" if step == "outline" else "generating"
         events: list[Event] = []
         if state.state != target:
             events.append(RunStateChanged(state=target, previous=state.state, step=step))  # type: ignore[arg-type]
@@ -311,7 +327,7 @@ class GenerationKind:
             nursery.start_soon(pump.run)
             try:
                 outline = await provider.complete(
-                    model, prompts.outline_messages(inp, state.materials_text, images), Outline,
+                    model, prompts.outline_messages(inp, state.materials_text, images, state.research_sources), Outline,
                     on_delta=on_delta, on_retry=on_retry,
                 )
             finally:
@@ -347,8 +363,10 @@ class GenerationKind:
         else:
             agents = await resolve_agents(services.log.db, state.owner_id, inp.agents.agent_ids)
         course = StreamAppend(stream_id=state.course_id, events=[CourseAgentsSet(agents=agents)])
+        # The course exists with its outline: its media lane starts now, beside the scenes (its own stream).
+        lane = open_lane(state)
         return Outcome(events=[*fallback_events(called), RunAgentsSelected(agents=agents),
-                               RunStepCompleted(step="agents")], also=[course])
+                               RunStepCompleted(step="agents")], also=[course, *([lane] if lane is not None else [])])
 
     async def _content(self, ctx: StepContext, state: RunState) -> Outcome:
         step = next_step(state)
@@ -375,8 +393,29 @@ class GenerationKind:
         provider, model = await self._services(ctx).models.for_owner(state.owner_id, "course.actions")
         messages = prompts.actions_messages(self._input(state), state.title, item, content, list(state.agents))
         actions = repair_actions(await provider.complete(model, messages, SceneActions), state.agents, content)
-        scene = state.scene(index, content=content, actions=actions, ready=True)
+        scene = state.scene(index, content=content, actions=actions)
         course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
         return Outcome(events=[*fallback_events([provider]), RunSceneActions(index=index, actions=actions),
                                RunStepCompleted(step=step)], also=[course])
 
+
+    async def _research(self, ctx: StepContext, state: RunState) -> Outcome:
+        services = self._services(ctx)
+        done = await research(services.media, state.owner_id, self._input(state).requirement)
+        return Outcome(events=[done, RunStepCompleted(step="research")])
+
+    async def _narration(self, ctx: StepContext, state: RunState) -> Outcome:
+        step = next_step(state)
+        assert step is not None
+        index = int(step.split(":")[1])
+        progress = state.scenes[index]
+        assert progress.content is not None and progress.actions is not None
+        services = self._services(ctx)
+        asset_id, unvoiced = await narrate(services.media, services.log.db, state.owner_id, state.course_id,
+                                           progress.actions, quota_bytes=self.asset_quota)
+        scene = state.scene(index, content=progress.content, actions=progress.actions, ready=True,
+                            narration_asset_id=asset_id)
+        course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
+        narrated = RunSceneNarrated(index=index, asset_id=asset_id, skipped=asset_id is None and not unvoiced,
+                                    unvoiced=unvoiced)
+        return Outcome(events=[narrated, RunStepCompleted(step=step)], also=[course])

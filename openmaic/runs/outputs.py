@@ -6,7 +6,8 @@ same step at every retry. So every rule is either in the schema (then a reply th
 with the validation error, like any invalid output) or repaired here, deterministically:
 
 * **the outline** has 1 to :data:`~openmaic.courses.schema.MAX_SCENES` scenes (schema); a blank title becomes
-  the scene's goal, else "Scene <n>" (repair);
+  the scene's goal, else "Scene <n>"; a media request without a prompt is dropped, and a repeated or malformed
+  element id is renamed (repair);
 * **a scene's content** is asked for as its kind's own type (``Slide``, ``QuizOutput`` with at least one
   question, ``Interactive``), so it can never be of another kind or a quiz without questions (schema);
 * **the roster** (``agents: auto``): blank ids get ``agent-<n>``, repeated ids a suffix, blank names the role's
@@ -17,6 +18,7 @@ with the validation error, like any invalid output) or repaired here, determinis
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,6 +33,7 @@ from openmaic.runs.agents import BUILTIN_AGENTS
 
 __all__ = ["lead_of", "repair_actions", "repair_outline", "repair_roster", "write_content"]
 
+_ELEMENT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 _CONTENT_TYPES: dict[str, type[Any]] = {"slide": Slide, "quiz": QuizOutput, "interactive": Interactive}
 
 _ROLE_NAMES = {"teacher": "Teacher", "assistant": "Assistant", "classmate": "Classmate"}
@@ -39,11 +42,27 @@ _BUILTIN_TEACHER = BUILTIN_AGENTS["default-1"].profile()
 
 
 def repair_outline(items: Sequence[OutlineItem]) -> list[OutlineItem]:
-    """The outline with every scene titled."""
+    """The outline with every scene titled, and media requests with a prompt and an element id that is unique
+    in the outline and safe in a URL (a repeated or malformed id gets ``gen_<kind>_<n>``)."""
     out = []
+    seen: set[str] = set()
+    counts = {"image": 0, "video": 0}
     for n, item in enumerate(items, start=1):
         title = " ".join(item.title.split()) or " ".join(item.goal.split()[:8]) or f"Scene {n}"
-        out.append(item if title == item.title else msgspec.structs.replace(item, title=title))
+        media = []
+        for request in item.media:
+            prompt = " ".join(request.prompt.split())
+            if not prompt:
+                continue
+            counts[request.kind] += 1
+            element_id = request.element_id
+            if element_id in seen or not _ELEMENT_ID.match(element_id):
+                element_id = f"gen_{'img' if request.kind == 'image' else 'vid'}_{counts[request.kind]}"
+                while element_id in seen:
+                    element_id += "_"
+            seen.add(element_id)
+            media.append(msgspec.structs.replace(request, prompt=prompt, element_id=element_id))
+        out.append(msgspec.structs.replace(item, title=title, media=media))
     return out
 
 

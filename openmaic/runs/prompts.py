@@ -15,7 +15,7 @@ import msgspec
 
 from openmaic.courses.schema import AgentProfile, OutlineItem, SceneContent
 from openmaic.models.types import Image, Message, SystemMessage, UserMessage
-from openmaic.runs.events import RunInput
+from openmaic.runs.events import ResearchSource, RunInput
 
 MATERIALS_IN_OUTLINE = 40_000
 MATERIALS_IN_SCENE = 4_000
@@ -27,7 +27,9 @@ _OUTLINE_SYSTEM = (
     "write a course outline: a title and 4 to 8 scenes in teaching order. Each scene has a title, a goal (what "
     "the learner should get from it), a kind (slide, quiz or interactive) and 2 to 4 key points. Include one "
     "quiz to check understanding; include an interactive scene only when interactive pages are requested. "
-    "Write in the requested language."
+    "A scene may show a picture or a short video that helps explain it: list it in the scene's media with a "
+    "prompt describing what it depicts and an element id unique in the outline (gen_img_1, gen_vid_1 …); most "
+    "scenes need none. Write in the requested language."
 )
 _AGENTS_SYSTEM = (
     "You cast the agents of an AI classroom: exactly one teacher, usually one teaching assistant, and one or two "
@@ -84,10 +86,21 @@ def _outline_json(title: str, items: list[OutlineItem]) -> str:
     return _encode({"course_title": title, "items": items}).decode()
 
 
-def outline_messages(inp: RunInput, materials: str, images: Sequence[Image] = ()) -> list[Message]:
-    """The outline step: the requirement, the learner and the material (its text, and its images shown)."""
+def _research(sources: Sequence[ResearchSource]) -> list[str]:
+    if not sources:
+        return []
+    lines = ["Web research on the requirement (quoted):"]
+    for s in sources:
+        lines.append(_quoted(f"{_line(s.title)} ({s.url}): {_line(s.content)}", 600))
+    return [*lines, ""]
+
+
+def outline_messages(inp: RunInput, materials: str, images: Sequence[Image] = (),
+                     research: Sequence[ResearchSource] = ()) -> list[Message]:
+    """The outline step: the requirement, the learner, the material (its text, and its images shown) and what
+    the research step found."""
     shown = [f"The {len(images)} attached image(s) are part of the material."] if images else []
-    text = "\n".join([*_materials(materials, MATERIALS_IN_OUTLINE), *shown, *_brief(inp), "",
+    text = "\n".join([*_materials(materials, MATERIALS_IN_OUTLINE), *shown, *_research(research), *_brief(inp), "",
                       "Write the course outline."])  # fmt: skip
     return [SystemMessage(text=_OUTLINE_SYSTEM), UserMessage(text=text, images=tuple(images))]
 

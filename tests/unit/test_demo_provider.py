@@ -182,7 +182,7 @@ def test_schemas_are_strict_and_self_contained():
         assert schema["type"] == "object" and schema["additionalProperties"] is False
         assert schema["required"] == list(schema["properties"])
     item = json_schema(Outline)["properties"]["items"]["items"]
-    assert item["required"] == ["title", "goal", "kind", "key_points"]
+    assert item["required"] == ["title", "goal", "kind", "key_points", "media"]
     assert item["properties"]["kind"] == {"enum": ["interactive", "quiz", "slide"], "type": "string"}
 
 

@@ -1,0 +1,113 @@
+"""The media slot roots (``image``, ``video``, ``tts``, ``webSearch``): which driver serves each, or none (off).
+
+``MediaRouter.route(capability)`` answers ``(driver, model)`` or None when the slot is off or unassigned; the
+pipeline then records that the element is disabled, or that the step did nothing. A slot is resolved through
+the configuration when it knows the slot; a configuration without media slots (no ``openmaic.yml`` at all)
+serves every media slot from its ``demo`` provider, so the whole pipeline runs with no key and no network.
+``overrides`` pin a slot to a route or to None (tests, and a deployment that turns media off).
+
+Drivers are built once per provider and capability and share one pooled HTTP client.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import trio
+
+from openmaic.errors import ConfigError
+from openmaic.models.media import CAPABILITIES, Capability, build_media_provider
+from openmaic.models.retry import Sleep
+
+__all__ = ["MediaRouter", "MediaRoute", "open_media_router"]
+
+MediaRoute = tuple[str, Any, str]
+"""``(provider name, provider settings, model)``."""
+
+_DEMO_MODELS = {"image": "image", "video": "video", "tts": "voice", "webSearch": "search"}
+
+
+def _configured(config: Any, capability: Capability) -> MediaRoute | None:
+    """The configuration's route for ``capability``, None when it is off or unassigned."""
+    try:
+        route = config.route(capability)
+    except ValueError:
+        # A configuration that knows no media slots: the demo provider, when there is one, serves them all.
+        demo = getattr(config, "providers", {}).get("demo")
+        if demo is not None and getattr(demo, "kind", None) == "demo":
+            return "demo", demo, _DEMO_MODELS[capability]
+        return None
+    except ConfigError:
+        return None  # turned off, or unassigned
+    if route is None:
+        return None
+    cfg = getattr(config, "providers", {}).get(route.provider)
+    if cfg is None:
+        return None
+    return route.provider, cfg, route.model or _DEMO_MODELS[capability]
+
+
+class MediaRouter:
+    """Media slot → ``(driver, model)``; see the module docstring."""
+
+    def __init__(
+        self,
+        config: Any,
+        *,
+        http: httpx.AsyncClient | None = None,
+        sleep: Sleep | None = None,
+        rng: random.Random | None = None,
+        overrides: Mapping[str, MediaRoute | None] | None = None,
+    ) -> None:
+        self._config = config
+        self._http = http
+        self._sleep = sleep
+        self._rng = rng
+        self._overrides = dict(overrides or {})
+        self._drivers: dict[tuple[str, str], Any] = {}
+
+    def resolve(self, capability: Capability) -> MediaRoute | None:
+        """The slot's route, or None when it is off."""
+        if capability in self._overrides:
+            return self._overrides[capability]
+        return _configured(self._config, capability)
+
+    def available(self, capability: Capability) -> bool:
+        """Whether the slot resolves to a driver this server has (what ``capabilities`` reports)."""
+        try:
+            return self.route(capability) is not None
+        except ConfigError:
+            return False
+
+    def capabilities(self) -> dict[str, bool]:
+        return {c: self.available(c) for c in CAPABILITIES}
+
+    def route(self, capability: Capability) -> tuple[Any, str] | None:
+        """``(driver, model)`` for the slot, or None when it is off; ConfigError when its provider has no
+        driver for it."""
+        found = self.resolve(capability)
+        if found is None:
+            return None
+        name, cfg, model = found
+        driver = self._drivers.get((name, capability))
+        if driver is None:
+            driver = self._drivers[(name, capability)] = build_media_provider(
+                name, cfg, capability, http=self._http, sleep=self._sleep, rng=self._rng
+            )
+        return driver, model
+
+
+@asynccontextmanager
+async def open_media_router(config: Any, **kw: Any) -> AsyncIterator[MediaRouter]:
+    """A ``MediaRouter`` whose drivers share one pooled HTTP client, closed on exit."""
+    client = httpx.AsyncClient(limits=httpx.Limits(max_connections=50, max_keepalive_connections=10))
+    try:
+        yield MediaRouter(config, http=client, **kw)
+    finally:
+        # Closing must finish even when the owner is being cancelled, or sockets leak.
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            await client.aclose()

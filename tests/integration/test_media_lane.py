@@ -1,0 +1,276 @@
+"""Media, narration and research inside a run, against fake providers speaking each protocol over real sockets:
+every element reaches done; a failing image leaves a placeholder, a completed run and a warning, and its retry
+regenerates exactly that element; a worker SIGKILLed while a video task is in flight never submits it again; a
+narration failure pauses the run and retry resumes that step only; every slot off gives a text-only course; and
+the key is never in an event, a log line or an asset row.
+
+Run as a module (``python -m tests.integration.test_media_lane URL JSON``) it is a worker process for the kill
+test.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import trio
+
+from openmaic import errors
+from openmaic.config import Config, ProviderConfig, Secret
+from openmaic.events.log import EventLog
+from openmaic.media.assets import read_asset_head, read_asset_range
+from openmaic.media.commands import media_states, media_warning, retry_media
+from openmaic.media.lane import lane_id
+from openmaic.media.slots import MediaRouter
+from openmaic.models.media import sniff
+from openmaic.runs.events import RunInput
+from openmaic.runs.fold import RunState, evolve
+from openmaic.runs.service import RunService
+from tests.fakes.media_server import FakeMediaServer, Status, open_fake_media
+from tests.integration.test_generation import (
+    OWNER, assert_complete_course, config, course_doc, decoded, events, open_generation_worker, requirement,
+    step_completions, wait_state,
+)  # fmt: skip
+from tests.runtime import wait_for
+
+ROOT = Path(__file__).resolve().parents[2]
+KEY = "sk-test-SECRET-media-lane-91c"
+
+
+def vendor(kind: str, url: str, retries: int = 0) -> ProviderConfig:
+    return ProviderConfig(kind=kind, base_url=url, api_key=Secret(KEY), max_retries=retries,  # type: ignore[arg-type]
+                          timeout_s=5.0)
+
+
+def fake_routes(fake: FakeMediaServer, *, retries: int = 0) -> dict[str, Any]:
+    """Every media slot routed to the fake, each by its own protocol."""
+    return {
+        "image": ("vendor", vendor("openai-images", fake.url, retries), "gpt-image-1"),
+        "video": ("vendor", vendor("sora", fake.url, retries), "sora-2"),
+        "tts": ("vendor", vendor("openai-speech", fake.url, retries), "gpt-4o-mini-tts"),
+        "webSearch": ("search", vendor("tavily", fake.tavily_url, retries), "basic"),
+    }
+
+
+async def run_state(log: EventLog, run_id: str) -> RunState:
+    state, _ = await log.fold(run_id, RunState(), evolve)
+    return state
+
+
+async def wait_media_pass(log: EventLog, run_id: str, n: int, timeout: float = 30.0) -> RunState:
+    async def reached() -> bool:
+        return (await run_state(log, run_id)).media_passes >= n
+
+    await wait_for(reached, timeout=timeout)
+    return await run_state(log, run_id)
+
+
+async def test_every_media_element_and_narration_is_done_through_the_real_protocols(db_url, db):
+    log = EventLog(db)
+    cfg = config()
+    svc = RunService(log, cfg)
+    async with open_fake_media() as fake:
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+        async with open_generation_worker(db_url, cfg, media=fake_routes(fake)):
+            await wait_state(svc, snap.id, "completed")
+        assert not fake.errors
+        doc = await assert_complete_course(log, svc, snap.id)
+        state = await run_state(log, snap.id)
+        # research: the search's sources, before the outline
+        (done,) = await decoded(log, snap.id, "run.research_done")
+        assert [s.url for s in done.sources] == ["https://example.org/r1", "https://example.org/r2",
+                                                 "https://example.org/r3"]
+        assert fake.of("search")[0].body["query"] == requirement()
+        assert state.research_sources == tuple(done.sources)
+        # media: one image and one video, done, their assets in the owner's store
+        assert {k: v["status"] for k, v in media_states(state).items()} == {"gen_img_1": "done", "gen_vid_1": "done"}
+        assert media_warning(state, f"/api/generation-runs/{snap.id}") is None
+        assert fake.counts["images"] == 1 and fake.counts["videos.submit"] == 1 and fake.counts["search"] == 1
+        video = state.media["gen_vid_1"]
+        assert (await read_asset_head(db, OWNER, video.asset_id)).media_type == "video/mp4"
+        assert (await read_asset_head(db, OWNER, video.poster_asset_id)).media_type == "image/png"
+        shown = {m.element_id: m for s in doc.scenes for m in s.media}
+        assert {k: (m.status, m.asset_id) for k, m in shown.items()} == \
+            {k: ("done", m.asset_id) for k, m in state.media.items()}
+        # narration: one clip per scene, in the course
+        assert fake.counts["speech"] == len(doc.scenes)
+        for scene in doc.scenes:
+            assert scene.narration_asset_id is not None
+            head = await read_asset_head(db, OWNER, scene.narration_asset_id)
+            assert head.media_type == "audio/mpeg" and head.course_id == snap.course_id
+            assert sniff(await read_asset_range(db, OWNER, scene.narration_asset_id, 0, 16)) == "audio/mpeg"
+        # the run completed only after the media pass
+        types = [e.type for e in await events(log, snap.id)]
+        assert types.index("run.media_pass_done") < types.index("session.ended")
+
+
+async def test_a_failing_image_is_a_placeholder_and_its_retry_regenerates_only_it(db_url, db):
+    log = EventLog(db)
+    cfg = config()
+    svc = RunService(log, cfg)
+    async with open_fake_media() as fake:
+        fake.fail("images", Status(500, {"error": {"message": f"upstream said {KEY}"}}))
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+        async with open_generation_worker(db_url, cfg, media=fake_routes(fake)):
+            await wait_state(svc, snap.id, "completed")
+            state = await run_state(log, snap.id)
+            assert media_states(state)["gen_img_1"] == {"mediaType": "image", "status": "failed",
+                                                        "message": "Image generation failed", "retryable": True}
+            assert media_states(state)["gen_vid_1"]["status"] == "done"
+            path = f"/api/generation-runs/{snap.id}"
+            assert media_warning(state, path) == f"1 of 2 images and videos could not be generated; see GET {path} " \
+                                                 "for each one"
+            doc = await course_doc(log, snap.course_id)
+            placeholder = next(m for s in doc.scenes for m in s.media if m.element_id == "gen_img_1")
+            assert (placeholder.status, placeholder.asset_id) == ("failed", None)
+            before = Counter(fake.counts)
+            with pytest.raises(errors.Conflict, match="only a failed element can be retried"):
+                await retry_media(log, OWNER, snap.id, "r0", "gen_vid_1")
+            with pytest.raises(errors.StreamNotFound):
+                await retry_media(log, "mallory", snap.id, "r0", "gen_img_1")
+            first = await retry_media(log, OWNER, snap.id, "r1", "gen_img_1")
+            assert (await retry_media(log, OWNER, snap.id, "r1", "gen_img_1")).seq == first.seq  # replayed
+            state = await wait_media_pass(log, snap.id, 2)
+        assert media_states(state)["gen_img_1"]["status"] == "done"
+        assert media_warning(state, path) is None
+        after = Counter(fake.counts)
+        assert after - before == Counter({"images": 1})  # nothing else was generated again
+        doc = await course_doc(log, snap.course_id)
+        placed = next(m for s in doc.scenes for m in s.media if m.element_id == "gen_img_1")
+        assert (placed.status, placed.asset_id) == ("done", state.media["gen_img_1"].asset_id)
+        lane = await events(log, lane_id(snap.id))
+        settled = Counter(log.decode(e).element_id for e in lane if e.type == "media.element_settled")
+        assert settled == Counter({"gen_img_1": 2, "gen_vid_1": 1})
+
+
+async def test_narration_failure_pauses_the_run_and_retry_resumes_that_step_only(db_url, db):
+    log = EventLog(db)
+    cfg = config(step_retries=2)
+    svc = RunService(log, cfg)
+    async with open_fake_media() as fake:
+        fake.fail("speech", *[Status(503)] * 3)  # the first narration step's three attempts
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+        async with open_generation_worker(db_url, cfg, media=fake_routes(fake)):
+            s = await wait_state(svc, snap.id, "paused")
+            assert s.step == "scene:0:narration"
+            assert s.error == "the speech provider 'vendor' failed after 1 attempt (HTTP 503)"
+            paused_at = len(await events(log, snap.id))
+            await svc.retry(OWNER, snap.id, "retry-1")
+            await wait_state(svc, snap.id, "completed")
+        await assert_complete_course(log, svc, snap.id)
+        evs = await events(log, snap.id)
+        resumed = [log.decode(e).step for e in evs[paused_at:] if e.type == "run.step_started"]
+        assert resumed[0] == "scene:0:narration"
+        assert set(step_completions(evs, log).values()) == {1}
+
+
+async def test_every_slot_off_gives_a_text_only_course_without_a_warning(db_url, db):
+    log = EventLog(db)
+    cfg = config()
+    svc = RunService(log, cfg)
+    off = {"image": None, "video": None, "tts": None, "webSearch": None}
+    assert MediaRouter(cfg, overrides=off).capabilities() == {"image": False, "video": False, "tts": False,
+                                                              "webSearch": False}
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+    async with open_generation_worker(db_url, cfg, media=off):
+        await wait_state(svc, snap.id, "completed")
+    doc = await assert_complete_course(log, svc, snap.id)
+    state = await run_state(log, snap.id)
+    assert {m["status"] for m in media_states(state).values()} == {"disabled"}
+    assert media_warning(state, "/x") is None
+    assert all(s.narration_asset_id is None for s in doc.scenes)
+    (research,) = await decoded(log, snap.id, "run.research_done")
+    assert research.skipped and not research.sources
+
+
+async def test_keys_are_never_in_events_logs_or_asset_rows(db_url, db, caplog):
+    caplog.set_level(logging.DEBUG)
+    log = EventLog(db)
+    cfg = config()
+    svc = RunService(log, cfg)
+    async with open_fake_media() as fake:
+        echo = {"error": {"code": "bad", "message": f"your key {KEY} was rejected"}}
+        fake.fail("images", Status(401, echo))
+        fake.fail("search", Status(400, echo))
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+        async with open_generation_worker(db_url, cfg, media=fake_routes(fake)):
+            await wait_state(svc, snap.id, "completed")
+        assert all(r.headers.get("authorization") == f"Bearer {KEY}" for r in fake.requests)  # it was sent ...
+    for stream in (snap.id, snap.course_id, lane_id(snap.id)):
+        for e in await events(log, stream):
+            assert KEY.encode() not in bytes(e.data)  # ... and kept nowhere
+    assert KEY not in caplog.text
+    state = await run_state(log, snap.id)
+    assert "check its API key" not in json.dumps(media_states(state))  # an element's message is the fixed one
+    for m in state.media.values():
+        for asset in (m.asset_id, m.poster_asset_id):
+            if asset:
+                head = await read_asset_head(db, OWNER, asset)
+                assert KEY not in msgspec.json.encode(head).decode()
+
+
+# -- a worker killed while a video task is in flight -------------------------------------------------------------
+
+
+async def test_a_worker_killed_while_a_video_task_is_in_flight_never_submits_it_again(db_url, db):
+    log = EventLog(db)
+    cfg = config()
+    svc = RunService(log, cfg)
+    async with open_fake_media(video_polls=2) as fake:
+        fake.hold("videos.poll")  # the task is submitted; its first poll hangs until released
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+        args = {"image": fake.url, "tavily": fake.tavily_url}
+        proc = subprocess.Popen([sys.executable, "-m", "tests.integration.test_media_lane", db_url, json.dumps(args)],
+                                cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        try:
+            with trio.fail_after(30):
+                assert (await trio.to_thread.run_sync(proc.stdout.readline)).strip()
+
+            async def in_flight() -> bool:
+                lane = await events(log, lane_id(snap.id))
+                return fake.waiting["videos.poll"] >= 1 and any(e.type == "media.video_submitted" for e in lane)
+
+            await wait_for(in_flight, timeout=40)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+        fake.release("videos.poll")
+        (submitted,) = await decoded(log, lane_id(snap.id), "media.video_submitted")
+        async with open_generation_worker(db_url, cfg, media=fake_routes(fake)):
+            await wait_state(svc, snap.id, "completed", timeout=60)
+        state = await run_state(log, snap.id)
+        assert state.media["gen_vid_1"].status == "done"
+        assert fake.counts["videos.submit"] == 1  # paid for once
+        polled = {r.path.rsplit("/", 1)[-1] for r in fake.of("videos.poll")}
+        assert polled == {submitted.task_id}  # the new attempt waited on the same task
+        claims = [log.decode(e) for e in await events(log, lane_id(snap.id)) if e.type == "lease.claimed"]
+        assert [c.reason for c in claims][-1] == "orphaned"
+
+
+def _routes_from_args(args: dict[str, str]) -> dict[str, Any]:
+    fake = FakeMediaServer()
+    fake.port = int(args["image"].split(":")[2].split("/")[0])
+    return fake_routes(fake)
+
+
+async def _worker_main(url: str, args: dict[str, str]) -> None:
+    cfg: Config = config(lease_ttl_s=1.0, heartbeat_s=0.2)
+    async with open_generation_worker(url, cfg, media=_routes_from_args(args)) as worker:
+        print(worker.id, flush=True)
+        await trio.sleep_forever()
+
+
+if __name__ == "__main__":
+    trio.run(_worker_main, sys.argv[1], json.loads(sys.argv[2]))
