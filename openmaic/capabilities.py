@@ -4,8 +4,9 @@ The skill reads ``GET /api/health`` and ``GET /api/generate-classroom/capabiliti
 a feature flag is only worth setting when its capability is true, and an upload only worth sending when its
 format and size are listed. So the answers here are facts about this server, never promises:
 
-* a media capability (web search, image and video generation, speech) is true only when this server can produce
-  it. None of the media pipelines exist yet, so all four are false whatever is configured;
+* a media capability (web search, image and video generation, speech) is true when its slot resolves to a
+  provider this server has a driver for (:class:`~openmaic.media.slots.MediaRouter`): with no configuration
+  the offline demo provider serves all four; a slot that is off or unassigned is false;
 * the material formats are those :mod:`openmaic.materials` can read (see ``materials.FORMATS``), with the limits
   a run and an upload enforce.
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from importlib import metadata
 
 from openmaic.config import Config
+from openmaic.media.slots import MediaRouter
 from openmaic.materials import FORMATS, MAX_RUN_MATERIALS, MAX_RUN_MATERIAL_BYTES, MaterialFormat
 
 __all__ = ["MaterialLimits", "MediaCapabilities", "material_limits", "media_capabilities", "server_version"]
@@ -50,9 +52,12 @@ class MaterialLimits:
     """One audio or video file (none is accepted yet; the limit is the upload limit)."""
 
 
-def media_capabilities(config: Config) -> MediaCapabilities:
-    """Which media this server can generate: none yet (no media step exists, whatever slots are configured)."""
-    return MediaCapabilities()
+def media_capabilities(config: Config, media: MediaRouter | None = None) -> MediaCapabilities:
+    """Which media this server generates: each media slot that resolves (through ``media``, the serving
+    process's router, when given)."""
+    caps = (media or MediaRouter(config)).capabilities()
+    return MediaCapabilities(web_search=caps["webSearch"], image_generation=caps["image"],
+                             video_generation=caps["video"], tts=caps["tts"])
 
 
 def material_limits(config: Config) -> MaterialLimits:

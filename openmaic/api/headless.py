@@ -67,7 +67,7 @@ async def capabilities(call: Call) -> Capabilities:
     m = material_limits(call.services.config)
     formats = [MaterialFormatView(id=f.id, mime=f.mime, extensions=list(f.extensions)) for f in m.formats]
     return Capabilities(
-        capabilities=media_view(call.services.config),
+        capabilities=media_view(call.services),
         materials=MaterialLimitsView(formats=formats, max_count=m.max_count, max_total_bytes=m.max_total_bytes,
                                      max_document_bytes=m.max_document_bytes, max_media_bytes=m.max_media_bytes),
     )

@@ -4,6 +4,7 @@ All are public (no owner)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import msgspec
 import quart
@@ -57,8 +58,8 @@ class ApiHealth(Success):
     capabilities: MediaCapabilities
 
 
-def media_view(services_config: object) -> MediaCapabilities:
-    m = media_capabilities(services_config)  # type: ignore[arg-type]
+def media_view(services: Any) -> MediaCapabilities:
+    m = media_capabilities(services.config, getattr(services, "media", None))
     return MediaCapabilities(web_search=m.web_search, image_generation=m.image_generation,
                              video_generation=m.video_generation, tts=m.tts)
 
@@ -69,7 +70,7 @@ async def api_health(call: Call) -> ApiHealth:
 
     Needs no owner; it does not touch the database (``/readyz`` does).
     """
-    return ApiHealth(status="ok", version=server_version(), capabilities=media_view(call.services.config))
+    return ApiHealth(status="ok", version=server_version(), capabilities=media_view(call.services))
 
 
 @api_route(bp, "GET", "/healthz", response=Health, auth=False)

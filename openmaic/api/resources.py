@@ -17,8 +17,8 @@ from quart import Blueprint
 
 from openmaic.actors.commands import Commands as SessionCommands
 from openmaic.api import (
-    access_routes, agent_sessions, agents, browser_import, claims, classrooms, generation_runs, headless, materials,
-    model_config, web,
+    access_routes, agent_sessions, agents, assets, browser_import, claims, classrooms, generation_runs, headless,
+    materials, model_config, web,
 )
 from openmaic.api.services import ApiServices
 from openmaic.projections import default_projections, record_projection_lag
@@ -42,4 +42,4 @@ def api_services(services: Any) -> ApiServices:
 
 def resource_blueprints() -> list[Blueprint]:
     return [access_routes.bp, browser_import.bp, claims.bp, headless.bp, generation_runs.bp, classrooms.bp,
-            materials.bp, model_config.bp, agents.bp, agent_sessions.bp, web.bp]
+            materials.bp, model_config.bp, agents.bp, agent_sessions.bp, web.bp, assets.bp]

@@ -20,8 +20,8 @@ async def test_health_answers_without_an_owner_and_without_the_database(db):
         r = await client.get("/api/health")
         assert r.status_code == 200
         assert r.json() == {"success": True, "status": "ok", "version": server_version(),
-                            "capabilities": {"webSearch": False, "imageGeneration": False,
-                                             "videoGeneration": False, "tts": False}}
+                            "capabilities": {"webSearch": True, "imageGeneration": True,
+                                             "videoGeneration": True, "tts": True}}  # the demo serves them
         assert "set-cookie" not in r.headers  # no owner was made for it
 
 
@@ -32,8 +32,8 @@ async def test_capabilities_list_what_this_server_reads_with_openmaic_limits(db)
         assert r.status_code == 200
         body = r.json()
         assert body["success"] is True
-        assert body["capabilities"] == {"webSearch": False, "imageGeneration": False, "videoGeneration": False,
-                                        "tts": False}
+        assert body["capabilities"] == {"webSearch": True, "imageGeneration": True, "videoGeneration": True,
+                                        "tts": True}
         materials = body["materials"]
         assert {k: v for k, v in materials.items() if k != "formats"} == {
             "maxCount": 5, "maxTotalBytes": 157286400, "maxDocumentBytes": 4096, "maxMediaBytes": 4096}
