@@ -67,7 +67,7 @@ def png(width: int, height: int, rows: list[bytes]) -> bytes:
 
     raw = b"".join(b"\x00" + row for row in rows)  # filter type 0 (None) for every row
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8-bit RGB, no interlace
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 6)) + chunk(b"IEND", b"")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 1)) + chunk(b"IEND", b"")
 
 
 def _wrap(text: str, width: int, lines: int) -> list[str]:
@@ -87,6 +87,7 @@ def _wrap(text: str, width: int, lines: int) -> list[str]:
     return out
 
 
+@functools.lru_cache(maxsize=64)
 def picture(text: str, *, width: int = 640, height: int = 360) -> bytes:
     """A PNG card showing ``text`` (see the module docstring)."""
     digest = hashlib.sha256(text.encode()).digest()
@@ -99,14 +100,15 @@ def picture(text: str, *, width: int = 640, height: int = 360) -> bytes:
         t = y / max(1, height - 1)
         base = bytes(int(a + (b - a) * t) for a, b in zip(top, bottom, strict=True))
         row = bytearray(base * width)
+        lit = bytes(min(255, c + 40) for c in base)
         for cx, cy, r in discs:
             dy = y - cy
             if abs(dy) >= r:
                 continue
             half = int(math.sqrt(r * r - dy * dy))
-            for x in range(max(0, cx - half), min(width, cx + half)):
-                i = 3 * x
-                row[i : i + 3] = bytes(min(255, c + 40) for c in row[i : i + 3])
+            x0, x1 = max(0, cx - half), min(width, cx + half)
+            if x1 > x0:
+                row[3 * x0 : 3 * x1] = lit * (x1 - x0)  # the row's colour, lighter: one slice per disc and row
         canvas[y] = row
     scale = 4
     columns = (width - 40) // (6 * scale)
@@ -145,17 +147,21 @@ def narration_seconds(text: str) -> float:
 
 @functools.lru_cache(maxsize=256)
 def _tone(note: int, letters: int) -> bytes:
-    # One word's samples depend only on its note and its (capped) length: at most 12 × 15 distinct tones.
-    freq = 196.0 * 2 ** (note / 12)  # a note of the octave above G3
+    # One word's samples depend only on its note and its (capped) length: at most 12 × 15 distinct tones. A
+    # tone is one period repeated (a whole number of samples, so its pitch is within a few cents of the note),
+    # with short fades in and out: cheap enough to run on the event loop's thread budget.
+    period = max(2, round(SAMPLE_RATE / (196.0 * 2 ** (note / 12))))  # a note of the octave above G3
     n = int((0.12 + 0.055 * letters) * SAMPLE_RATE)
+    wave = [0.25 * (math.sin(2 * math.pi * i / period) + 0.3 * math.sin(4 * math.pi * i / period))
+            for i in range(period)]  # fmt: skip
+    cycle = b"".join(struct.pack("<h", int(v * 32767 * 0.75)) for v in wave)
+    body = bytearray((cycle * (n // period + 1))[: 2 * n])
     fade = max(1, min(n // 4, SAMPLE_RATE // 50))
-    out = bytearray()
-    for i in range(n):
-        envelope = min(1.0, i / fade, (n - i) / fade)
-        value = 0.25 * envelope * (math.sin(2 * math.pi * freq * i / SAMPLE_RATE)
-                                   + 0.3 * math.sin(4 * math.pi * freq * i / SAMPLE_RATE))  # fmt: skip
-        out += struct.pack("<h", int(value * 32767 * 0.75))
-    return bytes(out) + b"\x00\x00" * int(_REST_S * SAMPLE_RATE)
+    for i in range(fade):
+        for at in (i, n - 1 - i):
+            (v,) = struct.unpack_from("<h", body, 2 * at)
+            struct.pack_into("<h", body, 2 * at, int(v * i / fade))
+    return bytes(body) + b"\x00\x00" * int(_REST_S * SAMPLE_RATE)
 
 
 def narration(text: str) -> bytes:
