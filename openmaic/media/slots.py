@@ -70,6 +70,12 @@ class MediaRouter:
         self._overrides = dict(overrides or {})
         self._drivers: dict[tuple[str, str], Any] = {}
 
+    def pin(self, capability: Capability, driver: Any, model: str) -> None:
+        """Serve ``capability`` with a ready ``driver`` (a benchmark's or an embedding's own)."""
+        name = f"pinned:{capability}"
+        self._overrides[capability] = (name, None, model)
+        self._drivers[(name, capability)] = driver
+
     def resolve(self, capability: Capability) -> MediaRoute | None:
         """The slot's route, or None when it is off."""
         if capability in self._overrides:

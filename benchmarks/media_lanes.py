@@ -1,0 +1,170 @@
+"""Media beside the scenes: a course with media finishes in about its critical path, not the sum of its calls.
+
+    python -m benchmarks.media_lanes [--scenes 6] [--latency-ms 200] [--runs 3]
+
+Every provider call (chat, image, video submit/poll/download/poster, speech, search) takes a fixed latency L
+(the offline demo's answers, each after ``trio.sleep(L)``). The course has N slide scenes, each showing one
+picture, and one video. One worker runs the generation kind and the media kind, as ``openmaic serve`` does.
+
+* the scene lane: research, outline, agents, then per scene content, actions and narration: (3 + 3N) calls;
+* the media lane, from the agents step on: N pictures + one video (submit, poll, download, poster): N + 4 calls.
+
+The ideal wall time is the critical path, (3 + 3N)·L here (the media lane is shorter and runs beside it); one
+lane after the other would be (7 + 4N)·L. Each run with media is timed beside a baseline in the same process:
+the same course with every media slot off (no lane; research and narration record that they did nothing, so
+the baseline makes 2 + 2N calls … plus the steps' own commits). Reported per run: wall time of each, the ideal,
+the sequential sum, and the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from typing import Any
+
+import msgspec
+import trio
+
+from benchmarks._cluster import benchmark_database
+from openmaic.actors.worker import Worker
+from openmaic.config import default_config
+from openmaic.courses.schema import MediaRequest, Outline, OutlineItem
+from openmaic.events.log import EventLog
+from openmaic.events.wakeups import Wakeups
+from openmaic.media.lane import MediaKind
+from openmaic.media.slots import MediaRouter
+from openmaic.models.media import CAPABILITIES
+from openmaic.models.demo import DemoProvider
+from openmaic.models.demo_media import DemoMedia
+from openmaic.runs.events import RunInput
+from openmaic.runs.kind import GenerationKind
+from openmaic.runs.service import RunService
+from openmaic.services import Services
+from openmaic.store.database import open_database
+
+
+class SlowChat:
+    """The demo's answers, each after a fixed latency; the outline has ``scenes`` slides, one picture each, and
+    one video."""
+
+    def __init__(self, latency: float, scenes: int) -> None:
+        self.name = "slow"
+        self.latency = latency
+        self.scenes = scenes
+        self.calls = 0
+        self._demo = DemoProvider("slow")
+
+    async def complete(self, model: str, messages: list[Any], output_type: type[Any], **kw: Any) -> Any:
+        self.calls += 1
+        await trio.sleep(self.latency)
+        if output_type is Outline:
+            items = [OutlineItem(title=f"Part {i + 1}", goal=f"Understand part {i + 1}.", kind="slide",
+                                 key_points=["one", "two"],
+                                 media=[MediaRequest(kind="image", prompt=f"Part {i + 1}", element_id=f"gen_img_{i}")]
+                                 + ([MediaRequest(kind="video", prompt="The whole", element_id="gen_vid_1")]
+                                    if i == 0 else []))
+                     for i in range(self.scenes)]  # fmt: skip
+            return Outline(title="Benchmark course", items=items)
+        return await self._demo.complete(model, messages, output_type)
+
+
+class SlowMedia:
+    """The demo's media, each call after a fixed latency."""
+
+    poll_interval_s = 0.0
+
+    def __init__(self, latency: float) -> None:
+        self.name = "slow"
+        self.latency = latency
+        self.calls = 0
+        self._demo = DemoMedia("slow")
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._demo, name)
+
+        async def call(*args: Any, **kw: Any) -> Any:
+            self.calls += 1
+            await trio.sleep(self.latency)
+            return await method(*args, **kw)
+
+        return call
+
+
+class SlowModels:
+    def __init__(self, chat: SlowChat) -> None:
+        self.chat = chat
+
+    def for_slot(self, slot: str, **kw: Any) -> tuple[SlowChat, str]:
+        return self.chat, "course"
+
+
+async def one_course(url: str, latency: float, scenes: int, media_on: bool, tag: str) -> tuple[float, int, int]:
+    """Wall time of one course from its creation to its completion, and the chat and media calls it made."""
+    config = default_config()
+    rt = msgspec.structs.replace(config.runtime, claim_poll_s=0.05, wake_poll_s=0.5)
+    config = msgspec.structs.replace(config, runtime=rt)
+    chat, slow_media = SlowChat(latency, scenes), SlowMedia(latency)
+    router = MediaRouter(config, overrides={c: None for c in CAPABILITIES})
+    if media_on:
+        for c in CAPABILITIES:
+            router.pin(c, slow_media, "m")
+    async with open_database(url, listen=["openmaic_events"], max_size=20) as db:
+        wakeups = Wakeups()
+        log = EventLog(db, wakeups)
+        services = Services(config=config, db=db, log=log, wakeups=wakeups, models=SlowModels(chat),  # type: ignore[arg-type]
+                            media=router)
+        kinds = {"generation": GenerationKind(config, retry_backoff_s=0.05), "media": MediaKind(config)}
+        worker = Worker(log, wakeups, kinds, rt, services=services)
+        svc = RunService(log, config)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(wakeups.run, db)
+            await nursery.start(worker.run)
+            started = time.perf_counter()
+            snap = await svc.create_run("bench", f"run-{tag}", RunInput(requirement="Teach a benchmark",
+                                                                         outline_review="auto"))
+            with trio.fail_after(600):
+                while (await svc.snapshot("bench", snap.id)).state not in ("completed", "paused"):
+                    await trio.sleep(0.01)
+            elapsed = time.perf_counter() - started
+            state = (await svc.snapshot("bench", snap.id)).state
+            assert state == "completed", state
+            worker.shutdown()
+            nursery.cancel_scope.cancel()
+    return elapsed, chat.calls, slow_media.calls
+
+
+async def main(scenes: int, latency_ms: int, runs: int) -> None:
+    latency = latency_ms / 1000
+    critical = (3 + 3 * scenes) * latency
+    sequential = (7 + 4 * scenes) * latency
+    load_before = os.getloadavg()[0]
+    print("== media lanes benchmark ==")
+    print(f"command: python -m benchmarks.media_lanes --scenes {scenes} --latency-ms {latency_ms} --runs {runs}")
+    print(f"machine: {os.cpu_count()} CPUs; 1-min load average {load_before:.2f} before")
+    print(f"course: {scenes} slide scenes, {scenes} pictures and 1 video; every provider call takes L = {latency_ms} ms")
+    print(f"ideal (critical path, the scene lane): (3 + 3N)·L = {critical:.2f} s; "
+          f"lanes one after the other: (7 + 4N)·L = {sequential:.2f} s")
+    print()
+    print("| run | baseline: media off (s) | calls | media on (s) | calls (chat + media) | media on / ideal |")
+    print("|-----|-------------------------|-------|--------------|----------------------|------------------|")
+    ons: list[float] = []
+    async with benchmark_database() as url:
+        for k in range(1, runs + 1):
+            off_s, off_chat, off_media = await one_course(url, latency, scenes, False, f"off{k}")
+            on_s, on_chat, on_media = await one_course(url, latency, scenes, True, f"on{k}")
+            ons.append(on_s)
+            print(f"| {k} | {off_s:.2f} | {off_chat + off_media} | {on_s:.2f} | {on_chat} + {on_media} | "
+                  f"{on_s / critical:.2f} |", flush=True)
+    print()
+    print(f"media on: {min(ons):.2f}–{max(ons):.2f} s over {runs} runs (ideal {critical:.2f} s, sequential "
+          f"{sequential:.2f} s); 1-min load average {os.getloadavg()[0]:.2f} after")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--scenes", type=int, default=6)
+    parser.add_argument("--latency-ms", type=int, default=200)
+    parser.add_argument("--runs", type=int, default=3)
+    a = parser.parse_args()
+    trio.run(main, a.scenes, a.latency_ms, a.runs)
