@@ -61,6 +61,18 @@ class SceneActionsView(Wire):
     actions: list[SceneActionView]
 
 
+class SceneMediaView(Wire):
+    element_id: str
+    kind: Literal["image", "video"]
+    prompt: str
+    status: Literal["pending", "generating", "done", "disabled", "failed"]
+    """A placeholder stands until ``done``; ``failed`` and ``disabled`` keep it."""
+    asset_id: str | None
+    """``GET /api/assets/{assetId}`` once ``done``."""
+    poster_asset_id: str | None
+    """A video's poster frame; the same as ``assetId`` when no encoder made a clip and the frame stands in."""
+
+
 class SceneView(Wire):
     id: str
     title: str
@@ -71,6 +83,10 @@ class SceneView(Wire):
     actions: SceneActionsView | None
     status: Literal["pending", "ready"]
     """``ready`` once its content and its script are written."""
+    media: list[SceneMediaView]
+    """Its pictures and videos, in outline order."""
+    narration_asset_id: str | None
+    """Its narration clip (``GET /api/assets/{id}``), when a speech provider made one."""
 
 
 class ClassroomAgentView(Wire):
