@@ -28,10 +28,10 @@ import trio
 
 from openmaic.errors import ConfigError
 from openmaic.models.errors import ProviderError
-from openmaic.models.retry import MalformedResponse, Sleep, error_token, unwind
+from openmaic.models.retry import MalformedResponse, Sleep, Transport, error_token, unwind
 
 __all__ = [
-    "CAPABILITIES", "MEDIA_DRIVERS", "Capability", "GeneratedMedia", "ImageProvider", "SearchProvider", "SearchSource",
+    "CAPABILITIES", "MEDIA_DRIVERS", "Capability", "GeneratedMedia", "HttpDriver", "ImageProvider", "SearchProvider", "SearchSource",
     "SpeechProvider", "VideoProvider", "VideoTask", "VideoTaskFailed", "build_media_provider", "read_body",
     "read_json", "sniff", "wait_video",
 ]  # fmt: skip
@@ -138,6 +138,33 @@ class SearchProvider(Protocol):
     async def search(self, query: str, *, max_results: int = 5) -> list[SearchSource]:
         """Results for ``query``, best first."""
         ...
+
+
+class HttpDriver:
+    """What every HTTP media driver shares: its name, its ``base_url`` (``default_base_url`` unless configured)
+    and a :class:`~openmaic.models.retry.Transport` whose messages name what it serves (``label``)."""
+
+    label = "media provider"
+    default_base_url = ""
+
+    def __init__(
+        self,
+        name: str,
+        cfg: Any,
+        *,
+        http: httpx.AsyncClient | None = None,
+        sleep: Sleep | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.name = name
+        self.base_url = (getattr(cfg, "base_url", None) or self.default_base_url).rstrip("/")
+        self._transport = Transport(name, cfg, http=http, sleep=sleep, rng=rng, label=self.label)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} {self.base_url}>"
+
+    def _headers(self, *, json: bool = True) -> dict[str, str]:
+        return self._transport.bearer_headers(**({"content-type": "application/json"} if json else {}))
 
 
 def sniff(data: bytes) -> str | None:

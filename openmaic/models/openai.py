@@ -197,12 +197,7 @@ class OpenAIProvider:
         return f"<OpenAIProvider {self.name!r} {self.base_url}>"
 
     def _headers(self) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        key = self._transport.key()
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        headers.update(self._transport.extra_headers())
-        return headers
+        return self._transport.bearer_headers(**{"content-type": "application/json", "accept": "text/event-stream"})
 
     async def _turn(
         self,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import random
 import re
 from typing import Any
 from urllib.parse import quote
@@ -31,10 +30,10 @@ import httpx
 
 from openmaic.models.errors import ProviderError
 from openmaic.models.media import (
-    AUDIO_BYTES, IMAGE_BYTES, VIDEO_BYTES, AspectRatio, GeneratedMedia, VideoTask, failure_code, media_of,
-    read_body, read_json,
+    AUDIO_BYTES, IMAGE_BYTES, VIDEO_BYTES, AspectRatio, GeneratedMedia, HttpDriver, VideoTask, failure_code,
+    media_of, read_body, read_json,
 )  # fmt: skip
-from openmaic.models.retry import MalformedResponse, Sleep, Transport
+from openmaic.models.retry import MalformedResponse
 
 __all__ = ["OpenAIImages", "OpenAISpeech", "OpenAIVideos", "speech_pieces"]
 
@@ -51,33 +50,8 @@ _TASK_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,200}$")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 
 
-class _OpenAIMedia:
-    label = "media provider"
-
-    def __init__(
-        self,
-        name: str,
-        cfg: Any,
-        *,
-        http: httpx.AsyncClient | None = None,
-        sleep: Sleep | None = None,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.name = name
-        self.base_url = (getattr(cfg, "base_url", None) or DEFAULT_BASE_URL).rstrip("/")
-        self._http = http
-        self._transport = Transport(name, cfg, http=http, sleep=sleep, rng=rng, label=self.label)
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name!r} {self.base_url}>"
-
-    def _headers(self, *, json: bool = True) -> dict[str, str]:
-        headers = {"content-type": "application/json"} if json else {}
-        key = self._transport.key()
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        headers.update(self._transport.extra_headers())
-        return headers
+class _OpenAIMedia(HttpDriver):
+    default_base_url = DEFAULT_BASE_URL
 
 
 class OpenAIImages(_OpenAIMedia):

@@ -148,6 +148,15 @@ class Transport:
         """Headers the operator configured for this provider."""
         return dict(self._cfg.headers or {})
 
+    def bearer_headers(self, **base: str) -> dict[str, str]:
+        """``base`` headers, the key as ``Authorization: Bearer`` (when there is one), then the operator's own."""
+        headers = dict(base)
+        key = self.key()
+        if key:
+            headers["authorization"] = f"Bearer {key}"
+        headers.update(self.extra_headers())
+        return headers
+
     async def stream(
         self,
         url: str,

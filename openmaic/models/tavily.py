@@ -8,14 +8,8 @@ into a prompt or an event than a short quote. Queries are cut to Tavily's 400 ch
 
 from __future__ import annotations
 
-import random
-from typing import Any
-
-import httpx
-
 from openmaic.models.errors import ProviderError
-from openmaic.models.media import SearchSource, read_json
-from openmaic.models.retry import Sleep, Transport
+from openmaic.models.media import HttpDriver, SearchSource, read_json
 
 __all__ = ["TavilySearch"]
 
@@ -26,33 +20,14 @@ CONTENT_CHARS = 2_000
 URL_CHARS = 2_000
 
 
-class TavilySearch:
-    """A provider of kind ``tavily`` serving ``webSearch``."""
+class TavilySearch(HttpDriver):
+    """A provider of protocol ``tavily`` serving ``webSearch``."""
 
     label = "web search provider"
-
-    def __init__(
-        self,
-        name: str,
-        cfg: Any,
-        *,
-        http: httpx.AsyncClient | None = None,
-        sleep: Sleep | None = None,
-        rng: random.Random | None = None,
-    ) -> None:
-        self.name = name
-        self.base_url = (getattr(cfg, "base_url", None) or DEFAULT_BASE_URL).rstrip("/")
-        self._transport = Transport(name, cfg, http=http, sleep=sleep, rng=rng, label=self.label)
-
-    def __repr__(self) -> str:
-        return f"<TavilySearch {self.name!r} {self.base_url}>"
+    default_base_url = DEFAULT_BASE_URL
 
     async def search(self, query: str, *, max_results: int = 5) -> list[SearchSource]:
-        headers = {"content-type": "application/json"}
-        key = self._transport.key()
-        if key:
-            headers["authorization"] = f"Bearer {key}"
-        headers.update(self._transport.extra_headers())
+        headers = self._headers()
         body = {"query": " ".join(query.split())[:QUERY_CHARS], "max_results": max(1, min(20, max_results)),
                 "search_depth": "basic", "include_answer": False, "include_raw_content": False}  # fmt: skip
         doc = await self._transport.send("POST", f"{self.base_url}/search", headers, read_json, json_body=body)

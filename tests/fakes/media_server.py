@@ -28,10 +28,11 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from http import HTTPStatus
 from typing import Any
 
 import trio
+
+from tests.fakes.http1 import read_request, response_head
 
 
 @dataclass(frozen=True)
@@ -140,26 +141,11 @@ class FakeMediaServer:
             self.errors.append(repr(exc))
 
     async def _serve_one(self, stream: trio.SocketStream) -> None:
-        buf = b""
-        while b"\r\n\r\n" not in buf:
-            data = await stream.receive_some(65536)
-            if not data:
-                return
-            buf += data
-        head, _, rest = buf.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        method, path, _ = lines[0].split(" ", 2)
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        length = int(headers.get("content-length", "0"))
-        while len(rest) < length:
-            data = await stream.receive_some(65536)
-            if not data:
-                return
-            rest += data
-        body = _decode_body(headers.get("content-type", ""), rest[:length])
+        request = await read_request(stream)
+        if request is None:
+            return
+        method, path, headers, raw = request
+        body = _decode_body(headers.get("content-type", ""), raw)
         self.requests.append(RecordedRequest(method=method, path=path, headers=headers, body=body))
         route = _route(method, path)
         self.counts[route] += 1
@@ -228,10 +214,7 @@ class FakeMediaServer:
 
     async def _bytes(self, stream: trio.SocketStream, data: bytes, kind: str, status: int = 200,
                      extra: dict[str, str] | None = None) -> None:
-        reason = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Status"
-        head = [f"HTTP/1.1 {status} {reason}", f"content-type: {kind}", f"content-length: {len(data)}",
-                "connection: close", *(f"{k}: {v}" for k, v in (extra or {}).items())]  # fmt: skip
-        await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+        await stream.send_all(response_head(status, kind, len(data), extra) + data)
 
 
 def _route(method: str, path: str) -> str:

@@ -17,10 +17,11 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from http import HTTPStatus
 from typing import Any
 
 import trio
+
+from tests.fakes.http1 import read_request, response_head
 
 # --- scripted replies ---------------------------------------------------------------------------------------
 
@@ -242,29 +243,14 @@ class FakeProviderServer:
             self.errors.append(repr(exc))
 
     async def _serve_one(self, stream: trio.SocketStream) -> None:
-        buf = b""
-        while b"\r\n\r\n" not in buf:
-            data = await stream.receive_some(65536)
-            if not data:
-                return
-            buf += data
-        head, _, rest = buf.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        method, path, _ = lines[0].split(" ", 2)
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        length = int(headers.get("content-length", "0"))
-        while len(rest) < length:
-            data = await stream.receive_some(65536)
-            if not data:
-                return
-            rest += data
+        request = await read_request(stream)
+        if request is None:
+            return
+        method, path, headers, raw = request
         try:
-            body = json.loads(rest[:length]) if length else None
+            body = json.loads(raw) if raw else None
         except ValueError:
-            body = rest[:length]
+            body = raw
         self.requests.append(RecordedRequest(method=method, path=path, headers=headers, body=body))
 
         if path.endswith("/chat/completions"):
@@ -302,11 +288,7 @@ class FakeProviderServer:
 
     async def _send_status(self, stream: trio.SocketStream, reply: Status) -> None:
         body = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body or {"error": {}}).encode()
-        reason = HTTPStatus(reply.status).phrase if reply.status in HTTPStatus._value2member_map_ else "Status"
-        head = [f"HTTP/1.1 {reply.status} {reason}", "content-type: application/json", f"content-length: {len(body)}",
-                "connection: close"]  # fmt: skip
-        head += [f"{k}: {v}" for k, v in reply.headers.items()]
-        await stream.send_all(("\r\n".join(head) + "\r\n\r\n").encode() + body)
+        await stream.send_all(response_head(reply.status, "application/json", len(body), reply.headers) + body)
 
 
 @asynccontextmanager
