@@ -274,3 +274,25 @@ async def _worker_main(url: str, args: dict[str, str]) -> None:
 
 if __name__ == "__main__":
     trio.run(_worker_main, sys.argv[1], json.loads(sys.argv[2]))
+
+
+async def test_a_full_asset_store_fails_the_media_not_reached_and_leaves_scenes_unvoiced(db_url, db):
+    log = EventLog(db)
+    base = config()
+    cfg = msgspec.structs.replace(base, limits=msgspec.structs.replace(base.limits, asset_bytes_per_owner=100))
+    svc = RunService(log, cfg)
+    async with open_fake_media() as fake:
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+        async with open_generation_worker(db_url, cfg, media=fake_routes(fake)):
+            await wait_state(svc, snap.id, "completed")
+    state = await run_state(log, snap.id)
+    views = media_states(state)
+    # The picture (73 bytes) fits; the video's poster (73 more) does not, nor does any narration clip.
+    assert views["gen_img_1"]["status"] == "done"
+    assert views["gen_vid_1"] == {"mediaType": "video", "status": "failed", "errorCode": "ASSET_QUOTA_EXCEEDED",
+                                  "message": "Asset storage is full; the video was not generated", "retryable": True}
+    n = len(state.scenes)
+    assert all(s.unvoiced and s.narration_asset_id is None for s in state.scenes)
+    path = f"/api/generation-runs/{snap.id}"
+    assert media_warning(state, path) == (f"1 of 2 images and videos could not be generated; see GET {path} for "
+                                          f"each one; {n} speech clip(s) were left without narration")
