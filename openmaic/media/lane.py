@@ -23,6 +23,7 @@ attempt generate the element again (provider calls are at least once); the same 
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import logging
 from typing import Any
@@ -58,6 +59,7 @@ FINAL_CODES = frozenset({"CONTENT_SENSITIVE"})
 """Failures no retry changes."""
 _SENSITIVE = frozenset({"moderation_blocked", "content_policy_violation", "content_filter"})
 PASS_WAIT = "media pass done"
+RESUME_NOW = dt.datetime(2000, 1, 1, tzinfo=dt.UTC)
 
 
 def lane_id(run_id: str) -> str:
@@ -200,7 +202,8 @@ class MediaKind:
             return Wait(reason=PASS_WAIT)
         out = self._settled(state, item, "failed", message="interrupted too many times",
                             keep_task=item.kind == "video")
-        return Wait(events=out.events, also=out.also, reason="interrupted too many times")
+        # Queued again at once: the elements after this one (and the run, waiting for the pass) go on.
+        return Wait(events=out.events, also=out.also, wake_at=RESUME_NOW, reason="interrupted too many times")
 
     def cancelled(self, state: LaneState, core: Core) -> Finish:
         return settle("cancelled")

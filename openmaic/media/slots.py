@@ -2,8 +2,10 @@
 
 ``MediaRouter.route(capability)`` answers ``(driver, model)`` or None when the slot is off or unassigned; the
 pipeline then records that the element is disabled, or that the step did nothing. A slot is resolved through
-the configuration when it knows the slot; a configuration without media slots (no ``openmaic.yml`` at all)
-serves every media slot from its ``demo`` provider, so the whole pipeline runs with no key and no network.
+the layered model configuration (``openmaic.models.provider.resolution``: the deployment's slots, then the
+defaults) when this build has it, else through ``config.route``; a configuration that knows no media slots
+serves every media slot from its ``demo`` provider, so the whole pipeline runs with no key and no network. (An
+owner's own model settings do not route media yet: the deployment's slots serve every owner.)
 ``overrides`` pin a slot to a route or to None (tests, and a deployment that turns media off).
 
 Drivers are built once per provider and capability and share one pooled HTTP client.
@@ -19,6 +21,7 @@ from typing import Any
 import httpx
 import trio
 
+from openmaic import errors
 from openmaic.errors import ConfigError
 from openmaic.models.media import CAPABILITIES, Capability, build_media_provider
 from openmaic.models.retry import Sleep
@@ -31,8 +34,30 @@ MediaRoute = tuple[str, Any, str]
 _DEMO_MODELS = {"image": "image", "video": "video", "tts": "voice", "webSearch": "search"}
 
 
+def _layered(config: Any, capability: Capability) -> MediaRoute | None:
+    """Through the layered model configuration (``openmaic.yml`` slots, owners' settings, the defaults), when
+    this build has it: None when the slot is off or unassigned; ConfigError when it cannot be used."""
+    from openmaic.models import provider
+
+    found = provider.resolution(config, capability)  # type: ignore[attr-defined]
+    if found.target is None:
+        return None
+    if found.target.requires_key and found.target.api_key is None:
+        raise ConfigError(f"provider {found.target.provider_id!r} of the {capability} slot needs an API key and has "
+                          "none", provider=found.target.provider_id, slot=capability)
+    cfg = provider.endpoint(found.target)  # type: ignore[attr-defined]
+    return found.target.provider_id, cfg, found.target.model or _DEMO_MODELS[capability]
+
+
 def _configured(config: Any, capability: Capability) -> MediaRoute | None:
     """The configuration's route for ``capability``, None when it is off or unassigned."""
+    from openmaic.models import provider
+
+    if hasattr(provider, "resolution") and hasattr(provider, "endpoint"):
+        try:
+            return _layered(config, capability)
+        except errors.ProviderError as exc:  # the assignment does not resolve (an undeclared provider …)
+            raise ConfigError(exc.message, slot=capability) from None
     try:
         route = config.route(capability)
     except ValueError:
@@ -43,8 +68,6 @@ def _configured(config: Any, capability: Capability) -> MediaRoute | None:
         return None
     except ConfigError:
         return None  # turned off, or unassigned
-    if route is None:
-        return None
     cfg = getattr(config, "providers", {}).get(route.provider)
     if cfg is None:
         return None
