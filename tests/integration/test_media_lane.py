@@ -253,6 +253,7 @@ async def test_a_worker_killed_while_a_video_task_is_in_flight_never_submits_it_
         state = await run_state(log, snap.id)
         assert state.media["gen_vid_1"].status == "done"
         assert fake.counts["videos.submit"] == 1  # paid for once
+        assert fake.counts["images"] == 1  # the picture settled before the kill is not generated again
         polled = {r.path.rsplit("/", 1)[-1] for r in fake.of("videos.poll")}
         assert polled == {submitted.task_id}  # the new attempt waited on the same task
         claims = [log.decode(e) for e in await events(log, lane_id(snap.id)) if e.type == "lease.claimed"]
