@@ -12,6 +12,7 @@ from openmaic.config import default_config
 from openmaic.courses.events import CourseAgentsSet, CourseOutlineSet, CourseUnlocked
 from openmaic.courses.schema import (
     AgentProfile,
+    MediaRequest,
     OutlineItem,
     SceneAction,
     SceneActions,
@@ -28,13 +29,17 @@ from openmaic.runs.events import (
     RunCreated,
     RunInput,
     RunMaterialsExtracted,
+    RunMediaPassDone,
+    RunMediaState,
     RunOutlineConfirmed,
     RunOutlineItem,
     RunOutlineProposed,
     RunOutlineRestarted,
+    RunResearchDone,
     RunRetryRequested,
     RunSceneActions,
     RunSceneContent,
+    RunSceneNarrated,
     RunStateChanged,
     RunStepCompleted,
     RunStepFailed,
@@ -87,14 +92,15 @@ def confirmed_run(**kw) -> RunState:
 def test_a_new_run_is_preparing_and_its_first_decision_is_admission():
     s = run()
     assert (s.state, s.course_id, s.owner_id, s.run_id, s.seq) == ("preparing", "course_1", "o", "run_1", 2)
-    assert next_step(s) == "outline"
+    assert next_step(s) == "research"
+    assert next_step(evolve(s, RunResearchDone(skipped=True), 3)) == "outline"
     d = decide(s)
     assert isinstance(d, Step) and d.name == "admission"
 
 
 def test_admission_is_per_attempt_and_a_deferral_waits_until_its_time():
     s = run(RunAdmitted(attempt=1))
-    assert isinstance(decide(s), Step) and decide(s).name == "outline"
+    assert isinstance(decide(s), Step) and decide(s).name == "research"
     # a later attempt (after a wait or a takeover) is admitted again
     assert decide(s, attempt=2).name == "admission"
     s = run(RunAdmissionDeferred(attempt=1, active=2, limit=2, until=UNTIL))
@@ -107,7 +113,7 @@ def test_materials_come_first_when_there_are_any():
     s = run(RunAdmitted(attempt=1), material_ids=["m1"])
     assert decide(s).name == "materials"
     s = evolve(s, RunMaterialsExtracted(text="notes", images=["asset_1"]), 9)
-    assert (s.materials_text, s.material_images, next_step(s)) == ("notes", ("asset_1",), "outline")
+    assert (s.materials_text, s.material_images, next_step(s)) == ("notes", ("asset_1",), "research")
 
 
 def test_streamed_items_restart_on_index_zero_and_on_a_restart_event():
@@ -164,17 +170,20 @@ def test_an_edited_confirmation_is_a_new_revision_with_its_own_scene_ids():
     assert scene_id("course_1", 2, 0) != scene_id("course_1", 1, 0)
 
 
-def test_the_pipeline_runs_agents_then_content_and_actions_scene_by_scene_then_completes():
+def test_the_pipeline_runs_agents_then_content_actions_and_narration_scene_by_scene_then_completes():
     s = confirmed_run()
     assert (s.scenes_total, s.scenes_completed, next_step(s)) == (2, 0, "agents")
     s = evolve(s, RunAgentsSelected(agents=[TEACHER]), 40)
     order = []
     for i in range(2):
         order.append(next_step(s))
-        s = evolve(s, RunSceneContent(index=i, content=CONTENT), 41 + 2 * i)
+        s = evolve(s, RunSceneContent(index=i, content=CONTENT), 41 + 3 * i)
         order.append(next_step(s))
-        s = evolve(s, RunSceneActions(index=i, actions=ACTIONS), 42 + 2 * i)
-    assert order == ["scene:0:content", "scene:0:actions", "scene:1:content", "scene:1:actions"]
+        s = evolve(s, RunSceneActions(index=i, actions=ACTIONS), 42 + 3 * i)
+        order.append(next_step(s))
+        s = evolve(s, RunSceneNarrated(index=i, skipped=True), 43 + 3 * i)
+    assert order == ["scene:0:content", "scene:0:actions", "scene:0:narration", "scene:1:content",
+                     "scene:1:actions", "scene:1:narration"]
     assert (s.scenes_completed, next_step(s)) == (2, None)
     d = decide(s)
     assert isinstance(d, Finish)
@@ -182,6 +191,24 @@ def test_the_pipeline_runs_agents_then_content_and_actions_scene_by_scene_then_c
     assert d.also[0].stream_id == "course_1" and d.also[0].events == [CourseUnlocked(run_id="run_1")]
     ready = s.scene(0, content=CONTENT, actions=ACTIONS, ready=True)
     assert (ready.status, ready.id, ready.title) == ("ready", scene_id("course_1", 1, 0), "Intro")
+
+
+def test_with_media_the_run_waits_for_the_lanes_first_pass_holding_no_worker():
+    picture = MediaRequest(kind="image", prompt="A pie cut in four", element_id="gen_img_1")
+    items = [msgspec.structs.replace(ITEMS[0], media=[picture]), ITEMS[1]]
+    s = run(RunAdmitted(attempt=1), RunOutlineProposed(revision=1, title="Fractions", items=items),
+            RunOutlineConfirmed(revision=1, items=items), RunAgentsSelected(agents=[TEACHER]))
+    for i in range(2):
+        for e in (RunSceneContent(index=i, content=CONTENT), RunSceneActions(index=i, actions=ACTIONS),
+                  RunSceneNarrated(index=i, asset_id=f"asset_{i}")):
+            s = evolve(s, e, s.seq + 1)
+    assert (s.media_pending, next_step(s)) == (True, "media")
+    d = decide(s)
+    assert isinstance(d, Wait) and d.wake_at is None and d.reason == "generating media"
+    s = evolve(s, RunMediaState(element_id="gen_img_1", media_type="image", status="done", asset_id="a1"), s.seq + 1)
+    assert s.scene(0).media[0].status == "done" and s.scene(1).media == []
+    s = evolve(s, RunMediaPassDone(media_pass=1), s.seq + 1)
+    assert next_step(s) is None and isinstance(decide(s), Finish)
 
 
 def test_a_failed_step_is_retried_then_pauses_and_a_retry_resumes_exactly_that_step():
