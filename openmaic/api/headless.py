@@ -1,7 +1,7 @@
 """OpenMAIC's headless generation API, the one its ``openmaic`` skill drives with curl and one cookie jar.
 
 * ``GET /api/generate-classroom/capabilities`` says what this server can do before the skill asks for it: which
-  media it generates (all false until media generation exists) and which materials it reads, with their limits.
+  media it generates (each media slot that resolves) and which materials it reads, with their limits.
   It needs no owner.
 * ``POST /api/generate-classroom {requirement, materialIds?}`` starts a run that confirms its own outline (no
   headless caller will ever confirm one) and answers 202 with the *job view*; every other field is ignored, but

@@ -18,6 +18,7 @@ from openmaic.media.events import MediaRetryRequested
 from openmaic.media.lane import LaneState, evolve as evolve_lane, lane_id
 from openmaic.runs.events import RunMediaState
 from openmaic.runs.fold import RunState
+from openmaic.runs.views import media_view, media_warning
 
 __all__ = ["media_states", "media_warning", "retry_media"]
 
@@ -25,36 +26,13 @@ _RACES = 20
 
 
 def media_states(state: RunState) -> dict[str, dict[str, Any]]:
-    """The snapshot's ``media``: each element's state by element id (OpenMAIC's field names)."""
-    out: dict[str, dict[str, Any]] = {}
+    """The snapshot's ``media`` as plain data: each element's state by element id (OpenMAIC's field names)."""
+    out = {}
     for element_id, m in state.media.items():
-        view: dict[str, Any] = {"mediaType": m.media_type, "status": m.status}
-        if m.status == "done":
-            view["assetId"] = m.asset_id
-            if m.poster_asset_id:
-                view["posterAssetId"] = m.poster_asset_id
-        if m.status == "failed":
-            view["message"] = m.message
-            if m.error_code:
-                view["errorCode"] = m.error_code
-            view["retryable"] = bool(m.retryable)
+        view = media_view(m).to_dict()
+        view.pop("elementId", None)
         out[element_id] = view
     return out
-
-
-def media_warning(state: RunState, run_path: str) -> str | None:
-    """``result.warning`` as OpenMAIC words it (``run_path``: ``/api/generation-runs/<id>``), or None. Disabled
-    elements are not counted; a scene whose clip the asset store refused is a speech clip left unvoiced."""
-    counted = [m for m in state.media.values() if m.status != "disabled"]
-    failed = sum(1 for m in counted if m.status == "failed")
-    unvoiced = sum(1 for s in state.scenes if s.unvoiced)
-    parts = []
-    if failed:
-        parts.append(f"{failed} of {len(counted)} images and videos could not be generated; see GET {run_path} for "
-                     "each one")
-    if unvoiced:
-        parts.append(f"{unvoiced} speech clip(s) were left without narration")
-    return "; ".join(parts) or None
 
 
 async def retry_media(log: EventLog, owner: str, run_id: str, command_id: str, element_id: str) -> CommandResult:

@@ -26,25 +26,28 @@ from openmaic.runs.events import (
     RunAgentsSelected,
     RunCourseCreated,
     RunMaterialsExtracted,
+    RunMediaState,
     RunOutlineConfirmed,
     RunOutlineItem,
     RunOutlineProposed,
     RunOutlineRestarted,
+    RunResearchDone,
     RunSceneActions,
+    RunSceneNarrated,
     RunStateChanged,
     RunStepCompleted,
     RunStepFailed,
     RunStepStarted,
 )
 from openmaic.runs.fold import RunState, evolve, scene_id
-from openmaic.runs.views import agent_view, outline_view_of, run_state, scene_outlines, wire_step
+from openmaic.runs.views import agent_view, media_view, outline_view_of, run_state, scene_outlines, wire_step
 
 __all__ = ["CLIENT_EVENT_TYPES", "ClientView", "client_event"]
 
 CLIENT_EVENT_TYPES = (
-    "state", "step_started", "step_retry", "step_completed", "step_failed", "material_kinds", "outline_reset",
-    "outline_item", "outline_ready", "outline_confirmed", "course_created", "agents", "scene_ready", "completed",
-    "ended",
+    "state", "step_started", "step_retry", "step_completed", "step_failed", "material_kinds", "research_sources",
+    "outline_reset", "outline_item", "outline_ready", "outline_confirmed", "course_created", "agents",
+    "scene_ready", "media", "completed", "ended",
 )  # fmt: skip
 """Every type :func:`client_event` can answer (OpenMAIC's ``GENERATION_RUN_EVENT_TYPES`` that exist here)."""
 
@@ -87,7 +90,15 @@ def client_event(before: RunState, event: Event, *, max_attempts: int) -> tuple[
             return "course_created", {"stageId": course_id}
         case RunAgentsSelected(agents=agents):
             return "agents", {"agents": [agent_view(a) for a in agents], "agentIds": [a.id for a in agents]}
-        case RunSceneActions(index=index):
+        case RunResearchDone(sources=sources):
+            return "research_sources", {"sources": [{"title": x.title, "url": x.url, "content": x.content}
+                                                    for x in sources]}
+        case RunMediaState():
+            return "media", media_view(event).to_dict()
+        case RunSceneNarrated(index=index) | RunSceneActions(index=index) if (
+            isinstance(event, RunSceneNarrated) == before.narrates
+        ):
+            # A scene is ready after its last step: narration, or its actions in a run logged before narration.
             return "scene_ready", {"index": index,
                                    "sceneId": scene_id(before.course_id, before.confirmed_revision, index),
                                    "order": index + 1}

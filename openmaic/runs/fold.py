@@ -127,8 +127,17 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
         return len(self.scenes)
 
     @property
+    def narrates(self) -> bool:
+        """Each scene ends with a narration step. Runs logged before research and narration existed (no
+        ``run.research_done``) keep the pipeline they were started with: a scene is done with its actions."""
+        return self.research_done
+
+    def scene_done(self, progress: SceneProgress) -> bool:
+        return progress.narrated if self.narrates else progress.actions is not None
+
+    @property
     def scenes_completed(self) -> int:
-        return sum(1 for s in self.scenes if s.narrated)
+        return sum(1 for s in self.scenes if self.scene_done(s))
 
     @property
     def media_requested(self) -> bool:
@@ -138,7 +147,7 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def media_pending(self) -> bool:
         """Every scene is in and the run waits for its media lane's first pass (``generating_media``)."""
-        return bool(self.scenes) and all(s.narrated for s in self.scenes) and self.media_requested \
+        return bool(self.scenes) and all(self.scene_done(s) for s in self.scenes) and self.media_requested \
             and self.media_passes == 0
 
     def scene(self, index: int, *, content: SceneContent | None = None, actions: SceneActions | None = None,
@@ -268,7 +277,7 @@ def next_step(state: RunState) -> str | None:
             return f"scene:{i}:content"
         if scene.actions is None:
             return f"scene:{i}:actions"
-        if not scene.narrated:
+        if state.narrates and not scene.narrated:
             return f"scene:{i}:narration"
     if state.media_pending:
         return "media"

@@ -393,7 +393,7 @@ class GenerationKind:
         provider, model = await self._services(ctx).models.for_owner(state.owner_id, "course.actions")
         messages = prompts.actions_messages(self._input(state), state.title, item, content, list(state.agents))
         actions = repair_actions(await provider.complete(model, messages, SceneActions), state.agents, content)
-        scene = state.scene(index, content=content, actions=actions)
+        scene = state.scene(index, content=content, actions=actions, ready=not state.narrates)
         course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
         return Outcome(events=[*fallback_events([provider]), RunSceneActions(index=index, actions=actions),
                                RunStepCompleted(step=step)], also=[course])

@@ -18,16 +18,19 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
+
+import msgspec
 
 from openmaic.courses.schema import AgentProfile, OutlineItem
+from openmaic.runs.events import RunMediaState
 from openmaic.runs.fold import RunState, scene_id
 from openmaic.wire import Wire
 
 __all__ = [
-    "AgentsView", "JobResult", "JobView", "OutlineView", "RunError", "RunInputView", "RunProgress", "RunView",
-    "SceneOutline", "agent_view", "classroom_url", "job_view", "outline_view_of", "run_detail", "run_state",
-    "run_view", "scene_outlines", "wire_step",
+    "AgentsView", "JobResult", "JobView", "MediaState", "OutlineView", "RunError", "RunInputView", "RunProgress",
+    "RunView", "SceneOutline", "agent_view", "classroom_url", "job_view", "media_view", "media_warning",
+    "outline_view_of", "run_detail", "run_state", "run_view", "scene_outlines", "wire_step",
 ]  # fmt: skip
 
 POLL_INTERVAL_MS = 5000
@@ -136,14 +139,32 @@ class RunView(Wire):
 
 
 class MediaState(Wire, omit_defaults=True):
+    """One media element's state (the ``media`` event's data, and the snapshot's ``media`` values)."""
+
     element_id: str
     media_type: str
     status: Literal["pending", "generating", "done", "disabled", "failed"]
+    asset_id: str | None = None
+    poster_asset_id: str | None = None
     message: str | None = None
+    error_code: str | None = None
+    retryable: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
+
+
+def media_view(m: RunMediaState) -> MediaState:
+    """A ``run.media`` event as clients see it: the assets only once done, the failure only when failed."""
+    done, failed = m.status == "done", m.status == "failed"
+    return MediaState(element_id=m.element_id, media_type=m.media_type, status=m.status,
+                      asset_id=m.asset_id if done else None, poster_asset_id=m.poster_asset_id if done else None,
+                      message=m.message if failed else None, error_code=m.error_code if failed else None,
+                      retryable=bool(m.retryable) if failed else None)  # fmt: skip
 
 
 class RunDetail(RunView):
-    """The snapshot with each media element's state (none until media generation exists)."""
+    """The snapshot with each media element's state, by element id."""
 
     media: dict[str, MediaState] = {}
 
@@ -241,10 +262,26 @@ def run_view(row_id: str, s: RunState, *, created_at: dt.datetime, updated_at: d
     )  # fmt: skip
 
 
-def run_detail(view: RunView) -> RunDetail:
-    """``view`` with its media (none yet)."""
+def media_warning(state: RunState, run_path: str) -> str | None:
+    """``result.warning`` as OpenMAIC words it (``run_path``: ``/api/generation-runs/<id>``), or None. Disabled
+    elements are not counted; a scene whose clip the asset store refused is a speech clip left unvoiced."""
+    counted = [m for m in state.media.values() if m.status != "disabled"]
+    failed = sum(1 for m in counted if m.status == "failed")
+    unvoiced = sum(1 for s in state.scenes if s.unvoiced)
+    parts = []
+    if failed:
+        parts.append(f"{failed} of {len(counted)} images and videos could not be generated; see GET {run_path} for "
+                     "each one")
+    if unvoiced:
+        parts.append(f"{unvoiced} speech clip(s) were left without narration")
+    return "; ".join(parts) or None
+
+
+def run_detail(view: RunView, s: RunState | None = None) -> RunDetail:
+    """``view`` with the media of ``s`` (the state it was made from)."""
     fields = {f: getattr(view, f) for f in view.__struct_fields__}
-    return RunDetail(**fields, media={})
+    media = {k: media_view(m) for k, m in s.media.items()} if s is not None else {}
+    return RunDetail(**fields, media=media)
 
 
 # -- the job view -----------------------------------------------------------------------------------------------
@@ -302,8 +339,12 @@ def _job_status(s: RunState) -> tuple[JobStatus, JobStep]:
         if s.step is None:
             return "queued", "queued"
         return "running", "initializing"
+    if state == "preparing" and s.step == "research":
+        return "running", "researching"
     if state in ("outlining", "awaiting_outline_confirmation"):
         return "running", "generating_outlines"
+    if s.media_pending:
+        return "running", "generating_media"
     return "running", "generating_scenes"
 
 
@@ -319,11 +360,15 @@ def _message(s: RunState, status: JobStatus, step: JobStep) -> str:
     if status == "queued":
         return "Classroom generation job queued"
     if status == "succeeded":
-        return "Classroom generated"
+        return media_warning(s, f"/api/generation-runs/{s.run_id}") or "Classroom generated"
     if status == "failed":
         return job_error(s) or "The generation failed"
     if step == "initializing":
         return "Analyzing the materials"
+    if step == "researching":
+        return "Researching the topic"
+    if step == "generating_media":
+        return "Generating the images and videos"
     if step == "generating_outlines":
         if s.state == "awaiting_outline_confirmation":
             return "Waiting for the outline to be confirmed"
@@ -350,7 +395,8 @@ def job_view(run_id: str, s: RunState, origin: str) -> JobView:
     result = None
     if status == "succeeded":
         result = JobResult(classroom_id=s.course_id, url=classroom_url(origin, s.course_id),
-                           scenes_count=s.scenes_completed)
+                           scenes_count=s.scenes_completed,
+                           warning=media_warning(s, f"/api/generation-runs/{run_id}"))
     return JobView(
         success=True, poll_interval_ms=POLL_INTERVAL_MS, job_id=run_id, run_id=run_id, run_state=run_state(s.state), status=status, step=step,
         progress=_progress(s, step), message=_message(s, status, step),

@@ -34,6 +34,7 @@ from openmaic.models.media import sniff
 from openmaic.runs.events import RunInput
 from openmaic.runs.fold import RunState, evolve
 from openmaic.runs.service import RunService
+from openmaic.runs.views import job_view
 from tests.fakes.media_server import FakeMediaServer, Status, open_fake_media
 from tests.integration.test_generation import (
     OWNER, assert_complete_course, config, course_doc, decoded, events, open_generation_worker, requirement,
@@ -128,6 +129,9 @@ async def test_a_failing_image_is_a_placeholder_and_its_retry_regenerates_only_i
             path = f"/api/generation-runs/{snap.id}"
             assert media_warning(state, path) == f"1 of 2 images and videos could not be generated; see GET {path} " \
                                                  "for each one"
+            job = job_view(snap.id, state, "http://h")
+            assert (job.status, job.result.warning, job.message) == ("succeeded", media_warning(state, path),
+                                                                     media_warning(state, path))
             doc = await course_doc(log, snap.course_id)
             placeholder = next(m for s in doc.scenes for m in s.media if m.element_id == "gen_img_1")
             assert (placeholder.status, placeholder.asset_id) == ("failed", None)

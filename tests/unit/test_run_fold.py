@@ -48,6 +48,7 @@ from openmaic.runs.events import (
 from openmaic.runs.fold import COUNTDOWN_WAIT, RunState, evolve, fold, next_step, scene_id
 from openmaic.runs.kind import RESUME_NOW, GenerationKind
 from openmaic.runs.service import course_title, run_ids
+from openmaic.runs.views import job_view
 
 ITEMS = [
     OutlineItem(title="Intro", goal="See it", key_points=["a", "b"]),
@@ -170,8 +171,14 @@ def test_an_edited_confirmation_is_a_new_revision_with_its_own_scene_ids():
     assert scene_id("course_1", 2, 0) != scene_id("course_1", 1, 0)
 
 
+def test_a_run_logged_before_narration_keeps_its_pipeline():
+    s = evolve(confirmed_run(), RunAgentsSelected(agents=[TEACHER]), 40)
+    s = evolve(evolve(s, RunSceneContent(index=0, content=CONTENT), 41), RunSceneActions(index=0, actions=ACTIONS), 42)
+    assert (s.narrates, s.scenes_completed, next_step(s)) == (False, 1, "scene:1:content")
+
+
 def test_the_pipeline_runs_agents_then_content_actions_and_narration_scene_by_scene_then_completes():
-    s = confirmed_run()
+    s = evolve(confirmed_run(), RunResearchDone(skipped=True), 39)
     assert (s.scenes_total, s.scenes_completed, next_step(s)) == (2, 0, "agents")
     s = evolve(s, RunAgentsSelected(agents=[TEACHER]), 40)
     order = []
@@ -196,8 +203,10 @@ def test_the_pipeline_runs_agents_then_content_actions_and_narration_scene_by_sc
 def test_with_media_the_run_waits_for_the_lanes_first_pass_holding_no_worker():
     picture = MediaRequest(kind="image", prompt="A pie cut in four", element_id="gen_img_1")
     items = [msgspec.structs.replace(ITEMS[0], media=[picture]), ITEMS[1]]
-    s = run(RunAdmitted(attempt=1), RunOutlineProposed(revision=1, title="Fractions", items=items),
-            RunOutlineConfirmed(revision=1, items=items), RunAgentsSelected(agents=[TEACHER]))
+    s = run(RunAdmitted(attempt=1), RunResearchDone(skipped=True),
+            RunOutlineProposed(revision=1, title="Fractions", items=items),
+            RunOutlineConfirmed(revision=1, items=items), RunStateChanged(state="generating", previous="outlining"),
+            RunAgentsSelected(agents=[TEACHER]))
     for i in range(2):
         for e in (RunSceneContent(index=i, content=CONTENT), RunSceneActions(index=i, actions=ACTIONS),
                   RunSceneNarrated(index=i, asset_id=f"asset_{i}")):
@@ -205,6 +214,7 @@ def test_with_media_the_run_waits_for_the_lanes_first_pass_holding_no_worker():
     assert (s.media_pending, next_step(s)) == (True, "media")
     d = decide(s)
     assert isinstance(d, Wait) and d.wake_at is None and d.reason == "generating media"
+    assert job_view("run_1", s, "http://h").step == "generating_media"
     s = evolve(s, RunMediaState(element_id="gen_img_1", media_type="image", status="done", asset_id="a1"), s.seq + 1)
     assert s.scene(0).media[0].status == "done" and s.scene(1).media == []
     s = evolve(s, RunMediaPassDone(media_pass=1), s.seq + 1)
