@@ -287,6 +287,8 @@ class MediaKind:
 
     def _report(self, state: LaneState) -> Any:
         async def handler(ctx: StepContext) -> Outcome:
+            if await run_stopped(ctx.services.log, state.run_id):
+                return Outcome(events=[MediaLaneClosed()])  # an ended run is told nothing more
             await tell_run(ctx.services.log, state.run_id, lane_id(state.run_id), state.media_pass)
             return Outcome(events=[MediaPassReported(media_pass=state.media_pass)])
 
