@@ -35,10 +35,11 @@ from openmaic.api.services import ApiServices
 from openmaic.api.wire import Success, Wire, encode
 from openmaic.events.log import RecordedEvent
 from openmaic.events.wakeups import RUNNABLE
+from openmaic.media.commands import retry_media
 from openmaic.runs.client_events import ClientView
 from openmaic.runs.events import AgentsChoice, LearnerProfile, RunInput, Voice
 from openmaic.runs.service import RunService, RunStateConflict, outline_items
-from openmaic.runs.views import RunDetail, RunView, run_detail, run_view
+from openmaic.runs.views import RunDetail, RunView, run_detail, run_state, run_view
 from openmaic.store.database import Record
 
 __all__ = ["RUN_COMMANDS", "RunFraming", "bp", "client_view_from", "runs_of_services"]
@@ -198,7 +199,7 @@ async def active_runs(call: Call) -> RunsAnswer:
 async def get_run(call: Call, id: str) -> RunDetailAnswer:
     """A run's snapshot with the state of its media; follow its events after run.seq to stay current."""
     row, state = await runs_of(call).read(call.user, id)
-    return RunDetailAnswer(run=run_detail(view_of(row, state)))
+    return RunDetailAnswer(run=run_detail(view_of(row, state), state))
 
 
 class Discard(Wire):
@@ -229,8 +230,14 @@ async def retry(services: ApiServices, owner: str, run_id: str, b: Retry) -> Com
     runs = runs_of_services(services)
     if b.media is not None:
         await runs.read(owner, run_id)  # the same 404 as any command for a run that is not yours
-        raise RunStateConflict(f"the run has no media element {b.media.element_id!r} that failed",
-                               element_id=b.media.element_id)
+        try:
+            done = await retry_media(services.log, owner, run_id, b.command_id, b.media.element_id)
+        except errors.Conflict as exc:
+            if isinstance(exc, errors.CommandConflict):
+                raise  # a command id used for another command: its own answer
+            raise RunStateConflict(exc.message, element_id=b.media.element_id) from None
+        _, state = await runs.read(owner, run_id)
+        return CommandAnswer(state=run_state(state.state), seq=done.seq)
     out = await runs.retry(owner, run_id, b.command_id)
     return CommandAnswer(state=out.state, seq=out.seq)
 
