@@ -46,8 +46,9 @@ async def open_services(config: Config, url: str, *, pool_size: int = 20) -> Asy
     key = instance_key(config.secret_key, config.server.data_dir)
     async with open_database(url, max_size=pool_size, listen=[CHANNEL]) as db:
         wakeups = Wakeups()
-        async with open_model_router(config, settings=settings_reader(config, db, key)) as models, \
-                open_media_router(config) as media, trio.open_nursery() as nursery:
+        settings = settings_reader(config, db, key)  # owners' own Models page settings route chat and media
+        async with open_model_router(config, settings=settings) as models, \
+                open_media_router(config, settings=settings) as media, trio.open_nursery() as nursery:
             await nursery.start(wakeups.run, db)
             yield Services(config=config, db=db, log=EventLog(db, wakeups), wakeups=wakeups, models=models,
                            media=media, instance_key=key)

@@ -46,7 +46,8 @@ async def open_worker(
     config = config or default_config()
     async with open_database(url, listen=["openmaic_events"], listener_ping_s=listener_ping_s,
                              max_size=20) as db, open_model_router(config, settings=model_settings and model_settings(db)) \
-            as models, open_media_router(config, overrides=media) as media_router:
+            as models, open_media_router(config, overrides=media, settings=model_settings and model_settings(db)) \
+            as media_router:
         wakeups = Wakeups()
         log = EventLog(db, wakeups)
         services = Services(config=config, db=db, log=log, wakeups=wakeups, models=models, media=media_router)

@@ -43,7 +43,7 @@ from openmaic.media.events import (
     MediaRetryRequested, MediaVideoSubmitted,
 )  # fmt: skip
 from openmaic.media.slots import MediaRouter
-from openmaic.models.errors import ProviderError
+from openmaic.models.errors import ModelNotReady, ProviderError
 from openmaic.models.media import VideoTaskFailed, wait_video
 from openmaic.runs.events import RunMediaPassDone, RunMediaState
 from openmaic.runs.fold import RunState, evolve as evolve_run, scene_id
@@ -145,8 +145,8 @@ def _failure(exc: Exception, kind: str) -> tuple[str, str | None]:
     label = "Image" if kind == "image" else "Video"
     if isinstance(exc, VideoTaskFailed) and exc.error_code in _SENSITIVE:
         return f"The {kind} provider rejected this prompt under its content safety policy", "CONTENT_SENSITIVE"
-    if isinstance(exc, ProviderError) and exc.code in ("missing_model", "missing_api_key"):
-        return exc.message, exc.code.upper()
+    if isinstance(exc, ModelNotReady):  # the slot is assigned but cannot be used: the message says how to fix it
+        return exc.message, exc.error_code
     if isinstance(exc, errors.ConfigError):
         return f"The {kind} slot cannot be used: {exc.message}", "MISSING_MODEL"
     return f"{label} generation failed", None
@@ -237,8 +237,8 @@ class MediaKind:
                                  message=f"Asset storage is full; the {item.kind} was not generated")
         router: MediaRouter | None = getattr(services, "media", None)
         try:
-            route = router.route(item.kind) if router is not None else None
-        except errors.ConfigError as exc:
+            route = await router.for_owner(state.owner_id, item.kind) if router is not None else None
+        except (ModelNotReady, errors.ConfigError) as exc:
             message, code = _failure(exc, item.kind)
             return self._settled(state, item, "failed", message=message, error_code=code)
         if route is None:

@@ -1,10 +1,11 @@
 """The run's research step (web search before the outline) and its narration steps (a clip per scene).
 
 * ``research`` asks the ``webSearch`` slot about the requirement. No provider: the step records that it did
-  nothing (``skipped``). A provider failure is recorded as the step's ``error`` and the run goes on without the
+  nothing (``skipped``). A provider failure, or a slot that cannot be used, is recorded as the step's ``error`` and the run goes on without the
   context: research is an aid to the outline, never a reason to stop a course.
 * ``narrate`` speaks a scene's script (its speech actions, in order) with the ``tts`` slot and stores the clip
-  in the owner's asset store. No provider: no clip. A provider failure propagates, so the step fails, is retried,
+  in the owner's asset store. No provider: no clip. A provider failure (or a ``tts`` slot that cannot be used:
+  ``MissingModel`` / ``MissingApiKey``) propagates, so the step fails, is retried,
   and pauses the run like any step; ``retry`` then resumes at that step. A full asset store leaves the scene
   unvoiced (counted in the job's warning) rather than stopping the course.
 """
@@ -16,7 +17,7 @@ import logging
 from openmaic.courses.schema import SceneActions
 from openmaic.media.assets import AssetQuotaExceeded, store_generated
 from openmaic.media.slots import MediaRouter
-from openmaic.models.errors import ProviderError
+from openmaic.models.errors import ModelNotReady, ProviderError
 from openmaic.runs.events import ResearchSource, RunResearchDone
 from openmaic.store.database import Database
 
@@ -29,7 +30,11 @@ MAX_SOURCES = 5
 
 async def research(media: MediaRouter | None, owner: str, requirement: str) -> RunResearchDone:
     """What the web search finds for ``requirement`` (see the module docstring)."""
-    route = media.route("webSearch") if media is not None else None
+    try:
+        route = await media.for_owner(owner, "webSearch") if media is not None else None
+    except ModelNotReady as exc:  # assigned but unusable: research fails, the run goes on without it
+        log.warning("research for %s cannot run: %s", owner, exc.message)
+        return RunResearchDone(error=exc.message)
     if route is None:
         return RunResearchDone(skipped=True)
     provider, _model = route
@@ -51,7 +56,7 @@ async def narrate(
 ) -> tuple[str | None, bool]:
     """``(asset id, unvoiced)`` of the scene's narration clip: ``(None, False)`` with no speech provider or
     nothing to say, ``(None, True)`` when the asset store refused the clip. Provider errors propagate."""
-    route = media.route("tts") if media is not None else None
+    route = await media.for_owner(owner, "tts") if media is not None else None
     script = script_of(actions)
     if route is None or not script:
         return None, False

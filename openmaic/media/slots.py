@@ -1,77 +1,58 @@
 """The media slot roots (``image``, ``video``, ``tts``, ``webSearch``): which driver serves each, or none (off).
 
-``MediaRouter.route(capability)`` answers ``(driver, model)`` or None when the slot is off or unassigned; the
-pipeline then records that the element is disabled, or that the step did nothing. A slot is resolved through
-the layered model configuration (``openmaic.models.provider.resolution``: the deployment's slots, then the
-defaults) when this build has it, else through ``config.route``; a configuration that knows no media slots
-serves every media slot from its ``demo`` provider, so the whole pipeline runs with no key and no network. (An
-owner's own model settings do not route media yet: the deployment's slots serve every owner.)
-``overrides`` pin a slot to a route or to None (tests, and a deployment that turns media off).
+A media slot resolves like every slot, through the layered model configuration
+(:func:`openmaic.models.provider.resolution`: the deployment's ``openmaic.yml``, then the owner's own Models
+page settings, then the defaults, which with no configuration at all are the offline ``demo`` for every root).
+``MediaRouter.for_owner(owner, capability)`` answers ``(driver, model)``, or None when the slot is off (a
+``null`` on the way) or unassigned: the pipeline then records that the element is disabled, or that the step
+did nothing. A slot that is assigned but cannot be used (its preset's protocol has no driver here, its provider
+needs a key it lacks, the reference does not resolve) raises ``MissingModel`` / ``MissingApiKey`` — the same
+answers :func:`openmaic.models.provider.check_slot` gives a chat slot — which the lane records as a failed
+element with that message, and research as a search that failed.
 
-Drivers are built once per provider and capability and share one pooled HTTP client.
+``capabilities()`` answers for the deployment (it is asked without an owner, before anyone signs in).
+``overrides`` pin a slot to a route or to None (tests, and a benchmark's own drivers).
+
+Drivers are built once per endpoint (provider, protocol, base URL, key, transport settings) and share one
+pooled HTTP client, so an owner's own key gets a driver of its own and never serves another owner.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import trio
 
-from openmaic import errors
-from openmaic.errors import ConfigError
+from openmaic.config import Config
+from openmaic.modelconfig.layer import ModelLayer
+from openmaic.models import provider as slots
+from openmaic.models.errors import ModelNotReady
 from openmaic.models.media import CAPABILITIES, Capability, build_media_provider
 from openmaic.models.retry import Sleep
 
-__all__ = ["MediaRouter", "MediaRoute", "open_media_router"]
+__all__ = ["MediaRoute", "MediaRouter", "open_media_router"]
 
 MediaRoute = tuple[str, Any, str]
 """``(provider name, provider settings, model)``."""
 
 _DEMO_MODELS = {"image": "image", "video": "video", "tts": "voice", "webSearch": "search"}
+"""The model a media slot assigned to a provider alone (``image: demo``) is called with."""
 
 
-def _layered(config: Any, capability: Capability) -> MediaRoute | None:
-    """Through the layered model configuration (``openmaic.yml`` slots, owners' settings, the defaults), when
-    this build has it: None when the slot is off or unassigned; ConfigError when it cannot be used."""
-    from openmaic.models import provider
-
-    found = provider.resolution(config, capability)  # type: ignore[attr-defined]
-    if found.target is None:
+def resolve_route(config: Config, capability: Capability, workspace: ModelLayer | None = None) -> MediaRoute | None:
+    """The slot's route through ``config``'s layers (and an owner's ``workspace``): None when it is off or
+    unassigned; ``MissingModel`` / ``MissingApiKey`` when it is assigned but cannot be used."""
+    found = slots.resolution(config, capability, workspace)
+    if found.status != "assigned":
         return None
-    if found.target.requires_key and found.target.api_key is None:
-        raise ConfigError(f"provider {found.target.provider_id!r} of the {capability} slot needs an API key and has "
-                          "none", provider=found.target.provider_id, slot=capability)
-    cfg = provider.endpoint(found.target)  # type: ignore[attr-defined]
-    return found.target.provider_id, cfg, found.target.model or _DEMO_MODELS[capability]
-
-
-def _configured(config: Any, capability: Capability) -> MediaRoute | None:
-    """The configuration's route for ``capability``, None when it is off or unassigned."""
-    from openmaic.models import provider
-
-    if hasattr(provider, "resolution") and hasattr(provider, "endpoint"):
-        try:
-            return _layered(config, capability)
-        except errors.ProviderError as exc:  # the assignment does not resolve (an undeclared provider …)
-            raise ConfigError(exc.message, slot=capability) from None
-    try:
-        route = config.route(capability)
-    except ValueError:
-        # A configuration that knows no media slots: the demo provider, when there is one, serves them all.
-        demo = getattr(config, "providers", {}).get("demo")
-        if demo is not None and getattr(demo, "kind", None) == "demo":
-            return "demo", demo, _DEMO_MODELS[capability]
-        return None
-    except ConfigError:
-        return None  # turned off, or unassigned
-    cfg = getattr(config, "providers", {}).get(route.provider)
-    if cfg is None:
-        return None
-    return route.provider, cfg, route.model or _DEMO_MODELS[capability]
+    slots.check_slot(config, capability, workspace)  # no driver for its protocol, or no key: say which
+    target = found.target
+    assert target is not None
+    return target.provider_id, slots.endpoint(target), target.model or _DEMO_MODELS[capability]
 
 
 class MediaRouter:
@@ -85,13 +66,15 @@ class MediaRouter:
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
         overrides: Mapping[str, MediaRoute | None] | None = None,
+        settings: Callable[[str], Awaitable[ModelLayer | None]] | None = None,
     ) -> None:
         self._config = config
         self._http = http
         self._sleep = sleep
         self._rng = rng
+        self._settings = settings
         self._overrides = dict(overrides or {})
-        self._drivers: dict[tuple[str, str], Any] = {}
+        self._drivers: dict[tuple[Any, ...], Any] = {}
 
     def pin(self, capability: Capability, driver: Any, model: str) -> None:
         """Serve ``capability`` with a ready ``driver`` (a benchmark's or an embedding's own)."""
@@ -99,33 +82,43 @@ class MediaRouter:
         self._overrides[capability] = (name, None, model)
         self._drivers[(name, capability)] = driver
 
-    def resolve(self, capability: Capability) -> MediaRoute | None:
+    def resolve(self, capability: Capability, workspace: ModelLayer | None = None) -> MediaRoute | None:
         """The slot's route, or None when it is off."""
         if capability in self._overrides:
             return self._overrides[capability]
-        return _configured(self._config, capability)
+        return resolve_route(self._config, capability, workspace)
 
     def available(self, capability: Capability) -> bool:
-        """Whether the slot resolves to a driver this server has (what ``capabilities`` reports)."""
+        """Whether the deployment's slot resolves to a driver this server has (what ``capabilities`` reports)."""
         try:
             return self.route(capability) is not None
-        except ConfigError:
+        except ModelNotReady:
             return False
 
     def capabilities(self) -> dict[str, bool]:
         return {c: self.available(c) for c in CAPABILITIES}
 
-    def route(self, capability: Capability) -> tuple[Any, str] | None:
-        """``(driver, model)`` for the slot, or None when it is off; ConfigError when its provider has no
-        driver for it."""
-        found = self.resolve(capability)
+    async def for_owner(self, owner: str, capability: Capability) -> tuple[Any, str] | None:
+        """:meth:`route` through ``owner``'s own model settings, read now (a change applies from the next call)."""
+        workspace = None if self._settings is None or not owner else await self._settings(owner)
+        return self.route(capability, workspace)
+
+    def route(self, capability: Capability, workspace: ModelLayer | None = None) -> tuple[Any, str] | None:
+        """``(driver, model)`` for the slot, or None when it is off; ``ModelNotReady`` when it cannot be used."""
+        found = self.resolve(capability, workspace)
         if found is None:
             return None
         name, cfg, model = found
-        driver = self._drivers.get((name, capability))
+        key: tuple[Any, ...] = (name, capability)
+        if cfg is not None:
+            key = (name, capability, cfg.kind, cfg.base_url, cfg.key(), cfg.timeout_s, cfg.max_retries,
+                   cfg.latency_ms, cfg.proxy)
+        driver = self._drivers.get(key)
         if driver is None:
-            driver = self._drivers[(name, capability)] = build_media_provider(
-                name, cfg, capability, http=self._http, sleep=self._sleep, rng=self._rng
+            # A provider behind its own proxy cannot share the pooled client: its transport opens its own.
+            http = None if getattr(cfg, "proxy", None) else self._http
+            driver = self._drivers[key] = build_media_provider(
+                name, cfg, capability, http=http, sleep=self._sleep, rng=self._rng
             )
         return driver, model
 

@@ -35,13 +35,15 @@ from openmaic.modelconfig.slots import CHAT_CONTENT_SLOTS
 from openmaic.modelconfig.slots import slot as slot_def
 from openmaic.models.errors import MissingApiKey, MissingModel, ModelNotReady, ProviderError
 from openmaic.models.events import ModelFallbackUsed
+from openmaic.models.media import MEDIA_DRIVERS
 from openmaic.models.retry import Sleep
 from openmaic.models.types import Message, ToolSpec, TurnResult
 
 log = logging.getLogger("openmaic.models")
 
-DRIVERS: dict[str, frozenset[str]] = {"chat": frozenset({"openai", "anthropic", "demo"})}
-"""Per capability, the protocols this server has a driver for (a preset's ``protocol``)."""
+DRIVERS: dict[str, frozenset[str]] = {"chat": frozenset({"openai", "anthropic", "demo"}), **MEDIA_DRIVERS}
+"""Per capability, the protocols this server has a driver for (a preset's ``protocol``); the media drivers are
+:mod:`openmaic.models.media`'s."""
 
 T = TypeVar("T")
 

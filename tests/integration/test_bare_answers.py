@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import msgspec
 
-from openmaic.config import ProviderConfig, Secret
+from openmaic.config import ProviderSpec, Secret
 from openmaic.runs.agents import BUILTIN_AGENTS
 from openmaic.runs.events import RunInput
 from openmaic.runs.service import RunService
@@ -28,8 +28,9 @@ async def test_bare_minimum_answers_complete_the_run(db_url, db):
     log = EventLog(db)
     async with open_fake_provider() as fake:
         base = config()
-        providers = {**base.providers, "fake": ProviderConfig(kind="openai", base_url=fake.openai_url,
-                                                              api_key=Secret(KEY), max_retries=0, timeout_s=5.0)}
+        providers = {**base.providers, "fake": ProviderSpec(preset="openai-compatible", base_url=fake.openai_url,
+                                                            api_key=Secret(KEY),
+                                                            options={"maxRetries": 0, "timeoutS": 5.0})}
         cfg = msgspec.structs.replace(base, providers=providers, slots={"llm": "fake:gpt-min", "agent": "demo:agent"})
         fake.push(
             Json({"title": "", "items": []}),  # breaks the schema's minItems: asked again

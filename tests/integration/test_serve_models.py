@@ -116,15 +116,27 @@ policy: {{allowWorkspaceProviders: false}}
             assert r.status_code == 202, r.text
             run_id = r.json()["run"]["id"]
             events = await events_until(db_url, run_id, lambda es: any(e["type"] == "session.ended" for e in es))
+            # Media slots set to null are off; image is assigned to a preset whose protocol this server lacks.
+            caps = (await client.get("/api/health")).json()["capabilities"]
+            assert caps == {"webSearch": False, "imageGeneration": False, "videoGeneration": False, "tts": False}
         assert [r.body["model"] for r in fake.requests] == ["gpt-broken"]
+        settled = {e["data"]["element_id"]: e["data"] for e in events
+                   if e["type"] == "run.media" and e["data"]["status"] != "generating"}
+        assert settled["gen_vid_1"]["status"] == "disabled"
+        assert settled["gen_img_1"]["status"] == "failed" and settled["gen_img_1"]["error_code"] == "MISSING_MODEL"
+        assert "minimax" in settled["gen_img_1"]["message"]
+        (research,) = [e["data"] for e in events if e["type"] == "run.research_done"]
+        assert research["skipped"] is True
+        assert all(e["data"]["asset_id"] is None for e in events if e["type"] == "run.scene_narrated")
         assert fake.requests[0].headers["authorization"] == f"Bearer {KEY}"
     used = [e for e in events if e["type"] == "model.fallback_used"]
     assert len(used) == 1 and used[0]["data"]["slot"] == "course.outline"
     assert used[0]["data"]["failed"] == "broken:gpt-broken" and used[0]["data"]["answered"] == "demo:course"
     assert "HTTP 503" in used[0]["data"]["reason"] and KEY not in str(events)
     # Committed with the outline it produced, after the step started and before the step completed.
-    types = [e["type"] for e in events]
-    assert types.index("run.step_started") < types.index("model.fallback_used") < types.index("run.step_completed")
+    marks = [(e["type"], e["data"].get("step")) for e in events]
+    assert marks.index(("run.step_started", "outline")) < marks.index(("model.fallback_used", None)) \
+        < marks.index(("run.step_completed", "outline"))
     assert events[-1]["data"]["status"] == "completed"
     log = server_log(tmp_path)
     assert "models: from" in log and KEY not in log

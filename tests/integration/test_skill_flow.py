@@ -38,7 +38,8 @@ async def single_user(db_url, tmp_path):
 async def anonymous(db_url, tmp_path):
     config = ANONYMOUS + ("limits: {active_runs_per_owner: 1, materials_per_owner: 3, upload_bytes: 4096}\n"
                           "providers: {demo: {preset: demo, options: {latencyMs: 4}}}\n"
-                          "slots: {llm: demo:course, agent: demo:agent}\n")
+                          "slots: {llm: demo:course, agent: demo:agent, image: demo, video: demo, tts: demo, "
+                          "webSearch: demo}\n")
     async with running_server(db_url, tmp_path, config) as (client, port):
         yield client, f"http://127.0.0.1:{port}"
 
@@ -76,7 +77,7 @@ async def run_the_skill(client: httpx.AsyncClient, base: str) -> dict:
     r = await client.get("/api/health")
     assert r.status_code == 200 and r.json()["status"] == "ok" and r.json()["version"] == server_version()
     assert r.json()["capabilities"] == {"webSearch": True, "imageGeneration": True, "videoGeneration": True,
-                                        "tts": True}  # the demo provider serves every media slot
+                                        "tts": True}  # the demo provider serves every media slot the file gives it
     caps = (await client.get("/api/generate-classroom/capabilities")).json()
     assert caps["success"] and "md" in {f["id"] for f in caps["materials"]["formats"]}
 
