@@ -47,9 +47,9 @@ TIMEOUT_MS = 30_000
 
 def config_text(fake_url: str | None = None) -> str:
     """Course writing is quick; the agent's replies stream slowly enough to be seen (and cancelled) mid-turn.
-    With ``fake_url``, quizzes come from the scriptable fake provider there (to make a step fail)."""
+    Every media slot is the demo's. With ``fake_url``, quizzes come from the scriptable fake provider there (to make a step fail)."""
     providers = ["  demo: {preset: demo, options: {latencyMs: 10}}", "  slow: {preset: demo, options: {latencyMs: 120}}"]
-    slots = 'llm: "demo:course", agent: "slow:agent"'
+    slots = 'llm: "demo:course", agent: "slow:agent", image: demo, video: demo, tts: demo, webSearch: demo'
     if fake_url is not None:
         providers.append(
             f"  fake: {{preset: openai-compatible, baseUrl: '{fake_url}', apiKey: sk-e2e, "
