@@ -20,6 +20,7 @@ from importlib.metadata import PackageNotFoundError, version
 import trio
 
 from openmaic import errors
+from openmaic.admin import DEFAULT_ADMIN_PORT
 from openmaic.serve import ROLES, describe_database, run_serve
 from openmaic.store.database import open_database
 from openmaic.store.migrations import Migration, applied_versions, load_migrations, migrate, pending
@@ -84,6 +85,12 @@ def _register_serve(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--host", help=f"address to listen on (env OPENMAIC_HOST; else server.host in openmaic.yml; default {DEFAULT_HOST})")
     p.add_argument(
         "--port", type=_port, help=f"port to listen on, 0 for any free one (env OPENMAIC_PORT; else server.port; default {DEFAULT_PORT})"
+    )
+    p.add_argument(
+        "--admin-port", type=_port, metavar="PORT",
+        help="serve /healthz, /readyz and /metrics on this port too (env OPENMAIC_ADMIN_PORT; else "
+        "server.admin_port; default: none for a process with the api role, which serves them itself, else "
+        f"{DEFAULT_ADMIN_PORT})",
     )
     p.add_argument(
         "--role",

@@ -69,6 +69,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "OPENMAIC_HOST": ("server", "host"),
     "OPENMAIC_PORT": ("server", "port"),
     "OPENMAIC_DATA_DIR": ("server", "data_dir"),
+    "OPENMAIC_ADMIN_PORT": ("server", "admin_port"),
     "OPENMAIC_IDENTITY_MODE": ("identity", "mode"),
 }
 
@@ -191,6 +192,10 @@ class RuntimeConfig(_Section):
     delta_coalesce_ms: PosInt = 150
     step_retries: PosInt = 2
     step_deadlines: StepDeadlines = StepDeadlines()
+    horizon_age_threshold_s: PosFloat = 60.0
+    """Older than this, the transaction holding back the global log's tail is reported (``/readyz``)."""
+    stuck_queued_s: PosFloat = 300.0
+    """``openmaic sessions list --stuck``: a session queued longer than this is stuck."""
 
 
 class ServerConfig(_Section):
@@ -209,6 +214,9 @@ class ServerConfig(_Section):
     allowed_origins: list[str] = []
     """Origins (``https://app.example.org``) besides this server's own whose pages may open its WebSockets and,
     in the cookie and proxy identity modes, send it writes."""
+    admin_port: Port | None = None
+    """/healthz, /readyz and /metrics on a listener of their own; unset: 8001 in processes without the API role
+    (which serves them itself), none in the others."""
 
 
 class Route(msgspec.Struct, frozen=True):
@@ -540,7 +548,7 @@ class _Loader:
             self.origins[path] = var
             if var == "OPENMAIC_SECRET_KEY":
                 self.secrets.add(value)
-            if section == "server" and key == "port":
+            if section == "server" and key in ("port", "admin_port"):
                 try:
                     value = int(value)
                 except ValueError:

@@ -20,6 +20,7 @@ from typing import Any
 import trio
 
 from openmaic.actors.worker import Worker
+from openmaic.admin import admin_port, serve_admin
 from openmaic.api.app import create_app
 from openmaic.api.resources import api_services, resource_blueprints
 from openmaic.api.server import serve_api
@@ -154,15 +155,21 @@ def report_models(config: Config) -> None:
 
 
 async def serve_roles(services: Services, args: argparse.Namespace) -> None:
-    """Start each requested role, report ready, and run until every role has wound down."""
-    async with trio.open_nursery() as nursery:
-        for role in args.roles:
-            runner = ROLE_RUNNERS.get(role)
-            if runner is not None:
-                await nursery.start(runner, services, args)
-        log.info("ready: roles %s; Ctrl-C stops", ", ".join(args.roles))
-        # Keeps the process up (and the nursery open) even when no role has a task of its own.
-        await services.stopping.wait()
+    """Start each requested role and the admin listener, report ready, and run until every role has wound down."""
+    port = admin_port(args.roles, getattr(args, "admin_port", None), services.config)
+    async with trio.open_nursery() as outer:
+        async with trio.open_nursery() as nursery:
+            for role in args.roles:
+                runner = ROLE_RUNNERS.get(role)
+                if runner is not None:
+                    await nursery.start(runner, services, args)
+            if port is not None:
+                await outer.start(serve_admin, services, args.host or services.config.server.host, port)
+            log.info("ready: roles %s; Ctrl-C stops", ", ".join(args.roles))
+            # Keeps the process up (and the nursery open) even when no role has a task of its own.
+            await services.stopping.wait()
+        # The roles have wound down: the admin listener, which answered probes meanwhile, goes last.
+        outer.cancel_scope.cancel()
 
 
 async def run_worker(services: Services, args: argparse.Namespace, *,
@@ -199,10 +206,7 @@ async def run_api(services: Services, args: argparse.Namespace, *,
     port = services.config.server.port if args.port is None else args.port
     async with trio.open_nursery() as nursery:
         # hypercorn stops accepting and drains when ``stopping`` is set (the graceful first signal).
-        listening = await nursery.start(
-            functools.partial(serve_api, app, host, port, shutdown_trigger=services.stopping.wait)
-        )
-        log.info("API listening on %s", listening.url)
+        await nursery.start(functools.partial(serve_api, app, host, port, shutdown_trigger=services.stopping.wait))
         task_status.started()
 
 

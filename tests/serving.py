@@ -21,21 +21,23 @@ FAST_CONFIG = "runtime: {lease_ttl_s: 3, heartbeat_s: 0.5, claim_poll_s: 0.2, wa
 
 @contextlib.contextmanager
 def serve_processes(
-    db_url: str, tmp_path: Path, roles: Sequence[tuple[str | None, int | None]], config: str = FAST_CONFIG,
-    *, envs: Sequence[Mapping[str, str]] = (),
+    db_url: str, tmp_path: Path,
+    roles: Sequence[tuple[str | None, int | None] | tuple[str | None, int | None, list[str]]],
+    config: str = FAST_CONFIG, *, envs: Sequence[Mapping[str, str]] = (),
 ) -> Iterator[list[subprocess.Popen]]:
-    """Start one `openmaic serve` per ``(role or None for all roles, port or None)``, the i-th with ``envs[i]`` added
-    to its environment (when given); SIGTERM them all at the end."""
+    """Start one `openmaic serve` per ``(role or None for all roles, port or None[, more arguments])``, the i-th
+    with ``envs[i]`` added to its environment (when given); SIGTERM them all at the end."""
     config_file = tmp_path / "openmaic.yml"
     config_file.write_text(config)
     # The data directory (the instance secret file) is the test's own, never the checkout's.
     env = dict(os.environ, DATABASE_URL=db_url, OPENMAIC_CONFIG=str(config_file), OPENMAIC_DATA_DIR=str(tmp_path))
     procs: list[subprocess.Popen] = []
     try:
-        for i, (role, port) in enumerate(roles):
+        for i, (role, port, *more) in enumerate(roles):
             args = [sys.executable, "-m", "openmaic", "serve"]
             args += ["--role", role] if role else []
             args += ["--port", str(port)] if port is not None else []
+            args += [a for extra in more for a in extra]
             with (tmp_path / f"{i}-{role or 'all'}.stderr").open("w") as err:
                 own = dict(env, **envs[i]) if i < len(envs) else env
                 procs.append(subprocess.Popen(args, cwd=ROOT, env=own, stdout=subprocess.DEVNULL, stderr=err))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from openmaic import errors
+from openmaic import errors, metrics
 from openmaic.actors.kind import Core, Finish, Kind, Outcome, Step, Wait, evolve_core
 from openmaic.events.core import LeaseReleased, SessionInterrupted
 from openmaic.events.log import EventLog, StreamAppend
@@ -112,7 +112,7 @@ class Actor:
             except LeaseLost:
                 self.lease_lost = True
         if self.lease_lost:
-            self.worker.stats.lease_losses += 1
+            self.worker.stats.lost_lease(self.kind.name)
             log.warning("stream %s: attempt %d lost its lease; stopped", self.stream_id, self.attempt)
             if self._presumed_lost:
                 await self._hand_back()
@@ -175,27 +175,34 @@ class Actor:
     async def _run_step(self, step: Step) -> Outcome | Wait | Finish | None:
         """Run a step; None when it was aborted by a cancel request or shutdown (nothing is committed)."""
         error: str | None = None
-        with trio.CancelScope() as scope:
-            self._step_scope = scope
-            self.steps_started += 1
-            started, self._step_started = self._step_started, trio.Event()
-            started.set()
-            try:
-                with trio.move_on_after(step.deadline) as deadline:
-                    return await step.handler(_Context(self))
-            except (LeaseLost, trio.Cancelled):
-                raise
-            except errors.StaleAttempt as exc:
-                raise LeaseLost from exc
-            except errors.OpenMaicError as exc:
-                error = exc.message
-            except Exception as exc:  # a step's bug must fail the step, never the worker
-                log.exception("stream %s: step %s raised", self.stream_id, step.name)
-                error = f"step {step.name} failed unexpectedly ({type(exc).__name__})"
-            finally:
-                self._step_scope = None
-            if deadline.cancelled_caught:
-                error = f"step {step.name} exceeded its deadline of {step.deadline:g} s"
+        family = metrics.step_family(step.name)
+        with metrics.timed(metrics.STEP_SECONDS, kind=self.kind.name, step=family) as seen:
+            seen["outcome"] = "aborted"  # unless it completes or fails: cancelled, lease lost, shutting down
+            with trio.CancelScope() as scope:
+                self._step_scope = scope
+                self.steps_started += 1
+                started, self._step_started = self._step_started, trio.Event()
+                started.set()
+                try:
+                    with trio.move_on_after(step.deadline) as deadline:
+                        result = await step.handler(_Context(self))
+                        seen["outcome"] = "completed"
+                        return result
+                except (LeaseLost, trio.Cancelled):
+                    raise
+                except errors.StaleAttempt as exc:
+                    raise LeaseLost from exc
+                except errors.OpenMaicError as exc:
+                    error = exc.message
+                except Exception as exc:  # a step's bug must fail the step, never the worker
+                    log.exception("stream %s: step %s raised", self.stream_id, step.name)
+                    error = f"step {step.name} failed unexpectedly ({type(exc).__name__})"
+                finally:
+                    self._step_scope = None
+                if deadline.cancelled_caught:
+                    error = f"step {step.name} exceeded its deadline of {step.deadline:g} s"
+            if error is not None:
+                seen["outcome"] = "failed"
         if scope.cancelled_caught and error is None:
             return None
         assert error is not None

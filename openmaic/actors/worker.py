@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import trio
 
-from openmaic import errors
+from openmaic import errors, metrics
 from openmaic.actors.actor import Actor
 from openmaic.actors.kind import Kind
 from openmaic.config import RuntimeConfig
@@ -39,7 +39,8 @@ class Claim(msgspec.Struct, frozen=True):
 
 
 class WorkerStats:
-    """Counters for metrics and benchmarks (``statistics()``)."""
+    """This worker's own counts (``statistics()``, for tests and benchmarks that run several workers in one
+    process). Each is bumped by the method that also moves the process-wide metric, so the two cannot drift."""
 
     def __init__(self) -> None:
         self.claims = 0
@@ -47,6 +48,18 @@ class WorkerStats:
         self.lease_losses = 0
         self.heartbeats = 0
         self.heartbeat_lateness: list[float] = []
+
+    def claimed(self, claim: Claim) -> None:
+        self.claims += 1
+        metrics.APPENDS.inc()  # the claim appended lease.claimed (in SQL, beside the lease)
+        metrics.CLAIMS.labels(kind=claim.kind, reason=claim.reason).inc()
+        if claim.reason == "orphaned":
+            self.takeovers += 1
+            metrics.TAKEOVERS.labels(kind=claim.kind).inc()
+
+    def lost_lease(self, kind: str) -> None:
+        self.lease_losses += 1
+        metrics.LEASE_LOSSES.labels(kind=kind).inc()
 
 
 def new_worker_id() -> str:
@@ -150,7 +163,8 @@ class Worker:
                     # (The database layer bounds every call, so this cannot hang a shutdown.)
                     with trio.CancelScope(shield=True):
                         try:
-                            rows = await self.db.fetch(Q.claim, self.id, kinds, limits, ttl_ms)
+                            with metrics.timed(metrics.CLAIM_SECONDS):
+                                rows = await self.db.fetch(Q.claim, self.id, kinds, limits, ttl_ms)
                         except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
                             trouble.note(exc)
                             rows = []
@@ -158,8 +172,7 @@ class Worker:
                             trouble.succeeded()
                     for r in rows:
                         c = Claim(**dict(r))
-                        self.stats.claims += 1
-                        self.stats.takeovers += c.reason == "orphaned"
+                        self.stats.claimed(c)
                         self._start_actor(actors, Actor(self, self.kinds[c.kind], c), sent)
                     if len(rows) == sum(max(n, 0) for n in limits) and rows:
                         continue  # took all we could: there may be more, and slots may have freed meanwhile
@@ -184,6 +197,8 @@ class Worker:
         actors.start_soon(self._run_actor, actor, old)
 
     async def _run_actor(self, actor: Actor, previous: Actor | None = None) -> None:
+        active = metrics.ACTIVE_ACTORS.labels(kind=actor.kind.name)
+        active.inc()
         try:
             if previous is not None:
                 await previous.done.wait()
@@ -200,6 +215,7 @@ class Worker:
             log.exception("stream %s: the actor failed; the stream will be resumed by a later attempt",
                           actor.stream_id)
         finally:
+            active.dec()
             if self.actors.get(actor.stream_id) is actor:
                 del self.actors[actor.stream_id]
             self._free_slot()

@@ -33,8 +33,10 @@ CORE_BLUEPRINTS: tuple[Blueprint, ...] = (health.bp, streams.bp)
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
-def create_app(services: ApiServices, *, blueprints: Iterable[Blueprint] = ()) -> QuartTrio:
-    """The API application for ``services``, serving the core routes plus ``blueprints``.
+def create_app(
+    services: ApiServices, *, blueprints: Iterable[Blueprint] = (), core: Iterable[Blueprint] = CORE_BLUEPRINTS
+) -> QuartTrio:
+    """The API application for ``services``, serving the ``core`` routes plus ``blueprints``.
 
     Every route must be declared with :func:`openmaic.api.routing.api_route`: a URL rule added any other way
     is refused here (it would be missing from the OpenAPI document and skip the generic checks).
@@ -50,7 +52,7 @@ def create_app(services: ApiServices, *, blueprints: Iterable[Blueprint] = ()) -
     state = ApiState(services, identity, allowed_origins=allowed)
     app.extensions[STATE_KEY] = state
 
-    for bp in (*CORE_BLUEPRINTS, *blueprints):
+    for bp in (*core, *blueprints):
         app.register_blueprint(bp)
         state.routes |= {f"{bp.name}.{spec.endpoint}": spec for spec in routes_of(bp)}
     undeclared = sorted(r.rule for r in app.url_map.iter_rules() if r.endpoint not in state.routes)
@@ -102,5 +104,5 @@ async def _after_request(response: Response) -> Response:
     request = quart.request
     app_state().identity.set_cookie(response, request)
     method = request.method if request.method in _METHODS else "OTHER"  # bounded label values
-    metrics.HTTP_REQUESTS.inc(method=method, status=str(response.status_code))
+    metrics.HTTP_REQUESTS.labels(method=method, status=str(response.status_code)).inc()
     return response

@@ -8,27 +8,18 @@ from typing import Any
 
 import msgspec
 import quart
-import trio
 from quart import Blueprint, Response
 
-from openmaic import metrics
+from openmaic import metrics, probes
 from openmaic.api.errors import NotReady
 from openmaic.api.openapi import build_openapi
 from openmaic.api.routing import Call, api_route, app_state, routes_of
 from openmaic.api.wire import Success, Wire, encode
 from openmaic.capabilities import media_capabilities, server_version
-from openmaic.errors import OpenMaicError
-from openmaic.store.migrations import pending
-from openmaic.store.queries import Q
 
 __all__ = ["bp"]
 
-log = logging.getLogger("openmaic.api")
-
 bp = Blueprint("ops", __name__)
-
-CHECK_TIMEOUT_S = 2.0
-"""Each readiness check gets this long: a probe that hangs is a failed probe."""
 
 _OPENAPI_KEY = "openmaic.openapi"
 
@@ -40,7 +31,9 @@ class Health(msgspec.Struct, frozen=True):
 class Ready(msgspec.Struct, frozen=True):
     status: str
     checks: dict[str, str]
-    """Each check's result: ``ok``, or why it failed."""
+    """Each check's result: ``ok``, ``failed: why``, or ``lagging: why`` (a warning; see :mod:`openmaic.probes`)."""
+    horizon: probes.Horizon | None = None
+    """The transaction holding back the global log's tail, and how long it has."""
 
 
 class MediaCapabilities(Wire):
@@ -83,50 +76,21 @@ async def healthz(call: Call) -> Health:
 async def readyz(call: Call) -> Ready:
     """Ready to serve: the database answers, its schema is current, and the NOTIFY listener is connected.
 
-    503 (code not_ready) names the failed checks in details.checks.
+    503 (code not_ready) names the failed checks in details.checks. The horizon check only warns: the age of the
+    oldest transaction holding back the log's tail is in horizon.
     """
-    db = call.services.db
-    checks: dict[str, str] = {}
-    try:
-        with trio.fail_after(CHECK_TIMEOUT_S):
-            await db.fetchval(Q.ping)
-        checks["database"] = "ok"
-    except (OpenMaicError, trio.TooSlowError) as exc:
-        log.warning("readiness: database check failed: %s", exc)
-        checks["database"] = "failed: unreachable"
-    if checks["database"] == "ok":
-        try:
-            with trio.fail_after(CHECK_TIMEOUT_S):
-                missing = await pending(db)
-            checks["migrations"] = (
-                "ok" if not missing else "failed: pending " + ", ".join(f"{m.version:04d}_{m.name}" for m in missing)
-            )
-        except (OpenMaicError, trio.TooSlowError) as exc:
-            log.warning("readiness: migration check failed: %s", exc)
-            checks["migrations"] = "failed: could not read the applied migrations"
-    else:
-        checks["migrations"] = "failed: database unreachable"
-    checks["listener"] = "ok" if db.listener_connected else "failed: the LISTEN connection is down"
-    failed = [name for name, result in checks.items() if result != "ok"]
-    if failed:
-        raise NotReady(f"not ready: {', '.join(failed)}", checks=checks)
-    return Ready("ready", checks)
+    threshold = call.services.config.runtime.horizon_age_threshold_s
+    result = await probes.readiness(call.services.db, horizon_threshold_s=threshold)
+    if not result.ready:
+        raise NotReady(f"not ready: {', '.join(result.failed)}", checks=result.checks,
+                       horizon=msgspec.to_builtins(result.horizon))  # fmt: skip
+    return Ready("ready", result.checks, result.horizon)
 
 
 @api_route(bp, "GET", "/metrics", auth=False, media_type="text/plain")
 async def metrics_text(call: Call) -> Response:
     """Prometheus metrics (text exposition format 0.0.4)."""
-    for sample in call.services.metric_samplers:
-        # A sampler that fails or hangs (the database is down) leaves its gauges as they were: the rest of the
-        # metrics, which say what this process is doing, are served regardless.
-        with trio.move_on_after(CHECK_TIMEOUT_S) as scope:
-            try:
-                await sample()
-            except OpenMaicError as exc:
-                log.warning("metrics: %s", exc)
-        if scope.cancelled_caught:
-            log.warning("metrics: a sampler took longer than %.0f s; its gauges are stale", CHECK_TIMEOUT_S)
-    return Response(metrics.render(), 200, content_type="text/plain; version=0.0.4; charset=utf-8")
+    return Response(await probes.scrape(call.services.metric_samplers), 200, content_type=metrics.CONTENT_TYPE)
 
 
 @api_route(bp, "GET", "/api/openapi.json", auth=False)

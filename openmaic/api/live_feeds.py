@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
@@ -252,7 +253,10 @@ class LiveFeeds:
     async def _offer_new_events(self, feed: _Feed) -> None:
         while True:
             batch = await self._reader.read(feed.stream_id, feed.cursor)
+            now = time.time()
             for event in batch:
+                # Two clocks (the database's, this host's): a skew shows here, never in what is delivered.
+                metrics.LIVE_DELIVERY_SECONDS.observe(max(now - event.recorded_at.timestamp(), 0.0))
                 live = LiveEvent(event)
                 seq = event.seq
                 for sub in tuple(feed.subscribers):

@@ -10,18 +10,17 @@ missing one.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 from quart import Blueprint
 
+from openmaic import probes
 from openmaic.actors.commands import Commands as SessionCommands
 from openmaic.api import (
     access_routes, agent_sessions, agents, assets, browser_import, claims, classrooms, generation_runs, headless,
     materials, model_config, web,
 )
 from openmaic.api.services import ApiServices
-from openmaic.projections import default_projections, record_projection_lag
 from openmaic.runs.service import RunService
 from openmaic.workbench.service import WorkbenchSessions
 
@@ -36,7 +35,7 @@ def api_services(services: Any) -> ApiServices:
         runs=RunService(log, services.config),
         sessions=WorkbenchSessions(log, SessionCommands(log, message_kinds=["workbench"])),
         extractor=services.extractor,
-        metric_samplers=[functools.partial(record_projection_lag, services.db, default_projections())],
+        metric_samplers=probes.samplers(services.db),
     )
 
 

@@ -97,6 +97,7 @@ async def serve_api(
     port: int,
     *,
     shutdown_trigger: Callable[[], Awaitable[None]] | None = None,
+    name: str = "API",
     task_status: trio.TaskStatus[Listening] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve ``app`` on ``host:port`` until cancelled (or until ``shutdown_trigger`` returns).
@@ -118,7 +119,7 @@ async def serve_api(
                 await nursery.start(state.services.feeds.run)
             # hypercorn reports a list of URLs when it accepts connections; we report a Listening.
             await nursery.start(_serve, app, config, sockets, shutdown_trigger, nursery.cancel_scope)
-            log.info("API listening on %s", listening.url)
+            log.info("%s listening on %s", name, listening.url)
             task_status.started(listening)
     finally:
         sock.close()  # the listener is ours: closed however serving ends (a second close is a no-op)

@@ -62,7 +62,7 @@ from typing import Any, TypeVar
 import msgspec
 import trio
 
-from openmaic import errors
+from openmaic import errors, metrics
 from openmaic.events.core import SessionCancelRequested
 from openmaic.events.types import Event, Registry, registry
 from openmaic.events.wakeups import CHANNEL, RUNNABLE, Wakeups, cancel_hint
@@ -188,7 +188,6 @@ class EventLog:
         self.db = db
         self.wakeups = wakeups
         self.types = types
-        self.appended_events = 0
         self._group = group_commit(db)
 
     async def append(self, *batches: StreamAppend) -> list[AppendResult]:
@@ -200,7 +199,13 @@ class EventLog:
         """
         if not batches:
             return []
-        return await self._group.submit(self._request(batches))
+        request = self._request(batches)
+        with metrics.timed(metrics.APPEND_SECONDS) as observed:
+            try:
+                return await self._group.submit(request)
+            except (errors.Conflict, errors.NotFound):
+                observed["outcome"] = "refused"  # a fence or a conflict: the database answered "no"
+                raise
 
     def append_args(self, batches: Sequence[StreamAppend]) -> tuple[list[Any], ...]:
         """The arguments of the ``append`` query (column arrays) for these batches."""
@@ -230,7 +235,7 @@ class EventLog:
 
     def _committed(self, req: _Request, results: list[AppendResult]) -> None:
         if results and not results[0].replayed:
-            self.appended_events += len(req.types)
+            metrics.APPENDS.inc(len(req.types))
             ids = [r.stream_id for r in results]
             if any(b.status == "queued" for b in req.batches):
                 ids.append(RUNNABLE)
@@ -238,6 +243,16 @@ class EventLog:
                 ids += [cancel_hint(b.stream_id) for b in req.batches
                         if any(isinstance(e, SessionCancelRequested) for e in b.events)]  # fmt: skip
             self.hint(ids)
+
+    def committed_elsewhere(
+        self, batches: Sequence[StreamAppend], hints: Sequence[str] = (), *, replayed: bool = False
+    ) -> None:
+        """Account for batches the caller appended in a transaction of its own (``Q.append`` with
+        :meth:`append_args`, under a lock the append had to be made under), once it has committed: count their
+        events (none when the command was ``replayed``), and tell the watchers of their streams and of ``hints``."""
+        if not replayed:
+            metrics.APPENDS.inc(sum(len(b.events) for b in batches))
+        self.hint([*dict.fromkeys(b.stream_id for b in batches), *hints])
 
     def hint(self, stream_ids: Sequence[str]) -> None:
         """Tell watchers here (at once) and in other processes (by NOTIFY) that these streams changed."""

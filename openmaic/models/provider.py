@@ -5,7 +5,9 @@ deployment, the owner's own settings, the defaults; :mod:`openmaic.modelconfig.r
 :class:`RoutedProvider` and the model name. A routed provider calls the slot's primary model and, when that
 fails after its own retries and the slot has a ``fallback``, calls the fallback instead: whatever the primary
 had streamed is discarded first (``on_retry``), and :meth:`RoutedProvider.fallback_events` gives the
-``model.fallback_used`` event the step commits with its result, so the log says which model answered.
+``model.fallback_used`` event the step commits with its result, so the log says which model answered. Every
+call to a provider, primary or fallback, is observed in ``openmaic_provider_call_duration_seconds`` under that
+provider's own label (:func:`provider_label`), and every fallback in ``openmaic_model_fallbacks_total``.
 
 :func:`check_slot` says whether a slot can run before any work is queued: ``MISSING_MODEL`` (off, unassigned,
 or assigned to a preset whose protocol has no driver here) or ``MISSING_API_KEY`` (its provider needs a key and
@@ -14,18 +16,16 @@ has none). :func:`check_run_slots` applies it to what a generation run needs.
 
 from __future__ import annotations
 
+import logging
 import random
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import httpx
 import trio
 
-import logging
-from collections.abc import Awaitable, Sequence
-from typing import cast
-
+from openmaic import metrics
 from openmaic.config import Config, ProviderConfig
 from openmaic.errors import ConfigError
 from openmaic.events.types import Event
@@ -191,23 +191,29 @@ class RoutedProvider:
     """
 
     def __init__(self, slot: str, primary: Provider, primary_route: str,
-                 fallback: tuple[Provider, str, str] | None = None) -> None:
+                 fallback: tuple[Provider, str, str] | None = None, *,
+                 labels: tuple[str, str | None] | None = None) -> None:
         self.slot = slot
         self.primary = primary
         self.primary_route = primary_route
         self.fallback = fallback
         self.name = primary.name
+        # How each call is labelled in openmaic_provider_call_duration_seconds (see provider_label).
+        self._labels = labels or (primary.name, None if fallback is None else fallback[0].name)
         self._events: list[Event] = []
 
     def fallback_events(self) -> list[Event]:
         """``model.fallback_used`` when the fallback answered the last call, else nothing."""
         return list(self._events)
 
-    async def _call(self, call: Callable[[Provider, str], Awaitable[T]], model: str,
+    async def _call(self, kind: str, call: Callable[[Provider, str], Awaitable[T]], model: str,
                     on_retry: Callable[[], None] | None) -> T:
         self._events.clear()
+        primary_label, fallback_label = self._labels
         try:
-            return await call(self.primary, model)
+            # Each provider's call is observed on its own, so a fallback's latency is not charged to the primary.
+            with metrics.timed(metrics.PROVIDER_SECONDS, provider=primary_label, call=kind):
+                return await call(self.primary, model)
         except ProviderError as exc:
             if self.fallback is None:
                 raise
@@ -217,10 +223,13 @@ class RoutedProvider:
             if on_retry is not None:
                 on_retry()  # what the primary streamed will never be committed
             try:
-                result = await call(provider, fallback_model)
+                with metrics.timed(metrics.PROVIDER_SECONDS, provider=fallback_label or provider.name, call=kind):
+                    result = await call(provider, fallback_model)
             except ProviderError as second:
+                metrics.MODEL_FALLBACKS.labels(slot=self.slot, outcome="failed").inc()
                 raise type(second)(f"{exc.message}; its fallback {route} failed too: {second.message}",
                                    **second.details) from second
+            metrics.MODEL_FALLBACKS.labels(slot=self.slot, outcome="answered").inc()
             self._events.append(ModelFallbackUsed(slot=self.slot, failed=self.primary_route, reason=exc.message,
                                                   answered=route))
             return result
@@ -228,14 +237,16 @@ class RoutedProvider:
     async def stream_turn(self, model: str, messages: list[Message], tools: list[ToolSpec], *,
                           on_delta: Callable[[str], None], on_retry: Callable[[], None] | None = None) -> TurnResult:
         return await self._call(
-            lambda p, m: p.stream_turn(m, messages, tools, on_delta=on_delta, on_retry=on_retry), model, on_retry
+            "turn", lambda p, m: p.stream_turn(m, messages, tools, on_delta=on_delta, on_retry=on_retry), model,
+            on_retry,
         )
 
     async def complete(self, model: str, messages: list[Message], output_type: type[T], *,
                        on_delta: Callable[[str], None] | None = None,
                        on_retry: Callable[[], None] | None = None) -> T:
         return await self._call(
-            lambda p, m: p.complete(m, messages, output_type, on_delta=on_delta, on_retry=on_retry), model, on_retry
+            "complete", lambda p, m: p.complete(m, messages, output_type, on_delta=on_delta, on_retry=on_retry),
+            model, on_retry,
         )
 
 
@@ -301,10 +312,20 @@ class ModelRouter:
         found = check_slot(self._config, slot, workspace)
         assert found.target is not None and found.target.model is not None
         fallback = None
+        fallback_label = None
         if found.fallback is not None and found.fallback.model is not None:
             fallback = (self._driver(found.fallback), found.fallback.model, found.fallback.route)
-        routed = RoutedProvider(slot, self._driver(found.target), found.target.route, fallback)
+            fallback_label = provider_label(found.fallback)
+        routed = RoutedProvider(slot, self._driver(found.target), found.target.route, fallback,
+                                labels=(provider_label(found.target), fallback_label))
         return routed, found.target.model
+
+
+def provider_label(target: Target) -> str:
+    """``target``'s provider as a metric label: the id the deployment declares (``demo`` for the built-in one), or
+    ``owner:<preset>`` for a provider an owner added on the Models page, whose ids are the owners' to choose and
+    would make the label unbounded."""
+    return f"owner:{target.preset_id}" if target.provider_source == "workspace" else target.provider_id
 
 
 def fallback_events(providers: Sequence[Any]) -> list[Event]:

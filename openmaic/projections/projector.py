@@ -224,8 +224,8 @@ class Projector:
             backoff = self.poll_s
             unavailable.succeeded()
             if n < self.applier.batch_size:
-                metrics.PROJECTION_LAG.set(0, projection=name)
-                metrics.PROJECTION_LAG_SECONDS.set(0, projection=name)
+                metrics.PROJECTION_LAG.labels(projection=name).set(0)
+                metrics.PROJECTION_LAG_SECONDS.labels(projection=name).set(0)
                 await watch.wait(self.poll_s)
 
     def statistics(self) -> dict[str, Any]:

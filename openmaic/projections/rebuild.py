@@ -173,8 +173,8 @@ async def record_projection_lag(db: Database, projections: Sequence[Projection])
     """Set the projection-lag gauges from the database: the lag is a fact of the log and the checkpoints, the same
     from every process, and must be visible where projectors serve no HTTP (``--role projector``)."""
     for s in await projection_status(db, projections):
-        metrics.PROJECTION_LAG.set(s.lag_events or 0, projection=s.name)
-        metrics.PROJECTION_LAG_SECONDS.set(s.lag_s or 0.0, projection=s.name)
+        metrics.PROJECTION_LAG.labels(projection=s.name).set(s.lag_events or 0)
+        metrics.PROJECTION_LAG_SECONDS.labels(projection=s.name).set(s.lag_s or 0.0)
 
 
 async def projection_status(db: Database, projections: Sequence[Projection]) -> list[ProjectionStatus]:

@@ -56,8 +56,8 @@ async def admit(log: EventLog, owner: str, stream_id: str, attempt: int, limit: 
         batch = StreamAppend(stream_id=stream_id, events=[RunAdmitted(attempt=attempt, active=active)],
                              attempt=attempt, progress=True)
         await conn.fetch(Q.append, *log.append_args([batch]))
-    # Written outside the event log's append path, so its watchers are told here.
-    log.hint([stream_id])
+    # Written outside the event log's append path: counted and hinted here.
+    log.committed_elsewhere([batch])
     return Admission(True, active, now)
 
 

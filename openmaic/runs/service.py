@@ -295,8 +295,8 @@ class RunService:
         async with owner_transaction(self.log.db, owner) as conn:
             self._check_limits(await run_counts(conn, owner), starting=True)
             await conn.fetch(Q.append, *self.log.append_args([run, course]))
-        # Written outside the event log's append path (under the owner's lock), so watchers are told here.
-        self.log.hint([run_id, course_id, RUNNABLE])
+        # Written outside the event log's append path (under the owner's lock): counted and hinted here.
+        self.log.committed_elsewhere([run, course], [RUNNABLE])
 
     def _check_limits(self, counts: Any, *, starting: bool) -> None:
         limits = self.config.limits
@@ -420,7 +420,8 @@ class RunService:
         async with owner_transaction(self.log.db, owner) as conn:
             self._check_limits(await run_counts(conn, owner, exclude=run_id), starting=False)
             rows = await conn.fetch(Q.append, *self.log.append_args(batches))
-        self.log.hint([b.stream_id for b in batches] + [RUNNABLE])
+        # Written outside the event log's append path (under the owner's lock): counted and hinted here.
+        self.log.committed_elsewhere(batches, [RUNNABLE], replayed=bool(rows) and bool(rows[0][3]))
         return [_Appended(r[0], r[1], r[3]) for r in rows]
 
     async def _previous(self, run_id: str, command_id: str, event_type: str) -> CommandOutcome | None:

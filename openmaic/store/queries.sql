@@ -61,6 +61,24 @@ SELECT pg_snapshot_xmin(s)::text AS xmin,
           SELECT NULL, p.prepared, age(p.transaction) FROM pg_prepared_xacts p) AS x
        ORDER BY x.age DESC LIMIT 1) AS o ON true;
 
+-- name: horizon
+-- The transaction holding back the global log's readable tail (read_all stops below the snapshot's xmin): the
+-- open transaction with the oldest id in the whole cluster, in any database, since transaction ids are shared by
+-- every database of a cluster; a prepared transaction counts too. Transactions without an id (read-only ones,
+-- this one) hold nothing back. Other roles' sessions show their ids only to a role with pg_read_all_stats
+-- (pg_monitor). No row: nothing holds the tail back.
+SELECT pid, database, state, age_s
+  FROM (SELECT a.pid, a.datname AS database, a.state,
+               extract(epoch FROM clock_timestamp() - a.xact_start)::float8 AS age_s, age(a.backend_xid) AS xid_age
+          FROM pg_stat_activity a
+         WHERE a.backend_xid IS NOT NULL AND a.xact_start IS NOT NULL
+        UNION ALL
+        SELECT NULL, p.database, 'prepared', extract(epoch FROM clock_timestamp() - p.prepared)::float8,
+               age(p.transaction)
+          FROM pg_prepared_xacts p) AS t
+ ORDER BY xid_age DESC
+ LIMIT 1;
+
 -- name: stream
 SELECT id, kind, owner_id, head_seq, head_hash, status, wake_at, attempt, lease_worker, lease_expires_at,
        unattended_attempts, created_at, updated_at, deleted_at

@@ -11,27 +11,37 @@ import pytest
 import trio
 from quart import Blueprint
 
-from openmaic import errors
+from openmaic import errors, probes
 from openmaic.api import create_app, serve_api
 from openmaic.api.errors import AddressInUse
 from openmaic.projections import default_projections, record_projection_lag, run_projectors
+from openmaic.store.database import open_database
 from openmaic.store.migrations import load_migrations
 from tests.integration.api_harness import make_config, running_api, testing_bp
 from tests.runtime import wait_for
 
 REQUIRED_METRICS = {
     "openmaic_appends_total": "counter",
+    "openmaic_append_duration_seconds": "histogram",
     "openmaic_claims_total": "counter",
+    "openmaic_claim_duration_seconds": "histogram",
     "openmaic_takeovers_total": "counter",
     "openmaic_active_actors": "gauge",
     "openmaic_lease_losses_total": "counter",
+    "openmaic_step_duration_seconds": "histogram",
+    "openmaic_provider_call_duration_seconds": "histogram",
     "openmaic_websocket_clients": "gauge",
     "openmaic_sse_clients": "gauge",
     "openmaic_live_feeds": "gauge",
+    "openmaic_live_feed_delivery_seconds": "histogram",
     "openmaic_slow_consumers_total": "counter",
     "openmaic_projection_lag_events": "gauge",
     "openmaic_projection_lag_seconds": "gauge",
+    "openmaic_horizon_age_seconds": "gauge",
     "openmaic_http_requests_total": "counter",
+    "process_cpu_seconds_total": "counter",
+    "process_resident_memory_bytes": "gauge",
+    "python_info": "gauge",
 }
 
 
@@ -41,7 +51,9 @@ async def test_healthz_and_readyz(db):
         assert (r.status_code, r.json()) == (200, {"status": "ok"})
         r = await client.get("/readyz")
         assert r.status_code == 200, r.text
-        assert r.json() == {"status": "ready", "checks": {"database": "ok", "migrations": "ok", "listener": "ok"}}
+        body = r.json()
+        assert body["checks"] == {"database": "ok", "migrations": "ok", "listener": "ok", "horizon": "ok"}
+        assert body["status"] == "ready" and body["horizon"]["threshold_s"] == 60
 
 
 async def test_readyz_fails_while_the_listener_is_down_and_recovers(db, monkeypatch):
@@ -90,8 +102,17 @@ _SAMPLE = re.compile(
 )
 
 
+def _family(name: str, types: dict[str, str]) -> str | None:
+    """The metric a sample belongs to: itself, or a histogram whose _bucket/_sum/_count it is."""
+    if name in types:
+        return name
+    base, _, suffix = name.rpartition("_")
+    return base if suffix in ("bucket", "sum", "count") and types.get(base) == "histogram" else None
+
+
 def parse_exposition(text: str) -> tuple[dict[str, str], dict[tuple[str, str], float]]:
-    """A strict reader of the Prometheus text format: TYPE per metric, samples as (name, labels) -> value."""
+    """A strict reader of the Prometheus text format: TYPE per metric, samples as (name, labels) -> value.
+    Counters must be named ..._total; a histogram's buckets must be cumulative and end at +Inf = _count."""
     assert text.endswith("\n")
     types: dict[str, str] = {}
     samples: dict[tuple[str, str], float] = {}
@@ -100,16 +121,31 @@ def parse_exposition(text: str) -> tuple[dict[str, str], dict[tuple[str, str], f
             assert len(line.split(" ", 3)) == 4, line
         elif line.startswith("# TYPE "):
             _, _, name, kind = line.split(" ")
-            assert kind in ("counter", "gauge") and name not in types, line
+            assert kind in ("counter", "gauge", "histogram") and name not in types, line
+            assert (kind == "counter") == name.endswith("_total"), f"counters, and only they, end in _total: {line}"
             types[name] = kind
         else:
             m = _SAMPLE.match(line)
             assert m is not None, f"not a sample line: {line!r}"
-            assert m["name"] in types, f"sample before its TYPE: {line!r}"
+            assert _family(m["name"], types), f"sample before its TYPE: {line!r}"
             value = float(m["value"])
             assert not math.isnan(value)
             samples[(m["name"], m["labels"] or "")] = value
+    buckets: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for (name, labels), value in samples.items():
+        if name.endswith("_bucket") and _family(name, types) != name:
+            pairs = _LABEL.findall(labels)
+            le = float(dict(pairs)["le"])
+            rest = ",".join(f'{k}="{v}"' for k, v in pairs if k != "le")
+            buckets.setdefault((name[: -len("_bucket")], rest), []).append((le, value))
+    for (base, labels), counts in buckets.items():
+        counts.sort()
+        assert [c for _, c in counts] == sorted(c for _, c in counts), f"{base}{{{labels}}}: buckets not cumulative"
+        assert counts[-1] == (math.inf, samples[(base + "_count", labels)]), (base, labels)
     return types, samples
+
+
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 async def test_metrics_exposition_parses_and_counts_requests(db):
@@ -118,7 +154,7 @@ async def test_metrics_exposition_parses_and_counts_requests(db):
         await client.get("/no/such/route")
         r = await client.get("/metrics")
         assert r.status_code == 200
-        assert r.headers["content-type"].startswith("text/plain; version=0.0.4")
+        assert r.headers["content-type"] == "text/plain; version=0.0.4; charset=utf-8"
         types, samples = parse_exposition(r.text)
         for name, kind in REQUIRED_METRICS.items():
             assert types.get(name) == kind, name
@@ -237,3 +273,42 @@ async def test_routes_must_be_declared_with_api_route(db):
     async with running_api(db) as api:
         with pytest.raises(RuntimeError, match="/rogue"):
             create_app(api.services, blueprints=[rogue])
+
+
+async def test_a_transaction_open_in_another_database_is_reported_as_the_horizon(db, pg):
+    """A transaction holding an id in ANY database of the cluster holds back every projector of every database:
+    /readyz names it (a warning, still 200) once it is older than the threshold, and the gauge carries its age."""
+    config = make_config("runtime: {horizon_age_threshold_s: 0.5}")
+    async with running_api(db, config) as api, api.client() as client, \
+            open_database(pg.admin_url, min_size=1, max_size=1) as elsewhere, trio.open_nursery() as nursery:
+        api.services.metric_samplers += probes.samplers(db)
+        assert (await client.get("/readyz")).json()["checks"]["horizon"] == "ok"
+        # One statement that takes a transaction id, then holds it (cancelling the task cancels the query).
+        nursery.start_soon(elsewhere.execute, Q_HOLD_XID)
+
+        async def lagging() -> bool:
+            return (await client.get("/readyz")).json()["checks"]["horizon"].startswith("lagging")
+
+        await wait_for(lagging, timeout=10)
+        r = await client.get("/readyz")
+        assert r.status_code == 200, "a lagging horizon warns; it does not take the process out of service"
+        horizon = r.json()["horizon"]
+        other = pg.admin_url.rsplit("/", 1)[1].split("?")[0]
+        assert horizon["database"] == other and horizon["state"] == "active" and horizon["age_s"] >= 0.5
+        assert f"database {other}" in r.json()["checks"]["horizon"]
+        _, samples = parse_exposition((await client.get("/metrics")).text)
+        assert samples[("openmaic_horizon_age_seconds", "")] >= 0.5
+        nursery.cancel_scope.cancel()
+    async with running_api(db, config) as api, api.client() as client:
+        api.services.metric_samplers += probes.samplers(db)
+        await wait_for(lambda: _horizon_clear(client), timeout=10)
+        _, samples = parse_exposition((await client.get("/metrics")).text)
+        assert samples[("openmaic_horizon_age_seconds", "")] < 0.5
+
+
+async def _horizon_clear(client) -> bool:
+    return (await client.get("/readyz")).json()["checks"]["horizon"] == "ok"
+
+
+# The test holds a transaction id without a transaction block of its own: one statement that takes an id and sleeps.
+Q_HOLD_XID = "DO $$ BEGIN PERFORM pg_current_xact_id(); PERFORM pg_sleep(60); END $$"

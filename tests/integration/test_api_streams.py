@@ -57,7 +57,7 @@ async def test_sse_sends_backlog_caught_up_live_events_and_pings(db):
             with trio.fail_after(3):
                 while not (await anext(frames)).comment:
                     pass
-            assert metrics.SSE_CLIENTS.value() >= 1
+            assert metrics.sample("openmaic_sse_clients") >= 1
 
 
 async def test_websocket_backlog_live_events_and_commands(db):
@@ -207,9 +207,9 @@ async def test_slow_websocket_consumer_is_closed_with_1013_and_resumes_losslessl
                 received.append(msg["seq"])
             assert received == [1, 2, 3, 4, 5]
             # Stop reading while the stream grows by ~10 MB: the socket fills, then the send queue overflows.
-            dropped = metrics.SLOW_CONSUMERS.value()
+            dropped = metrics.sample("openmaic_slow_consumers_total")
             await api.append_messages("s", 640, batch=40, size=16_000)
-            await wait_for(lambda: _true(metrics.SLOW_CONSUMERS.value() > dropped), timeout=20)
+            await wait_for(lambda: _true(metrics.sample("openmaic_slow_consumers_total") > dropped), timeout=20)
             with pytest.raises(trio_websocket.ConnectionClosed) as closed:
                 with trio.fail_after(20):
                     while True:
@@ -249,9 +249,9 @@ async def test_slow_sse_consumer_is_ended_and_resumes_losslessly(db):
                 if is_event(f):
                     received.append(int(f.id))
             assert received == [1, 2, 3, 4, 5]
-            dropped = metrics.SLOW_CONSUMERS.value()
+            dropped = metrics.sample("openmaic_slow_consumers_total")
             await api.append_messages("s", 640, batch=40, size=16_000)
-            await wait_for(lambda: _true(metrics.SLOW_CONSUMERS.value() > dropped), timeout=20)
+            await wait_for(lambda: _true(metrics.sample("openmaic_slow_consumers_total") > dropped), timeout=20)
             with trio.fail_after(20):
                 async for f in frames:  # what was queued, then the end of the response
                     if is_event(f):
@@ -365,16 +365,16 @@ async def test_every_client_of_a_stream_is_fed_by_one_reader(db):
 async def test_client_counts_return_to_zero_after_disconnects(db):
     async with running_api(db) as api, api.client() as client:
         await api.create_stream("s")
-        base_ws, base_sse = metrics.WEBSOCKET_CLIENTS.value(), metrics.SSE_CLIENTS.value()
+        base_ws, base_sse = metrics.sample("openmaic_websocket_clients"), metrics.sample("openmaic_sse_clients")
         async with trio_websocket.open_websocket_url(api.ws_url("/api/streams/s/ws")) as ws:
             await ws.get_message()
-            assert metrics.WEBSOCKET_CLIENTS.value() == base_ws + 1
+            assert metrics.sample("openmaic_websocket_clients") == base_ws + 1
         async with client.stream("GET", EVENTS, headers=SSE) as r, sse_frames(r) as frames:
             await anext(frames)
             await anext(frames)
-            assert metrics.SSE_CLIENTS.value() == base_sse + 1
+            assert metrics.sample("openmaic_sse_clients") == base_sse + 1
         with trio.fail_after(5):
-            while (metrics.WEBSOCKET_CLIENTS.value(), metrics.SSE_CLIENTS.value()) != (base_ws, base_sse):
+            while (metrics.sample("openmaic_websocket_clients"), metrics.sample("openmaic_sse_clients")) != (base_ws, base_sse):
                 await trio.sleep(0.01)
 
 

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-ENV_VARS = ("DATABASE_URL", "OPENMAIC_CONFIG", "OPENMAIC_DATA_DIR", "OPENMAIC_HOST", "OPENMAIC_PORT")
+ENV_VARS = ("DATABASE_URL", "OPENMAIC_CONFIG", "OPENMAIC_DATA_DIR", "OPENMAIC_HOST", "OPENMAIC_PORT",
+            "OPENMAIC_ADMIN_PORT")
 
 
 def openmaic(*args: str, **env: str) -> subprocess.CompletedProcess[str]:

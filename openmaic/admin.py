@@ -1,0 +1,55 @@
+"""The admin listener: ``/healthz``, ``/readyz`` and ``/metrics`` on a port of their own.
+
+A process with the API role serves these on the API's port; a worker or projector process serves no HTTP of its
+own, so without this listener it could be neither probed nor scraped. The listener runs the same routes as the
+API (:mod:`openmaic.api.health`, through :func:`~openmaic.api.app.create_app` with only that blueprint), so a
+worker's ``/readyz`` checks what the API's does and answers in the same shape, and its ``/metrics`` reports the
+process's own counters (claims, takeovers, lease losses, steps) beside the gauges read from the database.
+
+Which port: ``--admin-port`` (env ``OPENMAIC_ADMIN_PORT``, else ``server.admin_port``); when none is given,
+:data:`DEFAULT_ADMIN_PORT` for a process without the API role and no listener for one with it. It binds the
+same host as the API (``--host``). It is started after the roles (so a ready answer means they run) and stopped
+after they have wound down, so probes keep answering through a graceful shutdown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import trio
+from quart_trio import QuartTrio
+
+from openmaic import probes
+from openmaic.api import health
+from openmaic.api.app import create_app
+from openmaic.api.server import Listening, serve_api
+from openmaic.api.services import ApiServices
+from openmaic.config import Config
+from openmaic.services import Services
+
+__all__ = ["DEFAULT_ADMIN_PORT", "admin_app", "admin_port", "serve_admin"]
+
+DEFAULT_ADMIN_PORT = 8001
+
+
+def admin_port(roles: Sequence[str], flag: int | None, config: Config) -> int | None:
+    """The port the admin listener takes in a process running ``roles``, or None for no listener."""
+    if flag is not None:
+        return flag
+    if config.server.admin_port is not None:
+        return config.server.admin_port
+    return None if "api" in roles else DEFAULT_ADMIN_PORT
+
+
+def admin_app(services: Services) -> QuartTrio:
+    """The admin listener's app: the API's operational routes only, over this process's services."""
+    api = ApiServices(db=services.db, log=services.log, wakeups=services.wakeups, config=services.config,
+                      metric_samplers=probes.samplers(services.db))  # fmt: skip
+    return create_app(api, core=(health.bp,))
+
+
+async def serve_admin(
+    services: Services, host: str, port: int, *, task_status: trio.TaskStatus[Listening] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Serve the admin listener until cancelled; reports where it listens."""
+    await serve_api(admin_app(services), host, port, name="admin listener", task_status=task_status)

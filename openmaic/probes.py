@@ -1,0 +1,152 @@
+"""What the probes answer, for the API and the admin listener alike: readiness, and the metrics scrape.
+
+Both listeners (``openmaic.api`` on the API port, :mod:`openmaic.admin` on ``--admin-port``) call these, so a
+worker's ``/readyz`` means what the API's does.
+
+Readiness checks, each bounded by :data:`CHECK_TIMEOUT_S` (a probe that hangs is a failed probe):
+
+* ``database``: a query answers;
+* ``migrations``: none is pending;
+* ``listener``: the LISTEN connection is up (it reconnects by itself);
+* ``horizon``: the oldest open transaction of the cluster has held the global log's tail back for less than
+  ``runtime.horizon_age_threshold_s``. Projectors and live feeds read only below that horizon, so one long
+  transaction, in *any* database of the cluster (transaction ids are cluster-wide), stalls every read model.
+  This check warns and never fails readiness: this process serves as well as before, and taking every API pod
+  out of its load balancer would turn a lag into an outage. ``openmaic_horizon_age_seconds`` and its alert
+  carry it to the operator.
+
+A failed check makes the process not ready (503); its value says why (``failed: …``); a warning starts with
+``lagging:``.
+
+The metrics scrape runs the samplers first: gauges read from the database (projection lag, horizon age), the
+same from every process, so they are reported also where projectors run alone. A sampler that fails or hangs
+leaves its gauges as they were; the rest of the metrics are served regardless.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+import msgspec
+import trio
+
+from openmaic import metrics
+from openmaic.errors import OpenMaicError
+from openmaic.projections import default_projections, record_projection_lag
+from openmaic.store.database import Database
+from openmaic.store.migrations import pending
+from openmaic.store.queries import Q
+
+__all__ = ["CHECK_TIMEOUT_S", "Horizon", "Readiness", "Sampler", "read_horizon", "readiness", "samplers", "scrape"]
+
+log = logging.getLogger("openmaic.probes")
+
+CHECK_TIMEOUT_S = 2.0
+"""Each readiness check, and each metrics sampler, gets this long."""
+
+Sampler = Callable[[], Awaitable[None]]
+"""Sets gauges from the database; run before each scrape."""
+
+
+class Horizon(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """The transaction holding back the global log's readable tail."""
+
+    age_s: float
+    """How long it has been open (0 when none holds the tail back)."""
+    threshold_s: float
+    """``runtime.horizon_age_threshold_s``: older than this, the ``horizon`` check warns."""
+    pid: int | None = None
+    """Its server process (None for a prepared transaction, or when none holds the tail back)."""
+    database: str | None = None
+    state: str | None = None
+    """``active``, ``idle in transaction``, ``prepared`` …"""
+
+
+class Readiness(msgspec.Struct, frozen=True, kw_only=True):
+    ready: bool
+    checks: dict[str, str]
+    """Each check's result: ``ok``, ``failed: why`` (not ready) or ``lagging: why`` (a warning)."""
+    horizon: Horizon | None = None
+    """None when the database could not be asked."""
+
+    @property
+    def failed(self) -> list[str]:
+        return [name for name, result in self.checks.items() if result.startswith("failed")]
+
+
+async def read_horizon(db: Database, threshold_s: float) -> Horizon:
+    row = await db.fetchrow(Q.horizon)
+    if row is None:
+        return Horizon(age_s=0.0, threshold_s=threshold_s)
+    return Horizon(age_s=max(float(row["age_s"] or 0.0), 0.0), threshold_s=threshold_s, pid=row["pid"],
+                   database=row["database"], state=row["state"])  # fmt: skip
+
+
+def _describe(h: Horizon) -> str:
+    if h.age_s < h.threshold_s:
+        return "ok"
+    who = f"backend {h.pid}" if h.pid is not None else "a prepared transaction"
+    return (f"lagging: a transaction of {who} (database {h.database}, {h.state}) has held back the log's tail "
+            f"for {h.age_s:.0f} s (threshold {h.threshold_s:g} s); read models and live feeds wait for it")
+
+
+async def readiness(db: Database, *, horizon_threshold_s: float) -> Readiness:
+    """Run every check (see the module's doc)."""
+    checks: dict[str, str] = {}
+    horizon: Horizon | None = None
+    try:
+        with trio.fail_after(CHECK_TIMEOUT_S):
+            await db.fetchval(Q.ping)
+        checks["database"] = "ok"
+    except (OpenMaicError, trio.TooSlowError) as exc:
+        log.warning("readiness: database check failed: %s", exc)
+        checks["database"] = "failed: unreachable"
+    if checks["database"] == "ok":
+        try:
+            with trio.fail_after(CHECK_TIMEOUT_S):
+                missing = await pending(db)
+            checks["migrations"] = (
+                "ok" if not missing else "failed: pending " + ", ".join(f"{m.version:04d}_{m.name}" for m in missing)
+            )
+        except (OpenMaicError, trio.TooSlowError) as exc:
+            log.warning("readiness: migration check failed: %s", exc)
+            checks["migrations"] = "failed: could not read the applied migrations"
+    else:
+        checks["migrations"] = "failed: database unreachable"
+    checks["listener"] = "ok" if db.listener_connected else "failed: the LISTEN connection is down"
+    if checks["database"] == "ok":
+        try:
+            with trio.fail_after(CHECK_TIMEOUT_S):
+                horizon = await read_horizon(db, horizon_threshold_s)
+            metrics.HORIZON_AGE.set(horizon.age_s)
+            checks["horizon"] = _describe(horizon)
+        except (OpenMaicError, trio.TooSlowError) as exc:
+            log.warning("readiness: horizon check failed: %s", exc)
+            checks["horizon"] = "lagging: could not read the open transactions"
+    ready = not any(result.startswith("failed") for result in checks.values())
+    return Readiness(ready=ready, checks=checks, horizon=horizon)
+
+
+async def _sample_horizon(db: Database) -> None:
+    metrics.HORIZON_AGE.set((await read_horizon(db, float("inf"))).age_s)
+
+
+def samplers(db: Database) -> list[Sampler]:
+    """The samplers every process runs before a scrape: projection lag and horizon age."""
+    return [functools.partial(record_projection_lag, db, default_projections()),
+            functools.partial(_sample_horizon, db)]  # fmt: skip
+
+
+async def scrape(run_first: Sequence[Sampler]) -> bytes:
+    """Run each sampler (bounded, failures logged), then render every metric."""
+    for sample in run_first:
+        with trio.move_on_after(CHECK_TIMEOUT_S) as scope:
+            try:
+                await sample()
+            except OpenMaicError as exc:
+                log.warning("metrics: %s", exc)
+        if scope.cancelled_caught:
+            log.warning("metrics: a sampler took longer than %.0f s; its gauges are stale", CHECK_TIMEOUT_S)
+    return metrics.render()
