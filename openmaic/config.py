@@ -70,6 +70,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "OPENMAIC_PORT": ("server", "port"),
     "OPENMAIC_DATA_DIR": ("server", "data_dir"),
     "OPENMAIC_ADMIN_PORT": ("server", "admin_port"),
+    "OPENMAIC_LOG_FORMAT": ("server", "log_format"),
     "OPENMAIC_IDENTITY_MODE": ("identity", "mode"),
 }
 
@@ -217,6 +218,8 @@ class ServerConfig(_Section):
     admin_port: Port | None = None
     """/healthz, /readyz and /metrics on a listener of their own; unset: 8001 in processes without the API role
     (which serves them itself), none in the others."""
+    log_format: Literal["text", "json"] = "text"
+    """``json``: one JSON object per line, with the stream, attempt, worker and step of the actor that wrote it."""
 
 
 class Route(msgspec.Struct, frozen=True):

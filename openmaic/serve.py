@@ -19,6 +19,7 @@ from typing import Any
 
 import trio
 
+from openmaic import logs
 from openmaic.actors.worker import Worker
 from openmaic.admin import admin_port, serve_admin
 from openmaic.api.app import create_app
@@ -124,6 +125,7 @@ async def _stop_on_signal(signals: Any, stop: _Stop) -> None:
 
 async def _serve(args: argparse.Namespace, stop: _Stop) -> None:
     config = load_config(os.environ.get("OPENMAIC_CONFIG") or None)
+    logs.configure(config.server.log_format, secrets=logs.secrets_of(config))
     report_models(config)
     if not os.environ.get("DATABASE_URL") and not embedded_running():
         log.info("starting the embedded PostgreSQL under %s", data_dir() / "pgdata")

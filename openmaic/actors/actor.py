@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from openmaic import errors, metrics
+from openmaic import errors, logs, metrics
 from openmaic.actors.kind import Core, Finish, Kind, Outcome, Step, Wait, evolve_core
 from openmaic.events.core import LeaseReleased, SessionInterrupted
 from openmaic.events.log import EventLog, StreamAppend
@@ -174,6 +174,10 @@ class Actor:
 
     async def _run_step(self, step: Step) -> Outcome | Wait | Finish | None:
         """Run a step; None when it was aborted by a cancel request or shutdown (nothing is committed)."""
+        with logs.bind(step=step.name):  # on every line the step writes, and on its failure's
+            return await self._run_step_bound(step)
+
+    async def _run_step_bound(self, step: Step) -> Outcome | Wait | Finish | None:
         error: str | None = None
         family = metrics.step_family(step.name)
         with metrics.timed(metrics.STEP_SECONDS, kind=self.kind.name, step=family) as seen:

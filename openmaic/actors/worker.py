@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 import trio
 
-from openmaic import errors, metrics
+from openmaic import errors, logs, metrics
 from openmaic.actors.actor import Actor
 from openmaic.actors.kind import Kind
 from openmaic.config import RuntimeConfig
@@ -104,6 +104,10 @@ class Worker:
         self._stop.set()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        with logs.bind(worker=self.id):  # on every line this worker's tasks (and its actors') write
+            await self._run(task_status)
+
+    async def _run(self, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as outer:
             outer.start_soon(self._heartbeat_loop)
             outer.start_soon(self._watchdog_loop)
@@ -197,6 +201,10 @@ class Worker:
         actors.start_soon(self._run_actor, actor, old)
 
     async def _run_actor(self, actor: Actor, previous: Actor | None = None) -> None:
+        with logs.bind(stream_id=actor.stream_id, attempt=actor.attempt, kind=actor.kind.name):
+            await self._run_actor_bound(actor, previous)
+
+    async def _run_actor_bound(self, actor: Actor, previous: Actor | None) -> None:
         active = metrics.ACTIVE_ACTORS.labels(kind=actor.kind.name)
         active.inc()
         try:

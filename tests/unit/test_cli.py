@@ -9,7 +9,7 @@ import sys
 import pytest
 
 ENV_VARS = ("DATABASE_URL", "OPENMAIC_CONFIG", "OPENMAIC_DATA_DIR", "OPENMAIC_HOST", "OPENMAIC_PORT",
-            "OPENMAIC_ADMIN_PORT")
+            "OPENMAIC_ADMIN_PORT", "OPENMAIC_LOG_FORMAT")
 
 
 def openmaic(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
