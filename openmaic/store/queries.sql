@@ -79,6 +79,35 @@ SELECT pid, database, state, age_s
  ORDER BY xid_age DESC
  LIMIT 1;
 
+-- name: sessions_list
+-- The operators' list (openmaic sessions list): each session and run of the kinds $1, newest activity first, with
+-- its scheduling row and lease, its state from the session_list read model (the scheduling status until the
+-- projector has seen it) and the age of its last event. Filters, each NULL for any: $2 owner, $3 kind, $4 state
+-- (the read model's or the scheduling one), $8 one stream's id. $5: stuck ones only, where stuck means running with
+-- an expired lease that no worker has claimed since, queued and due for longer than $6 seconds, or paused. $7 rows
+-- at most.
+SELECT *
+  FROM (SELECT s.id, s.kind, s.owner_id, coalesce(l.status, s.status) AS state, s.status, s.attempt,
+               s.lease_worker, extract(epoch FROM s.lease_expires_at - now())::float8 AS lease_left_s,
+               extract(epoch FROM now() - e.recorded_at)::float8 AS idle_s, coalesce(l.title, '') AS title,
+               CASE WHEN s.status = 'running' AND s.lease_expires_at < now()
+                        THEN 'running, its lease expired and not claimed again'
+                    WHEN s.status = 'queued' AND (s.wake_at IS NULL OR s.wake_at <= now())
+                         AND e.recorded_at < now() - $6 * interval '1 second'
+                        THEN 'queued longer than ' || $6 || ' s'
+                    WHEN l.status = 'paused' THEN 'paused after a failure'
+               END AS stuck,
+               e.recorded_at AS last_at
+          FROM streams s
+          LEFT JOIN session_list l ON l.session_id = s.id
+          LEFT JOIN events e ON e.stream_id = s.id AND e.seq = s.head_seq
+         WHERE s.kind = ANY($1::text[])
+           AND ($2::text IS NULL OR s.owner_id = $2) AND ($3::text IS NULL OR s.kind = $3)
+           AND ($4::text IS NULL OR l.status = $4 OR s.status = $4) AND ($8::text IS NULL OR s.id = $8)) AS x
+ WHERE NOT $5 OR x.stuck IS NOT NULL
+ ORDER BY x.last_at DESC NULLS LAST, x.id
+ LIMIT $7;
+
 -- name: stream
 SELECT id, kind, owner_id, head_seq, head_hash, status, wake_at, attempt, lease_worker, lease_expires_at,
        unattended_attempts, created_at, updated_at, deleted_at

@@ -1,4 +1,5 @@
-"""The operator commands of ``openmaic``: ``projections status|rebuild``, ``replay``, ``audit export|verify``.
+"""The operator commands of ``openmaic``: ``projections status|rebuild``, ``replay``, ``audit export|verify``,
+``sessions list|show|cancel`` and ``runs retry`` (:mod:`openmaic.tools.sessions_cli`).
 
 Registered into the main parser by :func:`register`, which :mod:`openmaic.cli` calls with its own subparser
 factory (common flags included) and database-URL resolver, so these commands behave like the others: a project
@@ -20,7 +21,8 @@ from openmaic import errors
 from openmaic.events.log import EventLog
 from openmaic.projections import default_projections, get_projection, projection_status, rebuild
 from openmaic.store.database import Database, open_database
-from openmaic.tools import audit, replay
+from openmaic.tools import audit, replay, sessions_cli
+from openmaic.tools.args import at_least, duration
 from openmaic.tools.progress import Progress
 from openmaic.store.queries import Q
 
@@ -41,6 +43,7 @@ def register(commands: argparse._SubParsersAction, command: Command, resolve_url
 
             return trio.run(main)
 
+        run.with_database = fn  # type: ignore[attr-defined] # the command itself, for a caller with a database
         return run
 
     p = commands.add_parser("projections", help="read models: status, rebuild")
@@ -56,7 +59,7 @@ def register(commands: argparse._SubParsersAction, command: Command, resolve_url
 
     r = command(commands, "replay", with_db(_replay), "a stream's folded state at any seq")
     r.add_argument("stream", metavar="STREAM", help="the stream id")
-    r.add_argument("--to-seq", type=_nonnegative, metavar="N", help="fold up to seq N (default: the head)")
+    r.add_argument("--to-seq", type=at_least(0), metavar="N", help="fold up to seq N (default: the head)")
     r.add_argument("--json", action="store_true", help="print the state as JSON")
 
     a = commands.add_parser("audit", help="export the hash-chained log; verify an export offline")
@@ -73,15 +76,7 @@ def register(commands: argparse._SubParsersAction, command: Command, resolve_url
     command(audit_actions, "verify", _verify, "recompute every hash chain of an export, offline").add_argument(
         "file", metavar="FILE", help="an export written by `openmaic audit export`")
 
-
-def _nonnegative(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {n}")
-    return n
+    sessions_cli.register(commands, command, with_db)
 
 
 def _timestamp(text: str) -> dt.datetime:
@@ -90,14 +85,6 @@ def _timestamp(text: str) -> dt.datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r} (e.g. 2025-01-31T12:00:00Z)") from None
     return t if t.tzinfo else t.replace(tzinfo=dt.UTC)
-
-
-def _ago(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    return f"{seconds / 60:.1f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
 async def _status(db: Database, args: argparse.Namespace) -> int:
@@ -109,7 +96,7 @@ async def _status(db: Database, args: argparse.Namespace) -> int:
         live = f"yes (backend {s.holder_pid})" if s.holder_pid is not None else "no"
         if s.rebuilding:
             live += "; rebuild running"
-        print(f"{s.name:<18}{cp:<32}{s.events_applied:>12,}{s.lag_events:>12,}{_ago(s.lag_s):>10}  {live}")
+        print(f"{s.name:<18}{cp:<32}{s.events_applied:>12,}{s.lag_events:>12,}{duration(s.lag_s):>10}  {live}")
     return 0
 
 

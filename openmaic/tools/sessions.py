@@ -1,0 +1,182 @@
+"""The operators' view of sessions and runs: list (with "stuck"), show (history and lease timeline), cancel, retry.
+
+Reads come from the scheduling rows (``streams``: status, attempt, lease), the ``session_list`` read model (the
+state a user sees, and the title) and the log itself (history, leases). Commands are the users' commands, made
+on the owner's behalf: :func:`cancel` and :func:`retry` look the owner up and call the very service methods the
+HTTP API calls (``actors.commands.Commands.cancel``, ``runs.service.RunService.retry``), so an operator's command
+is an event in the log with its ``command_id``, idempotent like any other: the same id again answers the original
+seq and writes nothing.
+
+"Stuck" (``--stuck``): running with an expired lease that no worker has claimed since (no worker serves the kind,
+or every one is full or cut off), queued and due for longer than ``runtime.stuck_queued_s``, or paused after a
+failure (it waits for a retry).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+import msgspec
+
+from openmaic import errors
+from openmaic.actors.commands import CommandResult
+from openmaic.actors.commands import Commands as SessionCommands
+from openmaic.config import Config
+from openmaic.events.log import EventLog, RecordedEvent
+from openmaic.runs.service import RunService
+from openmaic.store.queries import Q
+
+__all__ = ["Lease", "SessionRow", "SessionView", "cancel", "list_sessions", "retry", "show", "SESSION_KINDS"]
+
+SESSION_KINDS = ("generation", "workbench")
+"""The stream kinds that are sessions (a course or a material stream is not)."""
+
+HISTORY_LIMIT = 10_000
+"""Events ``show`` reads at most (a longer history is cut, and says so)."""
+
+
+class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    kind: str
+    owner: str
+    state: str
+    """What the user sees (``paused``, ``idle`` …), from the session list; the scheduling status until then."""
+    status: str
+    """Scheduling: ``queued``, ``running``, ``waiting`` or ``terminal``."""
+    attempt: int
+    lease_worker: str | None
+    lease_left_s: float | None
+    """Seconds until the lease expires (negative: expired); None when nobody holds it."""
+    idle_s: float | None
+    """Seconds since the last event."""
+    title: str
+    stuck: str | None = None
+    """Why it counts as stuck, or None."""
+
+
+class Lease(msgspec.Struct, frozen=True, kw_only=True):
+    """One attempt's hold on the stream."""
+
+    attempt: int
+    worker: str
+    reason: str
+    """Why it was claimed: ``queued`` or ``orphaned`` (a takeover)."""
+    claimed_at: dt.datetime
+    claimed_seq: int
+    ended: str
+    """``released (wait)``, ``released (shutdown)``, ``taken over``, ``ended (completed)`` or ``held``."""
+    ended_at: dt.datetime | None = None
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True):
+    seq: int
+    type: str
+    recorded_at: dt.datetime
+    attempt: int | None
+    command_id: str | None
+    data: msgspec.Raw
+
+
+class SessionView(msgspec.Struct, frozen=True, kw_only=True):
+    session: SessionRow
+    leases: list[Lease]
+    events: list[Event]
+    truncated: bool = False
+
+
+async def list_sessions(
+    log: EventLog,
+    *,
+    owner: str | None = None,
+    kind: str | None = None,
+    state: str | None = None,
+    stuck: bool = False,
+    stuck_queued_s: float = 300.0,
+    limit: int = 100,
+) -> list[SessionRow]:
+    rows = await log.db.fetch(Q.sessions_list, list(SESSION_KINDS), owner, kind, state, stuck, stuck_queued_s, limit,
+                              None)  # fmt: skip
+    return [_row(r) for r in rows]
+
+
+def _row(r: object) -> SessionRow:
+    get = r.__getitem__  # type: ignore[attr-defined]
+    held = get("lease_worker") is not None
+    return SessionRow(id=get("id"), kind=get("kind"), owner=get("owner_id"), state=get("state"), status=get("status"),
+                      attempt=get("attempt"), lease_worker=get("lease_worker"),
+                      lease_left_s=get("lease_left_s") if held else None, idle_s=get("idle_s"), title=get("title"),
+                      stuck=get("stuck"))  # fmt: skip
+
+
+async def _session(log: EventLog, session_id: str, stuck_queued_s: float) -> SessionRow:
+    # The list's own query, narrowed to the one stream: show and list never disagree about a session.
+    rows = await log.db.fetch(Q.sessions_list, list(SESSION_KINDS), None, None, None, False, stuck_queued_s, 1,
+                              session_id)  # fmt: skip
+    if rows:
+        return _row(rows[0])
+    row = await log.stream(session_id)
+    if row is not None:
+        raise errors.NotFound(f"{session_id!r} is a {row['kind']} stream, not a session or run (see `openmaic replay`)")
+    raise errors.NotFound(f"no session or run has the id {session_id!r} (`openmaic sessions list` shows them)")
+
+
+def lease_timeline(events: Sequence[RecordedEvent]) -> list[Lease]:
+    """Each attempt's lease, from the log: when it was claimed and how it ended."""
+    leases: list[Lease] = []
+    current: dict[str, object] | None = None
+
+    def close(how: str, at: dt.datetime | None) -> None:
+        nonlocal current
+        if current is not None:
+            leases.append(Lease(ended=how, ended_at=at, **current))  # type: ignore[arg-type]
+            current = None
+
+    for e in events:
+        if e.type == "lease.claimed":
+            data = msgspec.json.decode(e.data)
+            close("taken over", e.recorded_at)  # a new claim without a release: the last holder's lease expired
+            current = {"attempt": data["attempt"], "worker": data["worker"], "reason": data["reason"],
+                       "claimed_at": e.recorded_at, "claimed_seq": e.seq}  # fmt: skip
+        elif e.type == "lease.released":
+            close(f"released ({msgspec.json.decode(e.data).get('reason', '')})", e.recorded_at)
+        elif e.type == "session.ended":
+            close(f"ended ({msgspec.json.decode(e.data).get('status', '')})", e.recorded_at)
+    close("held", None)
+    return leases
+
+
+async def show(log: EventLog, session_id: str, *, stuck_queued_s: float = 300.0) -> SessionView:
+    session = await _session(log, session_id, stuck_queued_s)
+    events: list[RecordedEvent] = []
+    while len(events) < HISTORY_LIMIT:
+        page = await log.read_stream(session_id, events[-1].seq if events else 0, 1000)
+        events += page
+        if len(page) < 1000:
+            break
+    truncated = len(events) >= HISTORY_LIMIT
+    shown = [Event(seq=e.seq, type=e.type, recorded_at=e.recorded_at, attempt=e.attempt, command_id=e.command_id,
+                   data=e.data) for e in events[:HISTORY_LIMIT]]  # fmt: skip
+    return SessionView(session=session, leases=lease_timeline(events), events=shown, truncated=truncated)
+
+
+async def _owner_of(log: EventLog, session_id: str, kinds: Sequence[str]) -> tuple[str, str]:
+    row = await log.stream(session_id)
+    if row is None or row["kind"] not in SESSION_KINDS:
+        raise errors.NotFound(f"no session or run has the id {session_id!r} (`openmaic sessions list` shows them)")
+    if row["kind"] not in kinds:
+        raise errors.Conflict(f"{session_id!r} is a {row['kind']} session; only {' or '.join(kinds)} runs take this "
+                              "command")  # fmt: skip
+    return row["owner_id"], row["kind"]
+
+
+async def cancel(log: EventLog, session_id: str, command_id: str) -> CommandResult:
+    """Cancel a session or run on its owner's behalf (the HTTP API's cancel)."""
+    owner, _ = await _owner_of(log, session_id, SESSION_KINDS)
+    return await SessionCommands(log, message_kinds=["workbench"]).cancel(owner, session_id, command_id)
+
+
+async def retry(log: EventLog, config: Config, run_id: str, command_id: str) -> CommandResult:
+    """Re-run the step a paused run failed on, on its owner's behalf (the HTTP API's retry)."""
+    owner, _ = await _owner_of(log, run_id, ("generation",))
+    return await RunService(log, config).retry(owner, run_id, command_id)
