@@ -3,7 +3,6 @@ All are public (no owner)."""
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import msgspec
@@ -93,7 +92,7 @@ async def metrics_text(call: Call) -> Response:
     return Response(await probes.scrape(call.services.metric_samplers), 200, content_type=metrics.CONTENT_TYPE)
 
 
-@api_route(bp, "GET", "/api/openapi.json", auth=False)
+@api_route(bp, "GET", "/api/openapi.json", response=dict[str, Any], auth=False)
 async def openapi(call: Call) -> Response:
     """This API's OpenAPI 3.1 document."""
     app = quart.current_app

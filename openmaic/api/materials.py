@@ -133,7 +133,7 @@ async def _upload(call: Call) -> tuple[str, str, bytes]:
 
 
 @api_route(bp, "POST", "/api/materials", response=UploadedMaterial, status=201, body_limit="upload",
-           media_type="application/octet-stream", errors=(413, 415, 429))
+           upload="raw_or_multipart", upload_headers=("X-Material-Filename", "X-Request-Id"), errors=(413, 415, 429))
 async def upload_material(call: Call) -> Response:
     """Upload a material: the file as the raw body (Content-Type, X-Material-Filename), or multipart field file.
 

@@ -36,7 +36,8 @@ _ERROR_TEXT = {
 
 _SECURITY: dict[str, tuple[str, dict[str, Any]]] = {
     "token": ("bearerAuth", {"type": "http", "scheme": "bearer", "description": "openmaic tokens create"}),
-    "anonymous": ("ownerCookie", {"type": "apiKey", "in": "cookie", "name": "", "description": "signed owner id"}),
+    "anonymous": ("ownerCookie", {"type": "apiKey", "in": "cookie", "name": "",
+                                  "description": "the owner's id, as OpenMAIC's anonymous_id cookie"}),
     "trusted_header": ("proxyUser", {"type": "apiKey", "in": "header", "name": "", "description": "set by the proxy"}),
 }
 
@@ -45,7 +46,7 @@ def build_openapi(routes: list[RouteSpec], identity: IdentityConfig) -> dict[str
     """The OpenAPI document for ``routes``, with the security scheme of the configured identity mode."""
     types: list[Any] = [ApiErrorBody, JsonErrorBody]
     for r in routes:
-        types += [t for t in (r.body, r.response, r.query, r.ws_receives, r.ws_sends) if t is not None]
+        types += [t for t in (r.body, r.response, r.query, r.ws_receives, r.ws_sends, r.sse_data) if t is not None]
     unique = list(dict.fromkeys(types))
     schemas, components = msgspec.json.schema_components(unique, ref_template=REF)
     schema_of = dict(zip(unique, schemas, strict=True))
@@ -105,10 +106,24 @@ def _operation(r: RouteSpec, schema_of: dict[Any, Any], components: dict[str, An
             "name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"},
             "description": "SSE only: resume after this seq (wins over after).",
         })  # fmt: skip
+    params += [{"name": h, "in": "header", "required": False, "schema": {"type": "string"}} for h in r.upload_headers]
     if params:
         op["parameters"] = params
     if r.body is not None:
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema_of[r.body]}}}
+    elif r.upload is not None:
+        content: dict[str, Any] = {}
+        if r.upload in ("multipart", "raw_or_multipart"):
+            content["multipart/form-data"] = {"schema": {
+                "type": "object", "required": [r.upload_field],
+                "properties": {r.upload_field: {"type": "string", "contentMediaType": "application/octet-stream",
+                                                "description": "The file, with its name and type."}},
+            }}  # fmt: skip
+        if r.upload in ("raw", "raw_or_multipart"):
+            content["*/*"] = {"schema": {"type": "string", "contentMediaType": "application/octet-stream"}}
+        op["requestBody"] = {"required": True, "content": content,
+                             "description": "The file: its raw bytes (Content-Type says what they are), or a "
+                                            f"multipart form with the field {r.upload_field}."}  # fmt: skip
 
     responses: dict[str, Any] = {}
     if r.websocket:
@@ -122,14 +137,23 @@ def _operation(r: RouteSpec, schema_of: dict[Any, Any], components: dict[str, An
         content: dict[str, Any] = {}
         if r.response is not None:
             content[r.media_type] = {"schema": schema_of[r.response]}
-        elif r.media_type != "application/json":
+        elif r.sse or r.status == 204:
+            pass
+        elif r.media_type == "application/json":
+            # A route that returns JSON without declaring its type still answers JSON: any value, said so.
+            content[r.media_type] = {"schema": {"description": "Not declared by the route: any JSON value."}}
+        else:
             content[r.media_type] = {"schema": {"type": "string"}}
         if r.sse:
-            content["text/event-stream"] = {
-                "schema": {"type": "string"},
-                "description": "Frames 'id: <seq>' + 'data: <Envelope JSON>'; then 'event: caught_up' with "
-                'data {"seq": N}; then live events and ": ping" comments.',
-            }
+            # OpenAPI 3.1 has no schema for an event stream's frames: the stream is a string, the data of each
+            # frame is described by x-sse-data, and the framing in the response's description.
+            stream: dict[str, Any] = {"schema": {"type": "string"}}
+            if r.sse_data is not None:
+                stream["x-sse-data"] = schema_of[r.sse_data]
+            content["text/event-stream"] = stream
+            ok["description"] = ("Success. With Accept: text/event-stream, a server-sent-event stream: frames "
+                                 "'id: <seq>' and 'data: <JSON>', an 'event: caught_up' frame once the backlog is "
+                                 "sent, then live frames and ': ping' comments.")  # fmt: skip
         if content:
             ok["content"] = content
         responses[str(r.status)] = ok
@@ -137,6 +161,8 @@ def _operation(r: RouteSpec, schema_of: dict[Any, Any], components: dict[str, An
     statuses = set(r.errors) | {500}
     if r.body is not None:
         statuses |= {400, 413}
+    if r.upload is not None:
+        statuses.add(413)
     if r.query is not None:
         statuses.add(400)
     if r.auth:

@@ -70,7 +70,16 @@ class RouteSpec:
     auth: bool = True
     body_limit: BodyLimit = "json"
     sse: bool = False
-    """The route also answers ``Accept: text/event-stream`` with a server-sent-event stream."""
+    """The route answers ``Accept: text/event-stream`` with a server-sent-event stream (only that, without a
+    ``response`` type)."""
+    sse_data: Any = None
+    """SSE routes: the type of each frame's ``data`` (documentation)."""
+    upload: Literal["multipart", "raw", "raw_or_multipart"] | None = None
+    """The request body is an upload: a multipart form with the file in ``upload_field``, or the raw bytes (the
+    ``Content-Type`` header says what they are)."""
+    upload_field: str = "file"
+    upload_headers: tuple[str, ...] = ()
+    """Request headers an upload may carry (documentation: optional header parameters)."""
     ws_receives: Any = None
     """WebSocket routes: the type of the messages a client may send."""
     ws_sends: Any = None
@@ -147,6 +156,10 @@ def api_route(
     auth: bool = True,
     body_limit: BodyLimit = "json",
     sse: bool = False,
+    sse_data: Any = None,
+    upload: Literal["multipart", "raw", "raw_or_multipart"] | None = None,
+    upload_field: str = "file",
+    upload_headers: tuple[str, ...] = (),
     ws_receives: Any = None,
     ws_sends: Any = None,
     errors: tuple[int, ...] = (),
@@ -162,9 +175,10 @@ def api_route(
     (bodies should forbid unknown fields); ``response`` documents what the handler returns. ``method="WS"``
     declares a WebSocket route: the handler runs with ``call.request`` being the websocket; raising before it
     accepts refuses the handshake with the usual JSON error. ``body_limit="upload"`` lets the route read up to
-    ``limits.upload_bytes`` instead of ``limits.json_body_bytes`` (an int: that many bytes). ``error_style``,
-    ``plain_not_found`` and ``error_codes`` choose how its errors are written (see the module docstring). The
-    handler's docstring becomes the OpenAPI summary (first line) and description.
+    ``limits.upload_bytes`` instead of ``limits.json_body_bytes`` (an int: that many bytes); ``upload`` says how
+    the upload is sent (documentation). ``sse=True``: the route streams server-sent events (``sse_data``: each
+    frame's data type). ``error_style``, ``plain_not_found`` and ``error_codes`` choose how its errors are written
+    (see the module docstring). The handler's docstring becomes the OpenAPI summary (first line) and description.
     """
     method = method.upper()
 
@@ -173,7 +187,8 @@ def api_route(
         summary, _, description = doc.partition("\n")
         spec = RouteSpec(
             method=method, path=path, endpoint=fn.__name__, blueprint=bp.name, handler=fn, body=body, query=query,
-            response=response, status=status, auth=auth, body_limit=body_limit, sse=sse, ws_receives=ws_receives,
+            response=response, status=status, auth=auth, body_limit=body_limit, sse=sse, sse_data=sse_data,
+            upload=upload, upload_field=upload_field, upload_headers=upload_headers, ws_receives=ws_receives,
             ws_sends=ws_sends, errors=errors, media_type=media_type, error_style=error_style,
             plain_not_found=plain_not_found, error_codes=dict(error_codes or {}), summary=summary.strip(),
             description=" ".join(description.split()), path_params=tuple(_PARAM.findall(path)),
