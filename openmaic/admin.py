@@ -44,7 +44,7 @@ def admin_port(roles: Sequence[str], flag: int | None, config: Config) -> int | 
 def admin_app(services: Services) -> QuartTrio:
     """The admin listener's app: the API's operational routes only, over this process's services."""
     api = ApiServices(db=services.db, log=services.log, wakeups=services.wakeups, config=services.config,
-                      metric_samplers=probes.samplers(services.db))  # fmt: skip
+                      metric_samplers=probes.samplers(services.db, stuck_queued_s=services.config.runtime.stuck_queued_s))  # fmt: skip
     return create_app(api, core=(health.bp,))
 
 

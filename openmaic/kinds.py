@@ -11,8 +11,16 @@ from openmaic.runs.kind import GenerationKind
 from openmaic.workbench.kind import WorkbenchKind
 
 
+SESSION_KINDS: tuple[str, ...] = ("generation", "workbench")
+"""The stream kinds that are sessions (a course, a material or a run's media lane is not)."""
+
+
 def session_kinds(config: Config) -> dict[str, Kind[Any]]:
-    return {"generation": GenerationKind(config), "workbench": WorkbenchKind(config), "media": MediaKind(config)}
+    kinds: dict[str, Kind[Any]] = {
+        "generation": GenerationKind(config), "workbench": WorkbenchKind(config), "media": MediaKind(config),
+    }
+    assert set(SESSION_KINDS) <= set(kinds)
+    return kinds
 
 
 def get_kind(kind: str, config: Config | None = None) -> Kind[Any]:

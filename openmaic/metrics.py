@@ -47,7 +47,8 @@ from prometheus_client.gc_collector import GCCollector
 __all__ = [
     "ACTIVE_ACTORS", "APPENDS", "APPEND_SECONDS", "CLAIMS", "CLAIM_SECONDS", "CONTENT_TYPE", "HORIZON_AGE",
     "HTTP_REQUESTS", "LEASE_LOSSES", "LIVE_DELIVERY_SECONDS", "LIVE_FEEDS", "MODEL_FALLBACKS", "PROJECTION_LAG",
-    "PROJECTION_LAG_SECONDS", "PROVIDER_SECONDS", "REGISTRY", "SLOW_CONSUMERS", "SSE_CLIENTS", "STEP_SECONDS",
+    "PROJECTION_LAG_SECONDS", "PROVIDER_SECONDS", "REGISTRY", "SESSIONS_STUCK", "SLOW_CONSUMERS", "SSE_CLIENTS",
+    "STEP_SECONDS",
     "TAKEOVERS", "WEBSOCKET_CLIENTS", "render", "sample", "step_family", "timed",
 ]  # fmt: skip
 
@@ -158,6 +159,13 @@ HORIZON_AGE = Gauge(
     "How long the oldest open transaction of the cluster (any database) has been holding back the global log's "
     "readable tail; 0 when none does. Projectors and feeds see nothing committed after it started.",
     registry=REGISTRY,
+)  # fmt: skip
+
+SESSIONS_STUCK = Gauge(
+    "openmaic_sessions_stuck",
+    "Sessions and runs that are stuck, by reason: lease_expired (running, its lease expired, not claimed again), "
+    "queued_too_long (queued and due past runtime.stuck_queued_s), paused (waiting for a retry).",
+    ("reason",), registry=REGISTRY,
 )  # fmt: skip
 
 _SCENE_INDEX = re.compile(r":\d+(?=:|$)")

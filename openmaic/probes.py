@@ -34,12 +34,13 @@ import trio
 
 from openmaic import metrics
 from openmaic.errors import OpenMaicError
+from openmaic.kinds import SESSION_KINDS
 from openmaic.projections import default_projections, record_projection_lag
 from openmaic.store.database import Database
 from openmaic.store.migrations import pending
 from openmaic.store.queries import Q
 
-__all__ = ["CHECK_TIMEOUT_S", "Horizon", "Readiness", "Sampler", "read_horizon", "readiness", "samplers", "scrape"]
+__all__ = ["CHECK_TIMEOUT_S", "STUCK_REASONS", "Horizon", "Readiness", "Sampler", "read_horizon", "readiness", "samplers", "scrape"]
 
 log = logging.getLogger("openmaic.probes")
 
@@ -133,10 +134,30 @@ async def _sample_horizon(db: Database) -> None:
     metrics.HORIZON_AGE.set((await read_horizon(db, float("inf"))).age_s)
 
 
-def samplers(db: Database) -> list[Sampler]:
-    """The samplers every process runs before a scrape: projection lag and horizon age."""
+STUCK_REASONS = {
+    "lease_expired": "running, its lease expired and no worker claimed it again",
+    "queued_too_long": "queued and due for longer than runtime.stuck_queued_s",
+    "paused": "paused after a failure: it waits for a retry",
+}
+"""Why a session is stuck (``Q.sessions_list`` decides), and what it means; the keys label the stuck gauge."""
+
+
+async def _sample_stuck(db: Database, stuck_queued_s: float) -> None:
+    # The operators' list itself (`openmaic sessions list --stuck`), counted: one definition of "stuck".
+    rows = await db.fetch(Q.sessions_list, list(SESSION_KINDS), None, None, None, True, stuck_queued_s, 100_000,
+                          None)  # fmt: skip
+    counts = dict.fromkeys(STUCK_REASONS, 0)
+    for r in rows:
+        counts[r["stuck"]] = counts.get(r["stuck"], 0) + 1
+    for reason, n in counts.items():
+        metrics.SESSIONS_STUCK.labels(reason=reason).set(n)
+
+
+def samplers(db: Database, *, stuck_queued_s: float = 300.0) -> list[Sampler]:
+    """The samplers every process runs before a scrape: projection lag, horizon age, stuck sessions."""
     return [functools.partial(record_projection_lag, db, default_projections()),
-            functools.partial(_sample_horizon, db)]  # fmt: skip
+            functools.partial(_sample_horizon, db),
+            functools.partial(_sample_stuck, db, stuck_queued_s)]  # fmt: skip
 
 
 async def scrape(run_first: Sequence[Sampler]) -> bytes:

@@ -35,7 +35,7 @@ def api_services(services: Any) -> ApiServices:
         runs=RunService(log, services.config),
         sessions=WorkbenchSessions(log, SessionCommands(log, message_kinds=["workbench"])),
         extractor=services.extractor,
-        metric_samplers=probes.samplers(services.db),
+        metric_samplers=probes.samplers(services.db, stuck_queued_s=services.config.runtime.stuck_queued_s),
     )
 
 

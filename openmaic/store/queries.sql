@@ -90,12 +90,10 @@ SELECT *
   FROM (SELECT s.id, s.kind, s.owner_id, coalesce(l.status, s.status) AS state, s.status, s.attempt,
                s.lease_worker, extract(epoch FROM s.lease_expires_at - now())::float8 AS lease_left_s,
                extract(epoch FROM now() - e.recorded_at)::float8 AS idle_s, coalesce(l.title, '') AS title,
-               CASE WHEN s.status = 'running' AND s.lease_expires_at < now()
-                        THEN 'running, its lease expired and not claimed again'
+               CASE WHEN s.status = 'running' AND s.lease_expires_at < now() THEN 'lease_expired'
                     WHEN s.status = 'queued' AND (s.wake_at IS NULL OR s.wake_at <= now())
-                         AND e.recorded_at < now() - $6 * interval '1 second'
-                        THEN 'queued longer than ' || $6 || ' s'
-                    WHEN l.status = 'paused' THEN 'paused after a failure'
+                         AND e.recorded_at < now() - $6 * interval '1 second' THEN 'queued_too_long'
+                    WHEN l.status = 'paused' THEN 'paused'
                END AS stuck,
                e.recorded_at AS last_at
           FROM streams s

@@ -24,13 +24,14 @@ from openmaic.actors.commands import CommandResult
 from openmaic.actors.commands import Commands as SessionCommands
 from openmaic.config import Config
 from openmaic.events.log import EventLog, RecordedEvent
+from openmaic.kinds import SESSION_KINDS
+from openmaic.probes import STUCK_REASONS
 from openmaic.runs.service import RunService
 from openmaic.store.queries import Q
 
-__all__ = ["Lease", "SessionRow", "SessionView", "cancel", "list_sessions", "retry", "show", "SESSION_KINDS"]
+__all__ = ["Lease", "SessionRow", "SessionView", "cancel", "list_sessions", "retry", "show", "SESSION_KINDS",
+           "STUCK_REASONS"]
 
-SESSION_KINDS = ("generation", "workbench")
-"""The stream kinds that are sessions (a course or a material stream is not)."""
 
 HISTORY_LIMIT = 10_000
 """Events ``show`` reads at most (a longer history is cut, and says so)."""
@@ -52,7 +53,7 @@ class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
     """Seconds since the last event."""
     title: str
     stuck: str | None = None
-    """Why it counts as stuck, or None."""
+    """Why it counts as stuck (a key of :data:`STUCK_REASONS`), or None."""
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True):

@@ -23,7 +23,7 @@ from openmaic.events.log import EventLog
 from openmaic.store.database import Database
 from openmaic.tools import sessions
 from openmaic.tools.args import at_least, duration
-from openmaic.tools.sessions import SESSION_KINDS, SessionRow, SessionView
+from openmaic.tools.sessions import SESSION_KINDS, STUCK_REASONS, SessionRow, SessionView
 
 WithDb = Callable[[Callable[[Database, argparse.Namespace], Awaitable[int]]], Callable[[argparse.Namespace], int]]
 
@@ -85,7 +85,8 @@ def _lease(row: SessionRow) -> str:
 def table(rows: list[SessionRow], *, stuck: bool = False) -> str:
     head = ["ID", "KIND", "OWNER", "STATE", "ATTEMPT", "LEASE", "LAST EVENT"] + (["STUCK"] if stuck else [])
     body = [[r.id, r.kind, r.owner, r.state if r.state == r.status else f"{r.state} ({r.status})", str(r.attempt),
-             _lease(r), f"{duration(r.idle_s)} ago"] + ([r.stuck or ""] if stuck else []) for r in rows]  # fmt: skip
+             _lease(r), f"{duration(r.idle_s)} ago"] + ([STUCK_REASONS.get(r.stuck or "", "")] if stuck else [])
+            for r in rows]  # fmt: skip
     widths = [max(len(c[i]) for c in [head, *body]) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip()
                      for line in [head, *body])  # fmt: skip
@@ -102,7 +103,7 @@ def describe(view: SessionView) -> str:
            f"  lease     {_lease(s)}",
            f"  last      event {duration(s.idle_s)} ago"]  # fmt: skip
     if s.stuck:
-        out.append(f"  STUCK     {s.stuck}")
+        out.append(f"  STUCK     {STUCK_REASONS.get(s.stuck, s.stuck)}")
     out.append(f"leases ({len(view.leases)}):")
     for le in view.leases:
         ended = le.ended if le.ended_at is None else f"{le.ended} at {_time(le.ended_at)}"

@@ -38,6 +38,7 @@ REQUIRED_METRICS = {
     "openmaic_projection_lag_events": "gauge",
     "openmaic_projection_lag_seconds": "gauge",
     "openmaic_horizon_age_seconds": "gauge",
+    "openmaic_sessions_stuck": "gauge",
     "openmaic_http_requests_total": "counter",
     "process_cpu_seconds_total": "counter",
     "process_resident_memory_bytes": "gauge",

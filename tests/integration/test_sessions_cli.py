@@ -12,7 +12,7 @@ import json
 import trio
 
 from openmaic.actors.commands import Commands as SessionCommands
-from openmaic import errors
+from openmaic import errors, metrics, probes
 from openmaic.cli import build_parser
 from openmaic.config import parse_config
 from openmaic.events.log import EventLog
@@ -93,9 +93,13 @@ async def test_operators_list_show_cancel_and_retry(db, db_url, tmp_path, capsys
     assert [s["id"] for s in await listed("--owner", "bob", "--state", "paused")] == []
     assert len(await listed("--limit", "2")) == 2
     stuck = {s["id"]: s["stuck"] for s in await listed("--stuck")}
-    assert stuck == {run.id: "paused after a failure", queued: "queued longer than 0.5 s",
-                     orphan: "running, its lease expired and not claimed again"}  # fmt: skip
-    assert "STUCK" in (await quick("sessions", "list", "--stuck"))[1]
+    assert stuck == {run.id: "paused", queued: "queued_too_long", orphan: "lease_expired"}
+    for sample in probes.samplers(db, stuck_queued_s=0.5):  # the gauge counts the same list
+        await sample()
+    assert {r: metrics.sample("openmaic_sessions_stuck", reason=r) for r in probes.STUCK_REASONS} == {
+        "lease_expired": 1, "queued_too_long": 1, "paused": 1}  # fmt: skip
+    table = (await quick("sessions", "list", "--stuck"))[1]
+    assert "STUCK" in table and "paused after a failure: it waits for a retry" in table
 
     r = await cli("sessions", "show", run.id)
     assert r.returncode == 0, err(r)
