@@ -1,5 +1,6 @@
-"""deploy/: every command line the manifests run is a valid ``openmaic`` invocation, the probes and stop timeouts
-fit the server, and the example configuration loads.
+"""deploy/: every command line the manifests run is a valid ``openmaic`` invocation, every role is probed and
+scraped on the port that serves its /healthz, /readyz and /metrics (the API's, or the admin listener's), the stop
+timeouts fit the server, and the example configuration loads.
 
 Each ``check_*`` function takes parsed text and fails (``pytest.fail``) naming the file and what is wrong, so the
 same checks run on the real files and, at the end, on small synthetic manifests: a sound one must pass and each
@@ -23,6 +24,7 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from openmaic.admin import DEFAULT_ADMIN_PORT
 from openmaic.cli import DEFAULT_PORT, build_parser
 from openmaic.config import Config, RuntimeConfig, parse_config
 from openmaic.errors import ConfigError
@@ -62,6 +64,18 @@ class Command:
         if self.args.port is not None:
             return int(self.args.port)
         return int(env.get("OPENMAIC_PORT") or DEFAULT_PORT)
+
+    def probe_port(self, env: dict[str, str]) -> int:
+        """Where this process serves /healthz, /readyz and /metrics: the API's port in a process with the API role,
+        else its admin listener's (``--admin-port``, ``OPENMAIC_ADMIN_PORT``, or the default)."""
+        if "api" in self.roles:
+            return self.api_port(env)
+        if self.args.admin_port is not None:
+            return int(self.args.admin_port)
+        return int(env.get("OPENMAIC_ADMIN_PORT") or DEFAULT_ADMIN_PORT)
+
+    def host(self, env: dict[str, str]) -> str | None:
+        return self.args.host or env.get("OPENMAIC_HOST")
 
 
 def check_command(argv: list[str], where: str) -> Command:
@@ -235,18 +249,23 @@ def check_compose_service(name: str, s: dict[str, Any], img: Image, base: Path =
         "service_completed_successfully"
     ):
         fail(where, "must depend on migrate with condition service_completed_successfully")
+    port = cmd.probe_port(env)
+    if healthcheck_off:
+        fail(where, f"every role is probed: keep a /healthz health check (port {port})")
+    if cmd.host(env) != "0.0.0.0":
+        fail(where, f"--host 0.0.0.0: port {port} must be reachable from other containers (Prometheus)")
+    test = " ".join(as_argv((s.get("healthcheck") or {}).get("test")))
+    if test:
+        if f"127.0.0.1:{port}/healthz" not in test:
+            fail(where, f"the health check must poll http://127.0.0.1:{port}/healthz, got {test!r}")
+    elif port != DEFAULT_PORT and env.get("OPENMAIC_PORT") != str(port):
+        # the image's HEALTHCHECK polls OPENMAIC_PORT, else the default port
+        fail(where, f"roles {', '.join(cmd.roles)} serve /healthz on {port} but the image's HEALTHCHECK polls "
+                    f"{env.get('OPENMAIC_PORT') or DEFAULT_PORT}")  # fmt: skip
     if "api" in cmd.roles:
-        port = cmd.api_port(env)
-        if port != DEFAULT_PORT:  # the image's HEALTHCHECK polls the default port unless OPENMAIC_PORT is set
-            if env.get("OPENMAIC_PORT") != str(port):
-                fail(where, f"the API listens on {port} but the image's HEALTHCHECK polls {DEFAULT_PORT}")
-        if healthcheck_off:
-            fail(where, "the API service must keep a /healthz health check")
         published = [str(p).rsplit(":", 1)[-1].split("/")[0] for p in s.get("ports", [])]
         if str(port) not in published:
             fail(where, f"the API port {port} is not published (ports: {s.get('ports')})")
-    elif not healthcheck_off:
-        fail(where, f"roles {', '.join(cmd.roles)} serve no HTTP: disable the image's /healthz HEALTHCHECK")
     return cmd
 
 
@@ -283,7 +302,54 @@ def check_compose(doc: dict[str, Any], img: Image) -> dict[str, Command]:
             processes[role] += int((services[name].get("deploy") or {}).get("replicas", 1))
     if processes != EXPECTED_PROCESSES:
         fail(where, f"processes per role: expected {EXPECTED_PROCESSES}, got {processes}")
+    check_compose_scrape(services, commands)
     return commands
+
+
+def compose_mounts(service: dict[str, Any]) -> dict[str, str]:
+    """Container path -> host path of the service's bind mounts."""
+    mounts = {}
+    for volume in service.get("volumes", []):
+        source, target, *_ = str(volume).split(":")
+        mounts[target] = source
+    return mounts
+
+
+def scrape_targets(config: dict[str, Any]) -> set[str]:
+    """Every ``host:port`` a Prometheus configuration scrapes (static targets and DNS names with their port)."""
+    targets: set[str] = set()
+    for job in config.get("scrape_configs") or []:
+        for static in job.get("static_configs") or []:
+            targets |= {str(t) for t in static.get("targets") or []}
+        for dns in job.get("dns_sd_configs") or []:
+            targets |= {f"{n}:{dns['port']}" for n in dns.get("names") or []}
+    return targets
+
+
+def check_compose_scrape(services: dict[str, Any], commands: dict[str, Command]) -> None:
+    """A Prometheus service scrapes every openmaic process on the port that serves its /metrics, with the rules."""
+    where = "docker-compose.yml"
+    proms = [n for n, s in services.items() if str(s.get("image", "")).split(":")[0].endswith("prometheus")]
+    if len(proms) != 1:
+        fail(where, f"expected one Prometheus service scraping every role, got {proms}")
+    prom = services[proms[0]]
+    mounts = compose_mounts(prom)
+    flags = [a for a in as_argv(prom.get("command")) if a.startswith("--config.file=")]
+    config_path = flags[-1].split("=", 1)[1] if flags else "/etc/prometheus/prometheus.yml"
+    if config_path not in mounts:
+        fail(f"{where} services.{proms[0]}", f"its configuration {config_path} is not mounted")
+    config = yaml.safe_load((DEPLOY / mounts[config_path]).read_text("utf-8"))
+    for rules in config.get("rule_files") or []:
+        if rules not in mounts or not (DEPLOY / mounts[rules]).is_file():
+            fail(f"{where} services.{proms[0]}", f"rule file {rules} is not mounted from deploy/")
+    if not config.get("rule_files"):
+        fail(f"{where} services.{proms[0]}", "no rule_files: the alerts are not evaluated")
+    targets = scrape_targets(config)
+    for name, cmd in commands.items():
+        if cmd.args.command == "serve":
+            target = f"{name}:{cmd.probe_port(compose_env(services[name]))}"
+            if target not in targets:
+                fail(f"{where} services.{name}", f"Prometheus does not scrape {target} (it scrapes {sorted(targets)})")
 
 
 # --- Kubernetes ----------------------------------------------------------------------------------------------------
@@ -316,11 +382,11 @@ def resolve_port(port: Any, ports: dict[str, int]) -> int | None:
 def check_probe(container: dict[str, Any], probe: str, path: str, port: int, ports: dict[str, int], where: str) -> None:
     get = (container.get(probe) or {}).get("httpGet")
     if not get:
-        fail(where, f"the API container needs a {probe} (httpGet {path})")
+        fail(where, f"every role is probed: the container needs a {probe} (httpGet {path} on port {port})")
     if get.get("path") != path:
         fail(where, f"{probe} must request {path}, got {get.get('path')}")
     if resolve_port(get.get("port"), ports) != port:
-        fail(where, f"{probe} port {get.get('port')!r} is not the API port {port}")
+        fail(where, f"{probe} port {get.get('port')!r} is not port {port}, which serves {path} for this role")
 
 
 def check_workload(doc: dict[str, Any], img: Image, file: str) -> Workload:
@@ -370,20 +436,25 @@ def check_workload(doc: dict[str, Any], img: Image, file: str) -> Workload:
             if not source:
                 fail(cwhere, f"OPENMAIC_CONFIG must name a file in a mounted ConfigMap, got {path!r}")
             w.config_refs.append((source["name"], posixpath.basename(path)))
-        if "api" in cmd.roles:
-            port = cmd.api_port(env)
+        if cmd.args.command == "serve":
+            port = cmd.probe_port(env)
             if port not in ports.values():
                 declared = sorted(set(ports.values()))
-                fail(cwhere, f"the API listens on {port} but the container declares ports {declared}")
+                listener = "the API" if "api" in cmd.roles else "the admin listener"
+                fail(cwhere, f"{listener} listens on {port} but the container declares ports {declared}")
+            if cmd.host(env) != "0.0.0.0":
+                fail(cwhere, f"--host 0.0.0.0: the kubelet and Prometheus reach port {port} from outside the pod")
             check_probe(c, "readinessProbe", "/readyz", port, ports, cwhere)
             check_probe(c, "livenessProbe", "/healthz", port, ports, cwhere)
             if "startupProbe" in c:
                 check_probe(c, "startupProbe", "/healthz", port, ports, cwhere)
-            w.ports, w.api_port = ports, port
-        else:
-            for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
-                if (c.get(probe) or {}).get("httpGet"):
-                    fail(cwhere, f"{probe}: roles {', '.join(cmd.roles) or cmd.args.command} serve no HTTP")
+            annotations = (template.get("metadata") or {}).get("annotations") or {}
+            scrape = {k: annotations.get(f"prometheus.io/{k}") for k in ("scrape", "port", "path")}
+            if scrape != {"scrape": "true", "port": str(port), "path": "/metrics"}:
+                fail(where, f"the pod must be annotated for scraping on port {port} (prometheus.io/scrape: \"true\", "
+                            f"prometheus.io/port: \"{port}\", prometheus.io/path: /metrics), got {scrape}")  # fmt: skip
+            if "api" in cmd.roles:
+                w.ports, w.api_port = ports, port
     if kind == "Job" and [c.args.command for c in w.commands] != ["migrate"]:
         fail(where, "the Job must run `openmaic migrate`")
     return w
@@ -460,14 +531,15 @@ def words(values: list[str]) -> list[str]:
     return [w for v in values for w in shlex.split(v)]
 
 
-def check_unit(name: str, unit: dict[str, dict[str, list[str]]]) -> Command:
-    where = f"systemd/{name}"
+def check_unit(name: str, unit: dict[str, dict[str, list[str]]], instance: str | None = None) -> Command:
+    """A unit (a template unit as its ``instance``, %i replaced) runs a valid command the way systemd should."""
+    where = f"systemd/{name}" + (f" (instance {instance})" if instance is not None else "")
     service = unit.get("Service") or {}
     one = {k: v[-1] for k, v in service.items()}
     starts = service.get("ExecStart", [])
     if len(starts) != 1:
         fail(where, f"expected one ExecStart, got {starts}")
-    argv = shlex.split(starts[0].lstrip("-@+!:"))
+    argv = shlex.split(starts[0].lstrip("-@+!:").replace("%i", instance or "%i"))
     if not argv[0].startswith("/"):
         fail(where, f"ExecStart must use an absolute path, got {argv[0]}")
     cmd = check_command(argv, where)
@@ -495,11 +567,31 @@ def check_unit(name: str, unit: dict[str, dict[str, list[str]]]) -> Command:
     return cmd
 
 
+def instances(units: dict[str, str], template: str) -> list[str]:
+    """The instances of ``template`` (``openmaic-worker@.service``) that openmaic.target wants."""
+    wanted = words((parse_unit(units["openmaic.target"], "systemd/openmaic.target").get("Unit") or {}).get("Wants", []))
+    prefix, suffix = template.split("@")
+    return [u[len(prefix) + 1: -len(suffix)] for u in wanted if u.startswith(prefix + "@") and u.endswith(suffix)]
+
+
 def check_systemd(units: dict[str, str]) -> dict[str, Command]:
     commands = {}
+    listening: dict[int, str] = {}  # one host: no two processes may take the same port
     for name, text in units.items():
-        if name.endswith(".service"):
-            commands[name] = check_unit(name, parse_unit(text, f"systemd/{name}"))
+        if not name.endswith(".service"):
+            continue
+        unit = parse_unit(text, f"systemd/{name}")
+        for instance in instances(units, name) if name.endswith("@.service") else [None]:
+            cmd = check_unit(name, unit, instance)
+            commands[name] = cmd
+            if cmd.args.command != "serve":
+                continue
+            env = dict(w.partition("=")[::2] for w in words((unit.get("Service") or {}).get("Environment", [])))
+            port = cmd.probe_port(env)
+            unit_name = name.replace("@.", f"@{instance}.")
+            if port in listening:
+                fail(f"systemd/{unit_name}", f"serves its probes on port {port}, as {listening[port]} does")
+            listening[port] = unit_name
     roles = {r for c in commands.values() for r in c.roles}
     if roles != set(ROLES):
         fail("systemd", f"the units serve roles {sorted(roles)}, expected {sorted(ROLES)}")
@@ -601,7 +693,9 @@ metadata: {name: synthetic}
 spec:
   selector: {matchLabels: {app: synthetic}}
   template:
-    metadata: {labels: {app: synthetic}}
+    metadata:
+      labels: {app: synthetic}
+      annotations: {prometheus.io/scrape: "true", prometheus.io/port: "8000", prometheus.io/path: /metrics}
     spec:
       terminationGracePeriodSeconds: 45
       containers:
@@ -652,6 +746,9 @@ def test_synthetic_manifests_pass() -> None:
     img = image()
     w = check_workload(yaml.safe_load(SYNTHETIC_DEPLOYMENT), img, "synthetic.yaml")
     assert w.api_port == 8000 and w.commands[0].roles == ("api",)
+    # A worker serving its probes and metrics on its admin listener, on the same port, is sound too.
+    worker = SYNTHETIC_DEPLOYMENT.replace('"--role", "api"', '"--role", "worker", "--admin-port", "8000"')
+    assert check_workload(yaml.safe_load(worker), img, "synthetic.yaml").commands[0].probe_port({}) == 8000
     assert check_unit("synthetic.service", parse_unit(SYNTHETIC_UNIT, "synthetic")).roles == ("worker",)
     assert check_compose_service("synthetic", yaml.safe_load(SYNTHETIC_COMPOSE_SERVICE), img).roles == ("api",)
 
@@ -665,12 +762,15 @@ def test_synthetic_manifests_pass() -> None:
          "does not run the openmaic"),
         ('"0.0.0.0"]', '"0.0.0.0", "--port", "9000"]', "the API listens on 9000"),
         ("path: /readyz", "path: /healthz", "readinessProbe must request /readyz"),
-        ("port: 8000}", "port: 8080}", "livenessProbe port 8080 is not the API port 8000"),
+        ("port: 8000}", "port: 8080}", "livenessProbe port 8080 is not port 8000"),
         ("terminationGracePeriodSeconds: 45", "terminationGracePeriodSeconds: 10", "not longer than the shutdown"),
         ("secretKeyRef: {name: s, key: DATABASE_URL}", "secretKeyRef: {name: s, key: DATABASE_URL, optional: true}",
          "DATABASE_URL must come from a Secret"),
         ("{cpu: 100m, memory: 128Mi}", "{cpu: 100m}", "resources.requests"),
-        ('"--role", "api"', '"--role", "worker"', "serve no HTTP"),
+        ('"--role", "api"', '"--role", "worker"', "the admin listener listens on 8001 but the container declares"),
+        ('"0.0.0.0"]', '"127.0.0.1"]', "--host 0.0.0.0"),
+        ('prometheus.io/port: "8000"', 'prometheus.io/port: "9000"', "annotated for scraping on port 8000"),
+        ("readinessProbe: {httpGet: {path: /readyz, port: http}}", "", "needs a readinessProbe"),
     ],
 )
 def test_kubernetes_rejects(old: str, new: str, message: str) -> None:
@@ -718,7 +818,11 @@ def test_systemd_rejects(old: str, new: str, message: str) -> None:
         ("condition: service_completed_successfully", "condition: service_started", "service_completed_successfully"),
         ("openmaic.yml:ro", "openmaic.yml:rw", "read-only"),
         ('["8000:8000"]', '["8000:9000"]', "API port 8000 is not published"),
-        ('"--role", "api"', '"--role", "projector"', "disable the image's /healthz"),
+        ('"--role", "api"', '"--role", "projector"', "serve /healthz on 8001 but the image's HEALTHCHECK polls 8000"),
+        ('"0.0.0.0"]', '"127.0.0.1"]', "--host 0.0.0.0"),
+        ("stop_grace_period: 30s", "stop_grace_period: 30s\nhealthcheck: {disable: true}", "keep a /healthz health"),
+        ("stop_grace_period: 30s", "stop_grace_period: 30s\nhealthcheck: {test: [CMD, x, 'http://127.0.0.1:8001/healthz']}",
+         "must poll http://127.0.0.1:8000/healthz"),
     ],
 )
 def test_compose_rejects(old: str, new: str, message: str) -> None:
@@ -743,6 +847,23 @@ def test_dockerfile_rejects(old: str, new: str, message: str) -> None:
     with pytest.raises(pytest.fail.Exception, match=re.escape(message)):
         img = check_dockerfile(text.replace(old, new), "synthetic Dockerfile")
         check_command(img.entrypoint + img.cmd, "synthetic Dockerfile ENTRYPOINT + CMD")
+
+
+def test_systemd_rejects_two_processes_on_one_port() -> None:
+    units = {p.name: p.read_text("utf-8") for p in sorted(SYSTEMD.glob("openmaic*"))}
+    broken = dict(units)
+    broken["openmaic-worker@.service"] = units["openmaic-worker@.service"].replace("--admin-port %i", "--admin-port 8001")
+    with pytest.raises(pytest.fail.Exception, match="serves its probes on port 8001, as"):
+        check_systemd(broken)
+
+
+def test_compose_rejects_a_role_prometheus_does_not_scrape() -> None:
+    doc = yaml.safe_load((DEPLOY / "docker-compose.yml").read_text("utf-8"))
+    doc["services"]["projector"]["command"] += ["--admin-port", "8002"]
+    doc["services"]["projector"]["healthcheck"]["test"][-1] = doc["services"]["projector"]["healthcheck"]["test"][
+        -1].replace("8001", "8002")  # fmt: skip
+    with pytest.raises(pytest.fail.Exception, match="Prometheus does not scrape projector:8002"):
+        check_compose(doc, image())
 
 
 def test_durations() -> None:
