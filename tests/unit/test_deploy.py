@@ -167,8 +167,14 @@ def check_dockerfile(text: str, where: str = "deploy/Dockerfile") -> Image:
     last = {i: rest for i, rest in final}  # the last of each instruction in the final stage wins
     if not re.match(r"python:3\.12-slim\b", last["FROM"]):
         fail(where, f"the image must be based on python:3.12-slim, got {last['FROM']}")
-    if not any(i == "RUN" and re.search(r"\bpip install \.(\s|$)", rest) for i, rest in instructions):
+    # The package, at the lock's versions: `pip install -c requirements.lock '.[embedded]'` (or plain `.`).
+    installs = [rest for i, rest in instructions if i == "RUN" and re.search(r"\bpip install\b", rest)]
+    if not any(re.search(r"(\s|^)'?\.(\[[a-z,]+\])?'?(\s|$)", r) for r in installs):
         fail(where, "the package is not installed with `pip install .`")
+    if not any("-c requirements.lock" in r for r in installs):
+        fail(where, "the install does not use requirements.lock (-c requirements.lock): the image's versions drift")
+    if "requirements.lock" not in " ".join(rest for i, rest in instructions if i == "COPY"):
+        fail(where, "requirements.lock is not copied into the build stage")
     user = last.get("USER", "root").split(":")[0]
     if user in ("root", "0"):
         fail(where, f"the image must run as a non-root user, got USER {user}")
@@ -620,7 +626,8 @@ def test_dockerfile() -> None:
     assert img.entrypoint == ["openmaic"]
     cmd = check_command(img.entrypoint + img.cmd, "Dockerfile ENTRYPOINT + CMD")
     assert cmd.roles == ROLES and cmd.args.host == "0.0.0.0"
-    assert (DEPLOY / "Dockerfile.dockerignore").is_file()  # the build context is the repository root
+    ignore = (DEPLOY / "Dockerfile.dockerignore").read_text("utf-8")  # the build context is the repository root
+    assert {"!pyproject.toml", "!requirements.lock", "!openmaic"} <= set(ignore.split())
 
 
 def test_compose() -> None:
@@ -839,6 +846,7 @@ def test_compose_rejects(old: str, new: str, message: str) -> None:
         ('CMD ["serve", "--host", "0.0.0.0"]', 'CMD ["serve", "--role", "all"]', "invalid choice: 'all'"),
         ("USER 10001:10001", "USER root", "non-root"),
         ("/healthz", "/readyz", "HEALTHCHECK must poll /healthz"),
+        ("-c requirements.lock ", "", "does not use requirements.lock"),
     ],
 )
 def test_dockerfile_rejects(old: str, new: str, message: str) -> None:
