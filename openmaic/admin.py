@@ -1,4 +1,4 @@
-"""The admin listener: ``/healthz``, ``/readyz`` and ``/metrics`` on a port of their own.
+"""The admin listener: ``/healthz``, ``/readyz`` and ``/metrics`` on a port of their own, and the operators' API.
 
 A process with the API role serves these on the API's port; a worker or projector process serves no HTTP of its
 own, so without this listener it could be neither probed nor scraped. The listener runs the same routes as the
@@ -10,6 +10,9 @@ Which port: ``--admin-port`` (env ``OPENMAIC_ADMIN_PORT``, else ``server.admin_p
 :data:`DEFAULT_ADMIN_PORT` for a process without the API role and no listener for one with it. It binds the
 same host as the API (``--host``). It is started after the roles (so a ready answer means they run) and stopped
 after they have wound down, so probes keep answering through a graceful shutdown.
+
+The operators' API (``/api/admin/…``, :mod:`openmaic.api.operators`) is served here and only here: the public
+API's port never offers it.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import trio
 from quart_trio import QuartTrio
 
 from openmaic import probes
-from openmaic.api import health
+from openmaic.api import health, operators
 from openmaic.api.app import create_app
 from openmaic.api.server import Listening, serve_api
 from openmaic.api.services import ApiServices
@@ -45,7 +48,9 @@ def admin_app(services: Services) -> QuartTrio:
     """The admin listener's app: the API's operational routes only, over this process's services."""
     api = ApiServices(db=services.db, log=services.log, wakeups=services.wakeups, config=services.config,
                       metric_samplers=probes.samplers(services.db, stuck_queued_s=services.config.runtime.stuck_queued_s))  # fmt: skip
-    return create_app(api, core=(health.bp,))
+    # Not behind ACCESS_CODE: that code admits the public API's users, and the operators' routes answer only an
+    # operator (server.admin_token, else this host's clients); probes and scrapes carry no cookie.
+    return create_app(api, core=(health.bp,), blueprints=(operators.bp,), access_gate=False)
 
 
 async def serve_admin(

@@ -71,6 +71,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "OPENMAIC_DATA_DIR": ("server", "data_dir"),
     "OPENMAIC_ADMIN_PORT": ("server", "admin_port"),
     "OPENMAIC_LOG_FORMAT": ("server", "log_format"),
+    "OPENMAIC_ADMIN_TOKEN": ("server", "admin_token"),
     "OPENMAIC_IDENTITY_MODE": ("identity", "mode"),
 }
 
@@ -220,6 +221,8 @@ class ServerConfig(_Section):
     (which serves them itself), none in the others."""
     log_format: Literal["text", "json"] = "text"
     """``json``: one JSON object per line, with the stream, attempt, worker and step of the actor that wrote it."""
+    admin_token: Secret | None = None
+    """The admin listener's /api/admin routes accept ``Authorization: Bearer <it>``; unset: loopback clients only."""
 
 
 class Route(msgspec.Struct, frozen=True):
@@ -549,7 +552,7 @@ class _Loader:
                 continue
             path = f"{section}.{key}"
             self.origins[path] = var
-            if var == "OPENMAIC_SECRET_KEY":
+            if var in ("OPENMAIC_SECRET_KEY", "OPENMAIC_ADMIN_TOKEN"):
                 self.secrets.add(value)
             if section == "server" and key in ("port", "admin_port"):
                 try:
@@ -574,6 +577,9 @@ class _Loader:
         identity = raw.get("identity")
         if isinstance(identity, dict) and isinstance(identity.get("secret_key"), str):
             self.secrets.add(identity["secret_key"])
+        server = raw.get("server")
+        if isinstance(server, dict) and isinstance(server.get("admin_token"), str):
+            self.secrets.add(server["admin_token"])
 
     def _convert(self, obj: Any, typ: Any, prefix: list[Any]) -> Any:
         try:

@@ -16,8 +16,8 @@ message already, where it matters).
 
 **Keys never reach a line.** Code never logs a key on purpose (:class:`~openmaic.config.Secret` does not even
 print itself); as a last line of defence each formatted line, in either format, has every configured secret
-(providers' keys and credentials, ``OPENMAIC_SECRET_KEY``, ``ACCESS_CODE``; any of 8 characters or more) replaced
-by ``***``.
+(providers' keys and credentials, ``OPENMAIC_SECRET_KEY``, ``ACCESS_CODE``, the admin token; any of 8 characters or
+more) replaced by ``***``.
 """
 
 from __future__ import annotations
@@ -108,10 +108,12 @@ def configure(fmt: LogFormat = "text", *, secrets: Iterable[str] = (), level: in
 
 def secrets_of(config: Any) -> list[str]:
     """Every secret a configuration holds: the providers' keys and credentials, the secret that seals the keys
-    owners save, and the access code. (Owners' own keys live sealed in the database and are never logged.)"""
+    owners save, the access code and the admin token. (Owners' own keys live sealed in the database and are never
+    logged.)"""
     found: list[Any] = []
     for provider in getattr(config, "providers", {}).values():
         found.append(getattr(provider, "api_key", None))
         found += list((getattr(provider, "credentials", None) or {}).values())
-    found += [getattr(config, "secret_key", None), getattr(config, "access_code", None)]
+    found += [getattr(config, "secret_key", None), getattr(config, "access_code", None),
+              getattr(getattr(config, "server", None), "admin_token", None)]
     return [s.reveal() if hasattr(s, "reveal") else str(s) for s in found if s is not None]

@@ -34,9 +34,11 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 
 
 def create_app(
-    services: ApiServices, *, blueprints: Iterable[Blueprint] = (), core: Iterable[Blueprint] = CORE_BLUEPRINTS
+    services: ApiServices, *, blueprints: Iterable[Blueprint] = (), core: Iterable[Blueprint] = CORE_BLUEPRINTS,
+    access_gate: bool = True,
 ) -> QuartTrio:
-    """The API application for ``services``, serving the ``core`` routes plus ``blueprints``.
+    """The API application for ``services``, serving the ``core`` routes plus ``blueprints``; ``access_gate``
+    puts them behind ``ACCESS_CODE`` when one is configured (the admin listener guards its routes itself).
 
     Every route must be declared with :func:`openmaic.api.routing.api_route`: a URL rule added any other way
     is refused here (it would be missing from the OpenAPI document and skip the generic checks).
@@ -60,9 +62,10 @@ def create_app(
         raise RuntimeError(f"routes not declared with api_route: {', '.join(undeclared)}")
 
     app.register_error_handler(Exception, _error_response)
-    # The access-code gate stands before routing, as OpenMAIC's middleware: unknown /api paths are gated too.
-    app.before_request(_admit)
-    app.before_websocket(_admit)
+    if access_gate:
+        # The access-code gate stands before routing, as OpenMAIC's middleware: unknown /api paths are gated too.
+        app.before_request(_admit)
+        app.before_websocket(_admit)
     app.after_request(_after_request)
     return app
 

@@ -1,5 +1,8 @@
 """The operators' view of sessions and runs: list (with "stuck"), show (history and lease timeline), cancel, retry.
 
+Its types are what both ``openmaic sessions … --json`` and the operators' HTTP API (:mod:`openmaic.api.operators`)
+answer, in the API's camelCase.
+
 Reads come from the scheduling rows (``streams``: status, attempt, lease), the ``session_list`` read model (the
 state a user sees, and the title) and the log itself (history, leases). Commands are the users' commands, made
 on the owner's behalf: :func:`cancel` and :func:`retry` look the owner up and call the very service methods the
@@ -37,7 +40,7 @@ HISTORY_LIMIT = 10_000
 """Events ``show`` reads at most (a longer history is cut, and says so)."""
 
 
-class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
+class SessionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     id: str
     kind: str
     owner: str
@@ -56,7 +59,7 @@ class SessionRow(msgspec.Struct, frozen=True, kw_only=True):
     """Why it counts as stuck (a key of :data:`STUCK_REASONS`), or None."""
 
 
-class Lease(msgspec.Struct, frozen=True, kw_only=True):
+class Lease(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     """One attempt's hold on the stream."""
 
     attempt: int
@@ -70,7 +73,7 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True):
     ended_at: dt.datetime | None = None
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True):
+class Event(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     seq: int
     type: str
     recorded_at: dt.datetime
@@ -79,7 +82,7 @@ class Event(msgspec.Struct, frozen=True, kw_only=True):
     data: msgspec.Raw
 
 
-class SessionView(msgspec.Struct, frozen=True, kw_only=True):
+class SessionView(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     session: SessionRow
     leases: list[Lease]
     events: list[Event]

@@ -5,8 +5,14 @@ The checks are generic over the routes the app declares, so a route added later 
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 from openapi_spec_validator import validate
+
+from openmaic.api import health, operators
+from openmaic.api.openapi import build_openapi
+from openmaic.api.wire import encode
+from openmaic.config import parse_config
 
 from openmaic.api.app import CORE_BLUEPRINTS
 from openmaic.api.resources import resource_blueprints
@@ -67,3 +73,14 @@ async def test_the_served_document_is_valid_openapi_31_and_covers_every_route(db
     assert set(upload["requestBody"]["content"]) == {"multipart/form-data", "*/*"}
     assert "X-Material-Filename" in {p["name"] for p in upload["parameters"] if p["in"] == "header"}
     assert set(upload["responses"]["201"]["content"]) == {"application/json"}
+
+
+def test_the_admin_listeners_document_is_valid_too():
+    """The admin listener serves the operational routes and the operators' API; its document is checked alike."""
+    routes = [spec for bp in (health.bp, operators.bp) for spec in routes_of(bp)]
+    doc = msgspec.json.decode(encode(build_openapi(routes, parse_config("", source="<test>", env={}).identity)))
+    validate(doc)
+    assert {"/api/admin/sessions", "/api/admin/sessions/{id}", "/api/admin/sessions/{id}/cancel",
+            "/api/admin/runs/{id}/retry"} <= set(doc["paths"])  # fmt: skip
+    cancel = doc["paths"]["/api/admin/sessions/{id}/cancel"]["post"]
+    assert "403" in cancel["responses"] and "application/json" in cancel["requestBody"]["content"]
