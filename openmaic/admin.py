@@ -7,7 +7,9 @@ worker's ``/readyz`` checks what the API's does and answers in the same shape, a
 process's own counters (claims, takeovers, lease losses, steps) beside the gauges read from the database.
 
 Which port: ``--admin-port`` (env ``OPENMAIC_ADMIN_PORT``, else ``server.admin_port``); when none is given,
-:data:`DEFAULT_ADMIN_PORT` for a process without the API role and no listener for one with it. It binds the
+:data:`DEFAULT_ADMIN_PORT` for a process without the API role and no listener for one with it. A port that was
+asked for and cannot be bound stops the process; the default one, taken by another process of the host (a second
+worker), only turns the listener off, with a warning. It binds the
 same host as the API (``--host``). It is started after the roles (so a ready answer means they run) and stopped
 after they have wound down, so probes keep answering through a graceful shutdown.
 
@@ -30,7 +32,7 @@ from openmaic.api.services import ApiServices
 from openmaic.config import Config
 from openmaic.services import Services
 
-__all__ = ["DEFAULT_ADMIN_PORT", "admin_app", "admin_port", "serve_admin"]
+__all__ = ["DEFAULT_ADMIN_PORT", "admin_app", "admin_port", "is_default_admin_port", "serve_admin"]
 
 DEFAULT_ADMIN_PORT = 8001
 
@@ -42,6 +44,12 @@ def admin_port(roles: Sequence[str], flag: int | None, config: Config) -> int | 
     if config.server.admin_port is not None:
         return config.server.admin_port
     return None if "api" in roles else DEFAULT_ADMIN_PORT
+
+
+def is_default_admin_port(roles: Sequence[str], flag: int | None, config: Config) -> bool:
+    """Whether the admin listener's port is the default one (nobody asked for it): taking it may fail harmlessly
+    when another process of this host has it, and the process then serves without it."""
+    return flag is None and config.server.admin_port is None and "api" not in roles
 
 
 def admin_app(services: Services) -> QuartTrio:

@@ -21,7 +21,8 @@ import trio
 
 from openmaic import logs
 from openmaic.actors.worker import Worker
-from openmaic.admin import admin_port, serve_admin
+from openmaic.admin import admin_port, is_default_admin_port, serve_admin
+from openmaic.api.errors import AddressInUse
 from openmaic.api.app import create_app
 from openmaic.api.resources import api_services, resource_blueprints
 from openmaic.api.server import serve_api
@@ -166,12 +167,24 @@ async def serve_roles(services: Services, args: argparse.Namespace) -> None:
                 if runner is not None:
                     await nursery.start(runner, services, args)
             if port is not None:
-                await outer.start(serve_admin, services, args.host or services.config.server.host, port)
+                await _start_admin(outer, services, args, port)
             log.info("ready: roles %s; Ctrl-C stops", ", ".join(args.roles))
             # Keeps the process up (and the nursery open) even when no role has a task of its own.
             await services.stopping.wait()
         # The roles have wound down: the admin listener, which answered probes meanwhile, goes last.
         outer.cancel_scope.cancel()
+
+
+async def _start_admin(nursery: trio.Nursery, services: Services, args: argparse.Namespace, port: int) -> None:
+    host = args.host or services.config.server.host
+    try:
+        await nursery.start(serve_admin, services, host, port)
+    except AddressInUse as exc:
+        if not is_default_admin_port(args.roles, getattr(args, "admin_port", None), services.config):
+            raise  # a port the operator asked for: refuse to run without it
+        # The default port, taken (a second worker on this host): serve without probes rather than not at all.
+        log.warning("%s; the admin listener (/healthz, /readyz, /metrics) is off: give this process its own "
+                    "--admin-port", exc.message)
 
 
 async def run_worker(services: Services, args: argparse.Namespace, *,

@@ -38,6 +38,8 @@ def serve_processes(
             args += ["--role", role] if role else []
             args += ["--port", str(port)] if port is not None else []
             args += [a for extra in more for a in extra]
+            if role in ("worker", "projector") and "--admin-port" not in args:
+                args += ["--admin-port", str(free_port())]  # never the default port other processes may hold
             with (tmp_path / f"{i}-{role or 'all'}.stderr").open("w") as err:
                 own = dict(env, **envs[i]) if i < len(envs) else env
                 procs.append(subprocess.Popen(args, cwd=ROOT, env=own, stdout=subprocess.DEVNULL, stderr=err))

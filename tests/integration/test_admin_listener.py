@@ -3,9 +3,21 @@ listener, and a worker's counters move when it runs a course (real processes, re
 
 from __future__ import annotations
 
+import argparse
+import socket
+
 import httpx
+import pytest
 import trio
 
+from openmaic import admin, serve
+from openmaic.api.errors import AddressInUse
+from openmaic.cli import _project_error
+from openmaic.config import default_config
+from openmaic.events.log import EventLog
+from openmaic.events.wakeups import Wakeups
+from openmaic.models.provider import open_model_router
+from openmaic.services import Services
 from openmaic.store.postgres import free_port
 from tests.integration.test_api_ops import REQUIRED_METRICS, parse_exposition
 from tests.serving import serve_processes, stderr_of, wait_ready
@@ -61,3 +73,35 @@ async def test_worker_and_projector_processes_serve_probes_and_metrics_that_move
         finally:
             for client in clients.values():
                 await client.aclose()
+
+
+async def test_a_taken_default_admin_port_turns_the_listener_off_and_an_asked_for_one_stops_the_process(
+        db, monkeypatch, caplog):  # fmt: skip
+    """A second worker on a host finds the default port taken: it serves without probes (and says so); a port the
+    operator asked for and cannot have stops the process, as the API's port does."""
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    monkeypatch.setattr(admin, "DEFAULT_ADMIN_PORT", port)
+    config = default_config()
+    try:
+        async with open_model_router(config) as models, trio.open_nursery() as nursery:
+            wakeups = Wakeups()
+            await nursery.start(wakeups.run, db)
+            services = Services(config=config, db=db, log=EventLog(db, wakeups), wakeups=wakeups, models=models)
+            args = argparse.Namespace(roles=["projector"], host="127.0.0.1", admin_port=None)
+            nursery.start_soon(serve.serve_roles, services, args)
+            with trio.fail_after(10):
+                while "admin listener (/healthz, /readyz, /metrics) is off" not in caplog.text:
+                    await trio.sleep(0.05)
+            services.stopping.set()  # the projector role winds down; serve_roles returns
+            explicit = argparse.Namespace(roles=["projector"], host="127.0.0.1", admin_port=port)
+            with pytest.raises((AddressInUse, BaseExceptionGroup)) as refused:
+                with trio.fail_after(10):
+                    await serve.serve_roles(Services(config=config, db=db, log=services.log, wakeups=wakeups,
+                                                     models=models), explicit)  # fmt: skip
+            assert isinstance(_project_error(refused.value), AddressInUse)  # what the command line reports
+            nursery.cancel_scope.cancel()
+    finally:
+        taken.close()

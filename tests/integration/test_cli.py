@@ -115,7 +115,7 @@ async def test_unreachable_database_is_one_line_exit_2(command, tmp_path) -> Non
 async def test_serve_migrates_then_stops_on_signal(empty_db_url, tmp_path, signum) -> None:
     env = _env(tmp_path, DATABASE_URL=empty_db_url)
     proc = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "openmaic", "serve", "--role", "worker", "--port", "0"],
+        [sys.executable, "-m", "openmaic", "serve", "--role", "worker", "--port", "0", "--admin-port", str(free_port())],
         env=env,
         cwd=tmp_path,
         stderr=subprocess.PIPE,
