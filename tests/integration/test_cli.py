@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -141,8 +143,20 @@ async def test_serve_migrates_then_stops_on_signal(empty_db_url, tmp_path, signu
     assert "Traceback" not in log
 
 
-async def test_embedded_server_lifecycle(tmp_path) -> None:
-    env = _env(tmp_path)
+@pytest.fixture
+def embedded_home():
+    """A directory for the embedded server outside pytest's own temporary tree. The server runs as the postgres
+    user, so its data directory's parents are opened for traversal; pytest makes /tmp/pytest-of-<user> private
+    again whenever another pytest starts, which would cut the server off from its own files mid-test."""
+    home = Path(tempfile.mkdtemp(prefix="openmaic-embedded-"))
+    try:
+        yield home
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+async def test_embedded_server_lifecycle(embedded_home) -> None:
+    env = _env(embedded_home)
     try:
         before = await openmaic("db", "status", env=env)
         assert before.returncode == 0, err(before)
