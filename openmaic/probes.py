@@ -79,7 +79,7 @@ class Readiness(msgspec.Struct, frozen=True, kw_only=True):
 
 async def read_horizon(db: Database, threshold_s: float) -> Horizon:
     row = await db.fetchrow(Q.horizon)
-    if row is None:
+    if row is None or row["age_s"] is None:  # nothing holds the log's tail back
         return Horizon(age_s=0.0, threshold_s=threshold_s)
     return Horizon(age_s=max(float(row["age_s"] or 0.0), 0.0), threshold_s=threshold_s, pid=row["pid"],
                    database=row["database"], state=row["state"])  # fmt: skip

@@ -293,7 +293,7 @@ class EventLog:
         r = await self.db.fetchrow(Q.horizon)
         assert r is not None
         return Horizon(int(r["xmin"]), int(r["behind"]),
-                       float(r["oldest_s"]) if r["oldest_s"] is not None else None, r["pid"])
+                       float(r["age_s"]) if r["age_s"] is not None else None, r["pid"])
 
     async def stream(self, stream_id: str) -> Record | None:
         return await self.db.fetchrow(Q.stream, stream_id)

@@ -46,38 +46,27 @@ SELECT position, epoch, tx::text AS tx, stream_id, seq, type, v, data::text AS d
  LIMIT $4;
 
 -- name: horizon
--- What holds the global log's tailing horizon back: the transaction with the oldest id still running (in any database
--- of the cluster, prepared transactions included; see read_all), how long it has been open, and how many ids were
--- handed out since. Sessions of other roles show only to members of pg_read_all_stats.
+-- The global log's tailing horizon (read_all stops below the snapshot's xmin), how many ids were handed out since,
+-- and the transaction holding it back: the open transaction with the oldest id in the whole cluster, in any
+-- database, since transaction ids are shared by every database of a cluster; a prepared transaction counts too.
+-- Transactions without an id (read-only ones, this one) hold nothing back. Other roles' sessions show their ids
+-- only to a role with pg_read_all_stats (pg_monitor). Always one row; pid, database, state and age_s are NULL when
+-- nothing holds the tail back (pid alone is NULL for a prepared transaction).
 SELECT pg_snapshot_xmin(s)::text AS xmin,
        pg_snapshot_xmax(s)::text::numeric - pg_snapshot_xmin(s)::text::numeric AS behind,
-       o.pid, extract(epoch FROM now() - o.started) AS oldest_s
+       o.pid, o.database, o.state, o.age_s
   FROM pg_current_snapshot() AS s
   LEFT JOIN LATERAL (
-      SELECT x.pid, x.started FROM (
-          SELECT a.pid, a.xact_start AS started, age(a.backend_xid) AS age FROM pg_stat_activity a
-           WHERE a.backend_xid IS NOT NULL AND a.pid <> pg_backend_pid()
+      SELECT t.* FROM (
+          SELECT a.pid, a.datname::text AS database, a.state,
+                 extract(epoch FROM clock_timestamp() - a.xact_start)::float8 AS age_s, age(a.backend_xid) AS xid_age
+            FROM pg_stat_activity a
+           WHERE a.backend_xid IS NOT NULL AND a.xact_start IS NOT NULL AND a.pid <> pg_backend_pid()
           UNION ALL
-          SELECT NULL, p.prepared, age(p.transaction) FROM pg_prepared_xacts p) AS x
-       ORDER BY x.age DESC LIMIT 1) AS o ON true;
-
--- name: horizon
--- The transaction holding back the global log's readable tail (read_all stops below the snapshot's xmin): the
--- open transaction with the oldest id in the whole cluster, in any database, since transaction ids are shared by
--- every database of a cluster; a prepared transaction counts too. Transactions without an id (read-only ones,
--- this one) hold nothing back. Other roles' sessions show their ids only to a role with pg_read_all_stats
--- (pg_monitor). No row: nothing holds the tail back.
-SELECT pid, database, state, age_s
-  FROM (SELECT a.pid, a.datname AS database, a.state,
-               extract(epoch FROM clock_timestamp() - a.xact_start)::float8 AS age_s, age(a.backend_xid) AS xid_age
-          FROM pg_stat_activity a
-         WHERE a.backend_xid IS NOT NULL AND a.xact_start IS NOT NULL
-        UNION ALL
-        SELECT NULL, p.database, 'prepared', extract(epoch FROM clock_timestamp() - p.prepared)::float8,
-               age(p.transaction)
-          FROM pg_prepared_xacts p) AS t
- ORDER BY xid_age DESC
- LIMIT 1;
+          SELECT NULL, p.database::text, 'prepared', extract(epoch FROM clock_timestamp() - p.prepared)::float8,
+                 age(p.transaction)
+            FROM pg_prepared_xacts p) AS t
+       ORDER BY t.xid_age DESC LIMIT 1) AS o ON true;
 
 -- name: sessions_list
 -- The operators' list (openmaic sessions list): each session and run of the kinds $1, newest activity first, with
