@@ -303,18 +303,21 @@ async def test_a_cancel_hinted_while_no_step_runs_aborts_the_step_that_follows(d
 
 async def test_a_heartbeat_renews_the_lease_from_when_it_was_sent(db_url, log, db):
     await new_stream(log, "s1", steps=1, sleep=30)
-    async with open_worker(db_url, settings(lease_ttl_s=3.0, heartbeat_s=0.2)) as worker:
+    # The worker's own heartbeats are an hour apart: the test sends the one it watches, so no later heartbeat can
+    # overwrite the renewal before it is read.
+    async with open_worker(db_url, settings(lease_ttl_s=10.0, heartbeat_s=3600.0)) as worker:
         await wait_for(lambda: _has(log, "s1", "lease.claimed"))
         actor = worker.actors["s1"]
-        async with db.connection() as conn, conn.transaction():
-            # The stream's row is locked: the next heartbeat waits for it, well after it was sent.
-            await conn.execute("SELECT 1 FROM streams WHERE id = 's1' FOR UPDATE")
-            await wait_for(lambda: _heartbeat_waits(db))
-            waiting_since = trio.current_time()
-            before = actor.renewed_at
-            await trio.sleep(1.0)  # the heartbeat's reply comes this much later than its send
-        await wait_for(lambda: _true(actor.renewed_at > before), timeout=5)
-        assert actor.renewed_at <= waiting_since, "the lease was dated from the heartbeat's reply"
+        before = actor.renewed_at
+        async with trio.open_nursery() as nursery:
+            async with db.connection() as conn, conn.transaction():
+                # The stream's row is locked: the heartbeat waits for it, well after it was sent.
+                await conn.execute("SELECT 1 FROM streams WHERE id = 's1' FOR UPDATE")
+                nursery.start_soon(worker.heartbeat_once)
+                await wait_for(lambda: _heartbeat_waits(db))
+                waiting_since = trio.current_time()
+                await trio.sleep(1.0)  # the heartbeat's reply comes this much later than its send
+        assert before < actor.renewed_at <= waiting_since, "the lease was dated from the heartbeat's reply"
         assert not actor.lease_lost
 
 
