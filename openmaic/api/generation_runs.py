@@ -32,7 +32,7 @@ from openmaic.api.follow import SSE_HEADERS, Phase, ViewFraming, feed_response, 
 from openmaic.api.headless import runs_of
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
-from openmaic.api.wire import Success, Wire, encode
+from openmaic.api.wire import CommandId, Success, Wire, encode
 from openmaic.events.log import RecordedEvent
 from openmaic.events.wakeups import RUNNABLE
 from openmaic.media.commands import retry_media
@@ -46,8 +46,6 @@ __all__ = ["RUN_COMMANDS", "RunFraming", "bp", "client_view_from", "runs_of_serv
 
 bp = Blueprint("generation_runs", __name__)
 
-CommandId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")]
-"""A client-chosen idempotency key (OpenMAIC's shape): repeating a command returns its first result."""
 
 _RUN_CODES = {409: "RUN_STATE_CONFLICT"}
 """Every 409 of a run's commands is OpenMAIC's RUN_STATE_CONFLICT, on their routes and on the WebSocket alike."""

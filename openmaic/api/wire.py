@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
@@ -28,11 +28,15 @@ from openmaic.text import find_unstorable, json_has_nul, unstorable_message
 from openmaic.wire import Wire
 
 __all__ = [
-    "ENCODER", "MAX_PAGE", "Success", "Wire", "check_path", "check_text", "decode_json", "decode_query", "encode",
+    "ENCODER", "MAX_PAGE", "CommandId", "Success", "Wire", "check_path", "check_text", "decode_json", "decode_query",
+    "encode",
     "invalid_input",
 ]  # fmt: skip
 
 T = TypeVar("T")
+
+CommandId = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9_.:-]{1,128}$")]
+"""A client-chosen idempotency key (OpenMAIC's shape): repeating a command returns its first result."""
 
 ENCODER = msgspec.json.Encoder()
 """The one JSON encoder of the API (reused: creating encoders per call costs more than encoding)."""

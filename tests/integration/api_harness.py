@@ -152,7 +152,8 @@ async def running_api(
     config = config or make_config()
     services = ApiServices(db=db, log=log, wakeups=wakeups, config=config, runs=RunService(log, config),
                            sessions=WorkbenchSessions(log, Commands(log, message_kinds=["workbench"])))
-    app = create_app(services, blueprints=[agent_sessions.bp, *blueprints])
+    blueprints = list(blueprints)
+    app = create_app(services, blueprints=blueprints if agent_sessions.bp in blueprints else [agent_sessions.bp, *blueprints])
     async with trio.open_nursery() as nursery:
         await nursery.start(wakeups.run, db)
         listening = await nursery.start(serve_api, app, "127.0.0.1", 0)

@@ -46,14 +46,13 @@ async def test_worker_and_projector_processes_serve_probes_and_metrics_that_move
                 types, _ = parse_exposition((await c.get("/metrics")).text)
                 assert {n: types.get(n) for n in REQUIRED_METRICS} == REQUIRED_METRICS, name
                 # Only the operational routes: the admin port serves no API.
-                assert (await c.get("/api/library")).status_code == 404, name
+                assert (await c.get("/api/generation-runs/active")).status_code == 404, name
 
-            r = await clients["api"].post("/api/runs", json={"command_id": "c1", "requirement": "Tides",
-                                                             "outline_review": "auto"})  # fmt: skip
+            r = await clients["api"].post("/api/generation-runs", json={"requirement": "Tides", "outlineReview": "auto"})
             assert r.status_code == 202, r.text
-            run_id = r.json()["id"]
+            run_id = r.json()["run"]["id"]
             with trio.fail_after(60):
-                while (await clients["api"].get(f"/api/runs/{run_id}")).json()["state"] != "completed":
+                while (await clients["api"].get(f"/api/generation-runs/{run_id}")).json()["run"]["state"] != "completed":
                     assert all(p.poll() is None for p in procs), stderr_of(tmp_path)
                     await trio.sleep(0.2)
 
