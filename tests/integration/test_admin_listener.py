@@ -46,7 +46,7 @@ async def test_worker_and_projector_processes_serve_probes_and_metrics_that_move
                 types, _ = parse_exposition((await c.get("/metrics")).text)
                 assert {n: types.get(n) for n in REQUIRED_METRICS} == REQUIRED_METRICS, name
                 # Only the operational routes: the admin port serves no API.
-                assert (await c.get("/api/generation-runs/active")).status_code == 404, name
+                assert (await c.get("/api/generation-runs")).status_code == 404, name
 
             r = await clients["api"].post("/api/generation-runs", json={"requirement": "Tides", "outlineReview": "auto"})
             assert r.status_code == 202, r.text
