@@ -38,7 +38,8 @@ from openmaic.events.wakeups import RUNNABLE
 from openmaic.media.commands import retry_media
 from openmaic.runs.client_events import ClientView
 from openmaic.runs.events import AgentsChoice, LearnerProfile, RunInput, Voice
-from openmaic.runs.service import RunService, RunStateConflict, outline_items
+from openmaic.runs.outline_input import outline_items
+from openmaic.runs.service import RunService, RunStateConflict
 from openmaic.runs.views import RunDetail, RunView, run_detail, run_state, run_view
 from openmaic.store.database import Record
 
@@ -90,6 +91,14 @@ class StartRun(Wire):
     """This server's addition: the course's language tag; inferred from the requirement when empty."""
 
 
+class MediaGenerationBody(Wire):
+    type: str
+    prompt: str
+    element_id: str = ""
+    """Kept as given; a new entry without one gets the next free ``gen_img_<n>`` / ``gen_vid_<n>``."""
+    aspect_ratio: str = "16:9"
+
+
 class SceneOutlineBody(Wire):
     id: str = ""
     type: str
@@ -97,6 +106,7 @@ class SceneOutlineBody(Wire):
     description: str = ""
     key_points: list[str] = []
     order: int = 0
+    media_generations: list[MediaGenerationBody] = []
 
 
 class ConfirmOutline(Wire):

@@ -11,11 +11,16 @@ default is still required in the schema; the model fills it, and msgspec accepts
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import re
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
 SceneKind = Literal["slide", "quiz", "interactive"]
+AspectRatio = Literal["16:9", "4:3", "1:1", "9:16"]
+ASPECT_RATIOS: tuple[str, ...] = get_args(AspectRatio)
+ELEMENT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+"""The shape of a media element id: unique within an outline and safe in a URL."""
 
 MAX_SCENES = 30
 """The most scenes an outline may have (the outline's schema says so to the model)."""
@@ -28,7 +33,7 @@ class MediaRequest(msgspec.Struct, frozen=True, kw_only=True):
     kind: Literal["image", "video"]
     prompt: str
     element_id: str
-    aspect_ratio: Literal["16:9", "4:3", "1:1", "9:16"] = "16:9"
+    aspect_ratio: AspectRatio = "16:9"
 
 
 class OutlineItem(msgspec.Struct, frozen=True, kw_only=True):

@@ -18,22 +18,20 @@ with the validation error, like any invalid output) or repaired here, determinis
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
 from openmaic.courses.schema import (
-    AgentProfile, Interactive, OutlineItem, Quiz, QuizOutput, SceneAction, SceneActions, SceneContent, SceneKind,
-    Slide,
+    ELEMENT_ID, AgentProfile, Interactive, OutlineItem, Quiz, QuizOutput, SceneAction, SceneActions, SceneContent,
+    SceneKind, Slide,
 )  # fmt: skip
 from openmaic.models.types import Message
 from openmaic.runs.agents import BUILTIN_AGENTS
 
 __all__ = ["lead_of", "repair_actions", "repair_outline", "repair_roster", "write_content"]
 
-_ELEMENT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 _CONTENT_TYPES: dict[str, type[Any]] = {"slide": Slide, "quiz": QuizOutput, "interactive": Interactive}
 
 _ROLE_NAMES = {"teacher": "Teacher", "assistant": "Assistant", "classmate": "Classmate"}
@@ -56,7 +54,7 @@ def repair_outline(items: Sequence[OutlineItem]) -> list[OutlineItem]:
                 continue
             counts[request.kind] += 1
             element_id = request.element_id
-            if element_id in seen or not _ELEMENT_ID.match(element_id):
+            if element_id in seen or not ELEMENT_ID.match(element_id):
                 element_id = f"gen_{'img' if request.kind == 'image' else 'vid'}_{counts[request.kind]}"
                 while element_id in seen:
                     element_id += "_"

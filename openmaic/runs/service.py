@@ -57,7 +57,7 @@ from openmaic.store.queries import Q
 
 __all__ = [
     "CommandOutcome", "MAX_REQUIREMENT_CHARS", "RunService", "RunSnapshot", "RunStateConflict", "TooManyRuns",
-    "course_title", "infer_language", "new_run_ids", "outline_items", "run_ids", "valid_run_id",
+    "course_title", "infer_language", "new_run_ids", "run_ids", "valid_run_id",
 ]  # fmt: skip
 
 MAX_REQUIREMENT_CHARS = 20_000
@@ -167,18 +167,6 @@ def _requeue(row: Record) -> dict[str, Any]:
     if row["status"] in ("waiting", "queued"):
         return {"status": "queued", "wake_at": None, "progress": True}
     return {}
-
-
-def outline_items(outlines: Sequence[Any]) -> list[OutlineItem]:
-    """OpenMAIC ``SceneOutline``s (``{type, title, description, keyPoints}``, decoded into objects with those
-    attributes) as outline items; InvalidInput naming the first that this server cannot build."""
-    items = []
-    for i, o in enumerate(outlines):
-        if o.type not in ("slide", "quiz", "interactive"):
-            raise errors.InvalidInput(f"outlines[{i}].type: {o.type!r} scenes are not supported; use slide, quiz or "
-                                      "interactive", path=f"outlines[{i}].type")
-        items.append(OutlineItem(title=o.title, goal=o.description, kind=o.type, key_points=list(o.key_points)))
-    return items
 
 
 class RunService:

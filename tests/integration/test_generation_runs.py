@@ -72,7 +72,8 @@ async def test_a_run_started_reviewed_edited_and_completed_through_the_routes(se
     outline = awaiting["outline"]
     assert outline["revision"] == 1 and outline["courseTitle"] and len(outline["outlines"]) >= 4
     first = outline["outlines"][0]
-    assert set(first) == {"id", "type", "title", "description", "keyPoints", "order"} and first["order"] == 1
+    assert set(first) - {"mediaGenerations"} == {"id", "type", "title", "description", "keyPoints", "order"}
+    assert first["order"] == 1
     detail = (await client.get(f"/api/generation-runs/{run['id']}")).json()["run"]
     assert detail["media"] == {}
 
@@ -347,3 +348,61 @@ async def test_the_owner_feed_lists_runs_in_progress_then_each_change(server):
                 if f["run"]["state"] == "completed":
                     break
     assert states[0] in ("preparing", "outlining") and "generating" in states
+
+
+async def test_an_outline_carries_its_media_generations_both_ways(server):
+    """The snapshot's outline says which pictures and videos each scene asks for (OpenMAIC's mediaGenerations);
+    confirming it as proposed is no edit, an edit keeps, drops or adds media, and bad entries are refused."""
+    client, _ = server
+    run = (await client.post("/api/generation-runs", json={"requirement": "How volcanoes erupt"})).json()["run"]
+    url = f"/api/generation-runs/{run['id']}"
+    outline = (await wait_run(client, run["id"], "awaiting_outline_confirmation"))["outline"]
+    asked = {m["elementId"]: m for o in outline["outlines"] for m in o.get("mediaGenerations", [])}
+    assert {m["type"] for m in asked.values()} == {"image", "video"}, outline
+    assert all(m["prompt"] and m["aspectRatio"] == "16:9" for m in asked.values())
+    image_at = next(i for i, o in enumerate(outline["outlines"])
+                    if any(m["type"] == "image" for m in o.get("mediaGenerations", [])))
+    scenes = outline["outlines"]
+
+    def with_media(i: int, media: list[dict]) -> list[dict]:
+        return [{**o, "mediaGenerations": media} if k == i else o for k, o in enumerate(scenes)]
+
+    for outlines, path in [
+        (with_media(image_at, [{"type": "audio", "prompt": "a hum"}]), f"outlines[{image_at}].mediaGenerations[0].type"),
+        (with_media(image_at, [{"type": "image", "prompt": "  "}]), f"outlines[{image_at}].mediaGenerations[0].prompt"),
+        (with_media(image_at, [{"type": "image", "prompt": "a cone", "aspectRatio": "2:1"}]),
+         f"outlines[{image_at}].mediaGenerations[0].aspectRatio"),
+        (with_media(image_at, [{"type": "image", "prompt": "a cone", "elementId": "has space"}]),
+         f"outlines[{image_at}].mediaGenerations[0].elementId"),
+        (with_media(image_at, [{"type": "image", "prompt": "a", "elementId": "x"},
+                               {"type": "video", "prompt": "b", "elementId": "x"}]),
+         f"outlines[{image_at}].mediaGenerations[1].elementId"),
+    ]:
+        body = api_error(await client.post(f"{url}/confirm-outline", json={
+            "commandId": "c-bad", "outlineRevision": 1, "outlines": outlines}), 400, "INVALID_REQUEST")
+        assert body["details"]["path"] == path, body
+
+    # Sent back as proposed: no edit, the same revision.
+    same = await client.post(f"{url}/confirm-outline", json={"commandId": "c-same", "outlineRevision": 1,
+                                                             "outlines": scenes})
+    assert same.status_code == 200 and same.json()["outlineRevision"] == 1, same.text
+
+    # An edit on a second run: the video goes, the picture stays, a new picture without an id gets one.
+    run2 = (await client.post("/api/generation-runs", json={"requirement": "How volcanoes erupt"})).json()["run"]
+    url2 = f"/api/generation-runs/{run2['id']}"
+    scenes = (await wait_run(client, run2["id"], "awaiting_outline_confirmation"))["outline"]["outlines"]
+    kept = next(m for o in scenes for m in o.get("mediaGenerations", []) if m["type"] == "image")
+    edited = [{k: v for k, v in o.items() if k != "mediaGenerations"} for o in scenes]
+    edited[0]["mediaGenerations"] = [kept, {"type": "image", "prompt": "A cross-section of a volcano"}]
+    r = await client.post(f"{url2}/confirm-outline", json={"commandId": "c-edit", "outlineRevision": 1,
+                                                           "outlines": edited})
+    assert r.status_code == 200 and r.json()["outlineRevision"] == 2, r.text
+    done = await wait_run(client, run2["id"], "completed")
+    media = done["outline"]["outlines"][0]["mediaGenerations"]
+    assert media[0] == kept and media[1]["type"] == "image" and media[1]["aspectRatio"] == "16:9"
+    new_id = media[1]["elementId"]
+    assert new_id.startswith("gen_img_") and new_id != kept["elementId"]
+    assert all("mediaGenerations" not in o for o in done["outline"]["outlines"][1:])
+    detail = (await client.get(url2)).json()["run"]
+    assert set(detail["media"]) == {kept["elementId"], new_id}
+    await wait_run(client, run["id"], "completed")
