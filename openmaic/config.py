@@ -164,6 +164,9 @@ class IdentityConfig(_Section):
     user_header: str = "X-Forwarded-User"
     trusted_proxies: list[str] = []
     cookie_name: str = "anonymous_id"
+    claim_trigger: Literal["explicit", "auto"] = "explicit"
+    """When a signed-in owner's anonymous work moves to them (``OWNER_CLAIM_TRIGGER``): on ``POST
+    /api/identity/claim``, or ``auto``matically on their first request presenting the anonymous cookie."""
 
     def proxy_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
         """``trusted_proxies`` as networks (a bare address is a /32 or /128)."""
@@ -492,6 +495,8 @@ class _Loader:
         if found.access_code is not None:
             self.secrets.add(found.access_code.reveal())
         identity = config.identity
+        if found.claim_trigger is not None:
+            identity = msgspec.structs.replace(identity, claim_trigger=found.claim_trigger)
         if found.mode is not None and identity.mode not in ("token", "trusted_header"):
             identity = msgspec.structs.replace(identity, mode=found.mode, single_user_owner=found.owner)
         elif identity.mode == "shared" and found.access_code is None:

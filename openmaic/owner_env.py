@@ -5,6 +5,9 @@
 * ``OWNER_SINGLE_USER=true`` (or ``1``): one owner, ``OWNER_SINGLE_USER_ID`` (default ``local``). Without
   ``ACCESS_CODE`` it only warns. Setting both variables fails the boot.
 * ``ACCESS_CODE``: turns on the access-code gate (:mod:`openmaic.api.access_code`) in any mode.
+* ``OWNER_CLAIM_TRIGGER``: ``explicit`` (the default: anonymous work moves to an account by ``POST
+  /api/identity/claim``) or ``auto`` (on the first request of the signed-in owner that presents an anonymous
+  cookie, :mod:`openmaic.owners.claims`).
 
 These apply unless ``identity.mode`` names a host method (``token``: this server's bearer tokens;
 ``trusted_header``: a reverse proxy's user header), which OpenMAIC consults first.
@@ -12,6 +15,7 @@ These apply unless ``identity.mode`` names a host method (``token``: this server
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,10 +38,19 @@ class OwnerEnv:
     owner: str | None
     access_code: Secret | None
     notices: tuple[str, ...]
+    claim_trigger: str | None = None
+    """``explicit`` or ``auto`` when ``OWNER_CLAIM_TRIGGER`` is set."""
 
 
 def read_owner_env(env: Mapping[str, str]) -> OwnerEnv:
     """The owner settings of ``env`` (:class:`ConfigError` for a combination OpenMAIC refuses)."""
+    trigger = (env.get("OWNER_CLAIM_TRIGGER") or "").strip().lower() or None
+    if trigger not in (None, "explicit", "auto"):
+        raise ConfigError(f"OWNER_CLAIM_TRIGGER: expected explicit or auto, got {trigger!r}", key="OWNER_CLAIM_TRIGGER")
+    return dataclasses.replace(_modes(env), claim_trigger=trigger)
+
+
+def _modes(env: Mapping[str, str]) -> OwnerEnv:
     code = (env.get("ACCESS_CODE") or "").strip()
     access = Secret(code) if code else None
     shared = (env.get("PERSISTENCE_SHARED_OWNER_ID") or "").strip()

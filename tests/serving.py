@@ -88,13 +88,15 @@ async def running_server(
 @contextlib.asynccontextmanager
 async def anonymous_then_signed_in(
     db_url: str, tmp_path: Path, config: str = FAST_CONFIG, *, user: str = "alice",
-    others: Sequence[tuple[str | None, int | None]] = (),
+    others: Sequence[tuple[str | None, int | None]] = (), user_env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[tuple[list[subprocess.Popen], str, str]]:
     """A site that adds sign-in, as OpenMAIC deploys one: an API process answering anonymous visitors (the
-    ``anonymous_id`` cookie) and one answering the signed-in ``user``, plus ``others`` roles, all ready. Yields the
-    processes and the two base URLs; one cookie jar serves both, as one browser (cookies ignore the port)."""
+    ``anonymous_id`` cookie) and one answering the signed-in ``user`` (with ``user_env`` added to its environment),
+    plus ``others`` roles, all ready. Yields the processes and the two base URLs; one cookie jar serves both, as one
+    browser (cookies ignore the port)."""
     anon_port, user_port = free_port(), free_port()
-    envs = [{"OPENMAIC_IDENTITY_MODE": "anonymous"}, {"OWNER_SINGLE_USER": "true", "OWNER_SINGLE_USER_ID": user}]
+    envs = [{"OPENMAIC_IDENTITY_MODE": "anonymous"},
+            {"OWNER_SINGLE_USER": "true", "OWNER_SINGLE_USER_ID": user, **(user_env or {})}]
     roles = [("api", anon_port), ("api", user_port), *others]
     with serve_processes(db_url, tmp_path, roles, config, envs=envs) as procs:
         urls = f"http://127.0.0.1:{anon_port}", f"http://127.0.0.1:{user_port}"

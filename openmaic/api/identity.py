@@ -18,7 +18,8 @@
 
 In every other mode a request that also carries a well-formed ``anonymous_id`` cookie presents a *pending claim*
 (:meth:`IdentityResolver.pending_claim`): ``POST /api/identity/claim`` moves that anonymous owner's work to the
-signed-in one (:mod:`openmaic.owners.claims`) and drops the cookie.
+signed-in one (:mod:`openmaic.owners.claims`) and drops the cookie; with ``identity.claim_trigger: auto``
+(``OWNER_CLAIM_TRIGGER=auto``) the first such request claims it by itself.
 
 The environment chooses ``single_user`` or ``shared`` as OpenMAIC's does (:mod:`openmaic.owner_env`), unless
 ``identity.mode`` names a host method (``token``, ``trusted_header``).
@@ -46,7 +47,8 @@ from openmaic.api.access_code import (
     ACCESS_COOKIE, ACCESS_COOKIE_MAX_AGE_S, AccessCodeRequired, AccessGate, AttemptLimiter, is_open_path,
 )  # fmt: skip
 from openmaic.config import IdentityConfig
-from openmaic.owners.claims import OwnerRetired, claimed_into
+from openmaic.events.log import EventLog
+from openmaic.owners.claims import ClaimRefused, OwnerRetired, claim_owner, claimed_into, is_anonymous
 from openmaic.secret import Secret
 from openmaic.store.database import Database
 from openmaic.store.queries import Q
@@ -67,6 +69,9 @@ _WS_BEARER = "bearer."
 _TOKEN_PREFIX = "tok_"
 _ANONYMOUS = "openmaic_anonymous_id"  # the name under quart.g of this request's anonymous id, for its cookie
 _DROP = "openmaic_drop_anonymous_id"  # set under quart.g when this answer drops the anonymous cookie
+_CLAIMED = "openmaic_claim_tried"  # set under quart.g once this request tried its automatic claim
+AUTO_CLAIM_BUSY_S = 1.0
+"""How long an automatic claim retries lost lock races within the request before leaving it to the next one."""
 _UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
@@ -107,9 +112,12 @@ async def revoke_token(db: Database, token_or_id: str) -> bool:
 class IdentityResolver:
     """Resolves the owner of a request (or WebSocket handshake) according to the configured mode."""
 
-    def __init__(self, config: IdentityConfig, db: Database, *, access_code: Secret | None = None) -> None:
+    def __init__(self, config: IdentityConfig, db: Database, *, access_code: Secret | None = None,
+                 log: EventLog | None = None) -> None:
         self.config = config
         self.db = db
+        self.log = log
+        """Where automatic claims are written (``claim_trigger: auto``); without it claims are explicit only."""
         self._networks = config.proxy_networks()
         self.gate = AccessGate(access_code) if access_code is not None else None
         self.attempts = AttemptLimiter()
@@ -134,7 +142,28 @@ class IdentityResolver:
         raise AccessCodeRequired()
 
     async def resolve(self, request: Any) -> str:
-        """The owner of ``request`` (a quart Request or Websocket), or :class:`Unauthorized`."""
+        """The owner of ``request`` (a quart Request or Websocket), or :class:`Unauthorized`. With
+        ``claim_trigger: auto``, a signed-in owner's request that presents an anonymous cookie claims it first."""
+        owner = await self._resolve(request)
+        if self.config.claim_trigger == "auto" and self.log is not None and request.scope.get("type") == "http":
+            await self._claim_pending(request, owner)
+        return owner
+
+    async def _claim_pending(self, request: Any, owner: str) -> None:
+        pending = self.pending_claim(request)
+        if pending is None or is_anonymous(owner) or getattr(quart.g, _CLAIMED, False):
+            return
+        setattr(quart.g, _CLAIMED, True)  # once per request, however many times it resolves its owner
+        assert self.log is not None
+        try:
+            await claim_owner(self.log, pending, owner, busy_for_s=AUTO_CLAIM_BUSY_S)
+        except ClaimRefused as refused:
+            if refused.error_code == "OWNER_BUSY":
+                return  # nothing changed: the next request presenting the cookie tries again
+            # Any other refusal is final for this pair (claimed elsewhere, chained): stop presenting it.
+        self.drop_anonymous_cookie()
+
+    async def _resolve(self, request: Any) -> str:
         mode = self.config.mode
         if mode in ("single_user", "shared"):
             return self.config.single_user_owner

@@ -198,3 +198,23 @@ async def test_merged_from_over_http(alice):
         r = await client.get("/api/identity/merged-from", params=params)
         assert r.status_code == 400, (params, r.text)
         assert r.json()["error"]["code"] in ("INVALID_REQUEST", "MISSING_REQUIRED_FIELD")
+
+
+async def test_with_the_automatic_trigger_the_first_signed_in_request_claims(db_url, tmp_path):
+    async with anonymous_then_signed_in(db_url, tmp_path, user_env={"OWNER_CLAIM_TRIGGER": "auto"}) \
+            as (procs, anon_url, user_url):
+        async with httpx.AsyncClient(trust_env=False, timeout=15) as browser:
+            r = await browser.post(f"{anon_url}/api/agents", json={"agent": {
+                "id": "tutor", "name": "Tutor", "role": "teacher", "persona": "Patient"}})
+            assert r.status_code == 201, r.text
+            anonymous = f"anon:{browser.cookies['anonymous_id']}"
+            # Any request of the signed-in owner that presents the cookie: it claims, and drops the cookie.
+            r = await browser.get(f"{user_url}/api/agents")
+            assert r.status_code == 200 and "tutor" in {a["id"] for a in r.json()["agents"]}, r.text
+            assert dropped(r) and "anonymous_id" not in browser.cookies
+            r = await browser.post(f"{user_url}/api/identity/claim", headers=JSON)
+            assert r.status_code == 409 and r.json()["error"]["code"] == "NO_PENDING_CLAIM"
+    async with open_database(db_url, max_size=2) as db:
+        assert await db.fetchval("SELECT to_owner_id FROM owner_claims WHERE from_owner_id = $1", anonymous) == "alice"
+        record = [e.type for e in await EventLog(db).read_stream(claim_stream_id(anonymous))]
+        assert record == ["owner.claimed"]

@@ -19,6 +19,9 @@ def test_modes():
     assert (named.owner, named.notices) == ("ada", ())
     assert read_owner_env({"OWNER_SINGLE_USER": "false"}).mode is None
     assert read_owner_env({"ACCESS_CODE": "c"}).access_code == Secret("c")
+    assert read_owner_env({}).claim_trigger is None
+    auto = read_owner_env({"OWNER_CLAIM_TRIGGER": "Auto", "OWNER_SINGLE_USER": "true"})
+    assert (auto.claim_trigger, auto.mode) == ("auto", "single_user")
 
 
 @pytest.mark.parametrize(("env", "message"), [
@@ -28,6 +31,7 @@ def test_modes():
     ({"PERSISTENCE_SHARED_OWNER_ID": "t", "OWNER_SINGLE_USER": "true", "ACCESS_CODE": "c"}, "are both set"),
     ({"OWNER_SINGLE_USER": "maybe"}, "OWNER_SINGLE_USER: expected true or false"),
     ({"OWNER_SINGLE_USER": "true", "OWNER_SINGLE_USER_ID": "ada/x"}, "OWNER_SINGLE_USER_ID: expected"),
+    ({"OWNER_CLAIM_TRIGGER": "sometimes"}, "OWNER_CLAIM_TRIGGER: expected explicit or auto"),
 ])  # fmt: skip
 def test_refused_combinations_name_the_variable(env, message):
     with pytest.raises(ConfigError, match=message):
