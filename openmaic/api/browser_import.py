@@ -7,7 +7,8 @@
   ``LEGACY_IMPORT_NOT_BOUND`` and nothing is stored.
 * ``POST /api/legacy-import/stages {stage, scenes, media, audio}`` — one stage as a course: 201 ``{courseId,
   imported: true, scenes, assets, dropped}``, or 200 with ``imported: false`` when it was imported before (nothing
-  changed). Bodies up to ``limits.upload_bytes`` (413 beyond), media as base64.
+  changed). Bodies up to ``limits.upload_bytes`` (413 beyond), media as base64, stored within
+  ``limits.asset_bytes_per_owner`` (507 ``ASSET_QUOTA_EXCEEDED`` beyond, with nothing of the stage stored).
 * ``POST /api/agents/import`` and ``POST /api/model-config/import`` with the header are the agents' and the
   settings' imports (:mod:`openmaic.api.agents`, :mod:`openmaic.api.model_config`).
 """
@@ -57,11 +58,12 @@ async def bind_legacy_import(call: Call) -> Bound:
 
 
 @api_route(bp, "POST", "/api/legacy-import/stages", body=StageImport, response=StageImported, status=201,
-           body_limit="upload", error_style="json", errors=(400, 409, 413))
+           body_limit="upload", error_style="json", errors=(400, 409, 413, 507))
 async def import_legacy_stage(call: Call) -> tuple[StageImported, int]:
     """Import one 1.1.x stage with its scenes and media as a course; a repeat changes nothing."""
     browser = await browser_of(call.services.log, call.user, call.request.headers.get(HEADER))
-    done = await import_stage(call.services.log, call.user, browser, call.body)
+    done = await import_stage(call.services.log, call.user, browser, call.body,
+                              quota_bytes=call.services.config.limits.asset_bytes_per_owner)
     answer = StageImported(course_id=done.course_id, imported=done.imported, scenes=done.scenes,
                            assets=done.assets, dropped=done.dropped)
     return answer, 201 if done.imported else 200

@@ -9,7 +9,7 @@ of an anonymous owner's work (it is a stream), so a browser that imported anonym
 importing as the account.
 
 Each import is **idempotent**: what it stores has ids derived from the browser id and the browser's own record
-ids (:mod:`openmaic.browser_import.translate`), every row is inserted only if absent, and the course's events are
+ids or content (:mod:`openmaic.browser_import.translate`), every row is inserted only if absent, and the course's events are
 one command (``legacy-import``) on its stream, so a repeated import — the importer retrying, or run again from a
 browser that kept its data — writes nothing and answers what the first one stored. The import is one-way and
 once: a stage already imported is not updated by a later import of it, and a course deleted after its import stays
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
 import msgspec
 
 from openmaic import errors
@@ -31,15 +30,14 @@ from openmaic.browser_import.events import (
 from openmaic.browser_import.records import BROWSER_ID, StageImport
 from openmaic.browser_import.translate import translate_stage
 from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.media.assets import DEFAULT_QUOTA_BYTES, AssetQuotaExceeded
 from openmaic.store.locks import owner_lock
-from openmaic.store.queries import Q, load_sql
+from openmaic.store.queries import Q
 
 __all__ = [
     "HEADER", "BoundElsewhere", "ImportedStage", "NotBound", "binding_stream", "bind_browser", "browser_of",
     "import_stage", "record_agents_import", "record_settings_import",
 ]  # fmt: skip
-
-SQL = load_sql("openmaic.browser_import", "import.sql")
 
 HEADER = "X-OpenMAIC-Legacy-Import"
 KIND = "legacy_import"
@@ -111,15 +109,12 @@ IMPORT_LOCK = 0x6F6D6C69
 """The owner-lock namespace of stage imports: of two imports of one stage at once, the second finds the first's."""
 
 
-def _asset_ops(owner: str, assets: Sequence[tuple[str, str, bytes]]) -> list[tuple[str, tuple[object, ...]]]:
-    return [(SQL.asset_import, (aid, owner, mime, len(data), hashlib.sha256(data).digest(), data))
-            for aid, mime, data in assets]
-
-
-async def import_stage(log: EventLog, owner: str, browser_id: str, body: StageImport) -> ImportedStage:
-    """Store one stage as a course of ``owner`` with its scenes and media (see the module's doc)."""
-    t = translate_stage(browser_id, body)
-    asset_ids = [a[0] for a in t.assets]
+async def import_stage(log: EventLog, owner: str, browser_id: str, body: StageImport, *,
+                       quota_bytes: int = DEFAULT_QUOTA_BYTES) -> ImportedStage:
+    """Store one stage as a course of ``owner`` with its scenes and media (see the module's doc); the media go to
+    the asset store as generated media do, within the owner's asset quota (AssetQuotaExceeded: nothing stored)."""
+    t = translate_stage(browser_id, owner, body)
+    asset_ids = [a.id for a in t.assets]
     done = ImportedStage(course_id=t.course_id, imported=False, scenes=len(t.outline.scenes), assets=len(asset_ids),
                          dropped=t.dropped)
     course = StreamAppend(stream_id=t.course_id, create=NewStream("course", owner), command_id="legacy-import",
@@ -137,8 +132,15 @@ async def import_stage(log: EventLog, owner: str, browser_id: str, body: StageIm
             if row["owner_id"] != owner:  # derived from a browser id bound to owner: only a claim could move it
                 raise NotBound("this stage was imported by another account")
             return done  # imported once: a later import of the stage changes nothing
-        for sql, args in _asset_ops(owner, t.assets):
-            await conn.execute(sql, *args)
+        if t.assets:
+            await conn.execute(Q.asset_owner_lock, owner)
+        for a in t.assets:
+            put = await conn.fetchrow(Q.asset_put_within_quota, a.id, owner, a.media_type, len(a.data),
+                                      hashlib.sha256(a.data).digest(), a.data, a.kind, t.course_id, quota_bytes)
+            if put is None or (put["existing"] is None and put["inserted"] is None):
+                raise AssetQuotaExceeded(  # raised inside the transaction: nothing of this stage is stored
+                    f"the asset storage is full; this course's media need {sum(len(x.data) for x in t.assets)} "
+                    f"bytes of the {quota_bytes} allowed", quota=quota_bytes)
         await conn.fetch(Q.append, *log.append_args([course, record]))
     # Written outside the event log's append path, so watchers (the library feed) are told here.
     log.hint([t.course_id, binding_stream(browser_id)])

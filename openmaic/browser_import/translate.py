@@ -16,9 +16,9 @@ hold and says what it could not:
   laser pointers belong to the canvas and are dropped. A speech action's clip, when the browser kept it, is the
   scene's narration when it is the scene's only one.
 
-Ids: the course is ``course-`` + 16 base64url characters of ``sha256(browserId : stageId)``, assets ``asset_`` +
-32 hex characters of ``sha256(browserId : stageId : recordId)``: the same browser's same record always lands on
-the same id, which is what makes a repeated import change nothing.
+Ids: the course is ``course-`` + 16 base64url characters of ``sha256(browserId : stageId)``, so the same browser's
+same stage always lands on the same course, which is what makes a repeated import change nothing; assets are
+content-addressed per owner as every generated asset is (:func:`openmaic.media.assets.asset_id_for`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,12 @@ import msgspec
 
 from openmaic.browser_import.records import LegacyMedia, LegacyScene, StageImport
 from openmaic.courses.events import CourseCreated, CourseOutlineSet, Scene, SceneMedia
+from openmaic.media.assets import AssetKind, asset_id_for
 from openmaic.courses.schema import (
     Interactive, Quiz, QuizQuestion, SceneAction, SceneActions, SceneContent, Slide,
 )  # fmt: skip
 
-__all__ = ["Translated", "asset_id", "course_id", "translate_stage"]
+__all__ = ["ImportedAsset", "Translated", "course_id", "translate_stage"]
 
 _TAG = re.compile(r"<[^>]*>")
 _BLOCK = re.compile(r"</(p|div|li|h[1-6])>|<br\s*/?>", re.IGNORECASE)
@@ -53,8 +54,8 @@ class Translated(msgspec.Struct, frozen=True, kw_only=True):
     course_id: str
     created: CourseCreated
     outline: CourseOutlineSet
-    assets: list[tuple[str, str, bytes]]
-    """``(asset id, media type, bytes)`` for every media and narration record a scene uses."""
+    assets: list[ImportedAsset]
+    """Every media and narration record a scene uses."""
     dropped: dict[str, int]
     """What could not be kept, by kind (``shortAnswerQuestions``, ``missingMedia``, …)."""
 
@@ -67,8 +68,16 @@ def course_id(browser_id: str, stage_id: str) -> str:
     return "course-" + base64.urlsafe_b64encode(_digest(browser_id, stage_id)).decode()[:16]
 
 
-def asset_id(browser_id: str, stage_id: str, record_id: str) -> str:
-    return "asset_" + _digest(browser_id, stage_id, record_id).hex()[:32]
+class ImportedAsset(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    kind: AssetKind
+    media_type: str
+    data: bytes
+
+
+def _asset(owner: str, kind: AssetKind, media_type: str, data: bytes) -> ImportedAsset:
+    return ImportedAsset(id=asset_id_for(owner, hashlib.sha256(data).digest()), kind=kind, media_type=media_type,
+                         data=data)
 
 
 def plain_text(value: Any) -> str:
@@ -126,10 +135,10 @@ def _quiz(scene: LegacyScene, title: str, dropped: dict[str, int]) -> Quiz | Non
     return Quiz(title=title, questions=questions) if questions else None
 
 
-def _media_of(scene: LegacyScene, stage_id: str, browser_id: str, media: Mapping[str, LegacyMedia],
-              dropped: dict[str, int]) -> tuple[list[SceneMedia], list[tuple[str, str, bytes]]]:
+def _media_of(scene: LegacyScene, stage_id: str, owner: str, media: Mapping[str, LegacyMedia],
+              dropped: dict[str, int]) -> tuple[list[SceneMedia], list[ImportedAsset]]:
     out: list[SceneMedia] = []
-    assets: list[tuple[str, str, bytes]] = []
+    assets: list[ImportedAsset] = []
     for e in _elements(scene):
         kind = e.get("type")
         if kind not in ("image", "video"):
@@ -142,26 +151,25 @@ def _media_of(scene: LegacyScene, stage_id: str, browser_id: str, media: Mapping
             if element:
                 out.append(SceneMedia(element_id=element, kind=kind, prompt="", status="failed"))
             continue
-        aid = asset_id(browser_id, stage_id, record.id)
-        assets.append((aid, record.mime_type or f"{kind}/*", record.data))
+        stored = _asset(owner, kind, record.mime_type or ("image/png" if kind == "image" else "video/mp4"), record.data)
+        assets.append(stored)
         poster = None
         if record.poster:
-            poster = asset_id(browser_id, stage_id, record.id + "#poster")
-            assets.append((poster, "image/jpeg", record.poster))
+            assets.append(poster := _asset(owner, "poster", "image/jpeg", record.poster))
         out.append(SceneMedia(element_id=element, kind=kind, prompt=record.prompt[:MAX_TEXT], status="done",
-                              asset_id=aid, poster_asset_id=poster))
+                              asset_id=stored.id, poster_asset_id=poster.id if poster else None))
     return out, assets
 
 
-def translate_stage(browser_id: str, body: StageImport) -> Translated:
-    """The course events and assets of one imported stage (see the module's doc)."""
+def translate_stage(browser_id: str, owner: str, body: StageImport) -> Translated:
+    """The course events and assets of one imported stage of ``owner`` (see the module's doc)."""
     stage = body.stage
     dropped: dict[str, int] = {}
     media = {m.id: m for m in body.media}
     audio = {a.id: a for a in body.audio}
     title = stage.name.strip() or "Imported course"
     scenes: list[Scene] = []
-    assets: list[tuple[str, str, bytes]] = []
+    assets: list[ImportedAsset] = []
     for s in sorted(body.scenes, key=lambda s: s.order):
         name = s.title.strip() or f"Scene {len(scenes) + 1}"
         actions = _speech(s, dropped)
@@ -177,7 +185,7 @@ def translate_stage(browser_id: str, body: StageImport) -> Translated:
                 texts = [t for t in (plain_text(e.get("content")) for e in _elements(s) if e.get("type") == "text")
                          if t]
                 bullets = [t for t in texts if t.splitlines()[0] != name] if texts else []
-                scene_media, used = _media_of(s, stage.id, browser_id, media, dropped)
+                scene_media, used = _media_of(s, stage.id, owner, media, dropped)
                 assets += used
             elif s.type == "interactive":
                 bullets = [f"Interactive page: {s.content.get('url') or 'not kept by the browser'}"]
@@ -193,8 +201,9 @@ def translate_stage(browser_id: str, body: StageImport) -> Translated:
         narration = None
         clips = [a.get("audioId") for a in s.actions if a.get("type") == "speech" and a.get("audioId")]
         if len(clips) == 1 and (clip := audio.get(str(clips[0]))) is not None and clip.data:
-            narration = asset_id(browser_id, stage.id, "audio:" + clip.id)
-            assets.append((narration, f"audio/{clip.format or 'mpeg'}", clip.data))
+            clip_type = "audio/mpeg" if clip.format in ("", "mp3") else f"audio/{clip.format}"
+            assets.append(stored := _asset(owner, "narration", clip_type, clip.data))
+            narration = stored.id
         elif len(clips) > 1:
             dropped["narrationClips"] = dropped.get("narrationClips", 0) + len(clips)
         first = content.slide.bullets[:3] if content.slide else []
@@ -210,5 +219,5 @@ def translate_stage(browser_id: str, body: StageImport) -> Translated:
     return Translated(
         course_id=course_id(browser_id, stage.id), created=created,
         outline=CourseOutlineSet(revision=1, title=title, scenes=scenes),
-        assets=list({a[0]: a for a in assets}.values()), dropped=dropped,
+        assets=list({a.id: a for a in assets}.values()), dropped=dropped,
     )  # fmt: skip

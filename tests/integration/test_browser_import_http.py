@@ -96,6 +96,14 @@ async def test_a_browser_imports_its_courses_agents_and_settings_once(db_url, tm
         assert [(q["question"], q["options"], q["answer"]) for q in quiz] == [("Which is larger?", ["1/2", "1/3"], 0)]
         assert "Slice the pizza" in scenes[2]["content"]["interactive"]["html"]
         assert scenes[3]["content"]["slide"]["bullets"] == ["Bake a pie", "Share it fairly"]
+        # The pictures the browser kept, and its narration, are served as the course's own media.
+        picture, missing = scenes[0]["media"]
+        assert (picture["elementId"], picture["status"], missing["elementId"], missing["status"]) == (
+            "img1", "done", "img2", "failed")
+        r = await alice.get(f"/api/assets/{picture['assetId']}")
+        assert (r.status_code, r.content, r.headers["content-type"]) == (200, PNG, "image/png"), r.text
+        r = await alice.get(f"/api/assets/{scenes[0]['narrationAssetId']}")
+        assert (r.status_code, r.content) == (200, MP3)
 
         # Agents, through the registry's import with the binding: custom ones imported, built-ins skipped.
         agents = {"agents": [{"id": "custom-1", "name": "Ms. Frizzle", "role": "teacher", "persona": "Curious"},
@@ -155,8 +163,8 @@ async def test_a_browser_imports_its_courses_agents_and_settings_once(db_url, tm
         assert "sk-browser-key" not in b"".join(e.data for e in record).decode()
         assert (await log.stream(binding_stream(BROWSER)))["owner_id"] == "alice"
         assert [e.type for e in await log.read_stream(course)] == ["course.created", "course.outline_set"]
-        owners = {r["owner_id"] for r in await db.fetch("SELECT owner_id FROM assets")}
-        assert owners == {"alice"}
+        rows = {(r["owner_id"], r["kind"], r["course_id"]) for r in await db.fetch("SELECT * FROM assets")}
+        assert rows == {("alice", "image", course), ("alice", "narration", course)}
         media = msgspec.json.decode(record[1].data)["assets"]
         assert sorted(bytes(r["data"]) for r in await db.fetch(
             "SELECT data FROM assets WHERE id = ANY($1::text[])", media)) == sorted([PNG, MP3])
@@ -183,13 +191,15 @@ BAD = [
     ("/api/identity/legacy-import-binding", {"browserId": "ABCDEF0123456789ABCDEF0123456789"}, {}, 400,
      "INVALID_REQUEST"),
     ("/api/identity/legacy-import-binding", {}, {}, 400, "MISSING_REQUIRED_FIELD"),
+    ("/api/legacy-import/stages", stage_body(), BOUND, 507, "ASSET_QUOTA_EXCEEDED"),
     ("/api/identity/legacy-import-binding", {"browserId": BROWSER}, {"Origin": "http://evil.example"}, 403,
      "CROSS_ORIGIN_REFUSED"),
 ]
 
 
 async def test_bad_import_requests_are_refused_and_store_nothing(db_url, tmp_path):
-    async with running_server(db_url, tmp_path, SMALL + "identity: {single_user_owner: alice}\n") as (alice, _):
+    config = SMALL.replace("upload_bytes: 20000", "upload_bytes: 20000, asset_bytes_per_owner: 150")
+    async with running_server(db_url, tmp_path, config + "identity: {single_user_owner: alice}\n") as (alice, _):
         # Refusals of the binding first (it does not exist yet), then of imports of a bound browser.
         for path, body, headers, status, code in sorted(BAD, key=lambda c: "binding" not in c[0]):
             if "binding" not in path:
