@@ -8,6 +8,8 @@ images; migration 0012), so a backup of the database is a backup of every course
   re-run step (a takeover after the bytes were stored) free. Two owners never share a row, so an id tells
   nothing about another owner's files. The ETag is the bytes' sha256.
 * **Owner-scoped.** Every read names the owner; another owner's asset is the same NotFound as a missing one.
+  A write names the owner its step folded; when that owner has since been claimed into an account, the write
+  lands with the account and is judged by the account's usage (``openmaic_owner``, migration 0010).
 * **Quota.** An owner's assets together stay within ``limits.asset_bytes_per_owner``; a write past it is
   :class:`AssetQuotaExceeded` and writes nothing. Writes of one owner are serialized by a transaction-scoped
   advisory lock, and the usage is read by the statement after the lock, so concurrent writes cannot overshoot.

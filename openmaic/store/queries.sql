@@ -308,15 +308,18 @@ SELECT a.media_type, a.data
 
 -- name: asset_owner_lock
 -- Serializes one owner's asset writes for the rest of the transaction, so the quota below is judged on a
--- snapshot (taken by the next statement) that already holds every write committed before ours.
-SELECT pg_advisory_xact_lock(hashtextextended('openmaic.assets:' || $1, 0));
+-- snapshot (taken by the next statement) that already holds every write committed before ours. The owner is
+-- the one the id stands for now (openmaic_owner): a media step may have folded an owner since claimed into an
+-- account, whose writes this one must queue behind.
+SELECT pg_advisory_xact_lock(hashtextextended('openmaic.assets:' || openmaic_owner($1), 0));
 
 -- name: asset_put_within_quota
 -- A content-addressed asset: an existing row with this id is the answer (no bytes written, no quota used);
 -- otherwise the insert happens only while the owner's assets stay within $9 bytes. Run after
--- asset_owner_lock in the same transaction.
-WITH existing AS (SELECT id FROM assets WHERE id = $1 AND owner_id = $2),
-     used AS (SELECT coalesce(sum(size), 0)::bigint AS bytes FROM assets WHERE owner_id = $2),
+-- asset_owner_lock in the same transaction. Existing rows and usage are the current owner's (openmaic_owner);
+-- the insert names $2 and the owner fence writes it under the current owner too.
+WITH existing AS (SELECT id FROM assets WHERE id = $1 AND owner_id = openmaic_owner($2)),
+     used AS (SELECT coalesce(sum(size), 0)::bigint AS bytes FROM assets WHERE owner_id = openmaic_owner($2)),
      inserted AS (
        INSERT INTO assets (id, owner_id, media_type, size, sha256, data, kind, course_id)
        SELECT $1, $2, $3, $4::int, $5, $6, $7, $8 FROM used

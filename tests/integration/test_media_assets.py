@@ -4,17 +4,21 @@ the per-owner quota under concurrent writes, and that nothing but the bytes' pur
 from __future__ import annotations
 
 import hashlib
+import uuid
 
 import pytest
 import trio
 
 from openmaic import errors
+from openmaic.events.core import SessionCreated
+from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.materials import store_material
 from openmaic.media.assets import (
     AssetQuotaExceeded, asset_id_for, read_asset_head, read_asset_range, store_generated, usage,
 )  # fmt: skip
 from openmaic.models.demo_render import narration, picture
 from openmaic.models.media import GeneratedMedia
+from openmaic.owners.claims import claim_owner
 
 
 def png(text: str) -> GeneratedMedia:
@@ -77,3 +81,24 @@ async def test_concurrent_writes_never_overshoot_the_quota(db):
     used, count = await usage(db, "carol")
     assert used <= quota and count == len(stored) and len(stored) + len(refused) == len(pictures)
     assert refused, "the quota was never reached"
+
+
+async def test_a_claimed_owners_media_land_with_the_account_and_count_against_its_quota(db):
+    """A media step folded its owner before that owner was claimed into an account: what it stores afterwards
+    under the retired id goes to the account, the same bytes are still the one asset, and the account's own
+    usage is what the quota judges."""
+    log = EventLog(db)
+    a, user = f"anon:{uuid.uuid4()}", "proxy:alice"
+    await log.append(StreamAppend(stream_id="run-claimed", create=NewStream("generation", a),
+                                  events=[SessionCreated(kind="generation", owner_id=a)]))
+    before = await store_generated(db, a, "course_1", "image", png("Before"))
+    assert (await claim_owner(log, a, user)).status == "claimed"
+    after_size = len(picture("After"))
+    quota = before.size + after_size
+    again = await store_generated(db, a, "course_1", "image", png("Before"), quota_bytes=quota)
+    after = await store_generated(db, a, "course_1", "image", png("After"), quota_bytes=quota)
+    assert again.id == before.id
+    assert (await read_asset_head(db, user, after.id)).course_id == "course_1"
+    assert await usage(db, user) == (quota, 2) and await usage(db, a) == (0, 0)
+    with pytest.raises(AssetQuotaExceeded):
+        await store_generated(db, a, "course_1", "image", png("Past the quota"), quota_bytes=quota)
