@@ -13,7 +13,8 @@ frame ``{type, from, seq}`` without an id; then live frames and ``: ping``. ``La
 
 ``GET /api/generation-runs/events`` is the owner's feed: one unnamed ``{type: "runs", runs}`` frame with the runs
 in progress, then a ``{type: "run", run}`` frame whenever one of them changes (its last frame shows it
-completed or ended), and a run started meanwhile appears the same way.
+completed or ended), and a run started meanwhile appears the same way. When an anonymous owner is claimed into
+an account, its feed sends ``{type: "owner_moved"}`` and ends (OpenMAIC's answer to a retired identity).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from openmaic.api.wire import CommandId, Success, Wire, encode
 from openmaic.events.log import RecordedEvent
 from openmaic.events.wakeups import RUNNABLE
 from openmaic.media.commands import retry_media
+from openmaic.owners.claims import claimed_into, is_anonymous
 from openmaic.runs.client_events import ClientView
 from openmaic.runs.events import AgentsChoice, LearnerProfile, RunInput, Voice
 from openmaic.runs.outline_input import outline_items
@@ -372,6 +374,11 @@ async def owner_run_changes(services: ApiServices, owner: str, idle_s: float) ->
     while True:
         with services.wakeups.watch(RUNNABLE, *known) as watch:
             while True:
+                if is_anonymous(owner) and await claimed_into(services.db, owner) is not None:
+                    # Claimed into an account (the claim's hints on these runs woke us): this identity owns
+                    # nothing now. OpenMAIC's owner_moved tells the page to reload as the account; the feed ends.
+                    yield {"type": "owner_moved"}
+                    return
                 current = await runs.in_progress(owner)
                 changes: list[dict[str, Any]] = []
                 if first:
@@ -383,7 +390,10 @@ async def owner_run_changes(services: ApiServices, owner: str, idle_s: float) ->
                                 if known.get(r["id"]) != s.seq]  # fmt: skip
                     for gone in sorted(known.keys() - seen):
                         # Its last change: completed, ended, or ending (then it reads as it is until it ends).
-                        row, s = await runs.read(owner, gone)
+                        try:
+                            row, s = await runs.read(owner, gone)
+                        except errors.StreamNotFound:
+                            continue  # no longer this owner's (a claim moved it): nothing more to say of it
                         changes.append({"type": "run", "run": view_of(row, s)})
                 for change in changes:
                     yield change

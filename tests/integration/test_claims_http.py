@@ -218,3 +218,25 @@ async def test_with_the_automatic_trigger_the_first_signed_in_request_claims(db_
         assert await db.fetchval("SELECT to_owner_id FROM owner_claims WHERE from_owner_id = $1", anonymous) == "alice"
         record = [e.type for e in await EventLog(db).read_stream(claim_stream_id(anonymous))]
         assert record == ["owner.claimed"]
+
+
+async def test_an_anonymous_owner_feed_says_owner_moved_when_it_is_claimed(db_url, tmp_path):
+    # No worker: the run stays queued, in progress, in the anonymous owner's feed.
+    async with anonymous_then_signed_in(db_url, tmp_path) as (procs, anon_url, user_url):
+        async with httpx.AsyncClient(trust_env=False, timeout=15) as browser:
+            r = await browser.post(f"{anon_url}/api/generation-runs",
+                                   json={"requirement": "Tides", "outlineReview": "auto"})
+            assert r.status_code == 202, r.text
+            frames = []
+            with trio.fail_after(30):
+                async with browser.stream("GET", f"{anon_url}/api/generation-runs/events") as feed:
+                    lines = feed.aiter_lines()
+                    async for line in lines:
+                        if line.startswith("data: "):
+                            frames.append(msgspec.json.decode(line[6:]))
+                            if frames[-1]["type"] == "runs":
+                                assert len(frames[-1]["runs"]) == 1, frames
+                                r = await browser.post(f"{user_url}/api/identity/claim", headers=JSON)
+                                assert r.status_code == 200 and r.json()["moved"]["runs"] == 1, r.text
+                    # The feed ended after its last frame.
+            assert frames[-1] == {"type": "owner_moved"}, frames
