@@ -125,6 +125,9 @@ class SlowModels:
     def for_slot(self, slot: str, **kw: Any) -> tuple[SlowChat, str]:
         return self.chat, "course"
 
+    async def for_owner(self, owner: str, slot: str, **kw: Any) -> tuple[SlowChat, str]:
+        return self.chat, "course"
+
 
 async def one_course(url: str, latency: float, scenes: int, media_on: bool, tag: str) -> tuple[float, int, int]:
     """Wall time of one course from its creation to its completion, and the chat and media calls it made."""
