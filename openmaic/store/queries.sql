@@ -447,8 +447,12 @@ DELETE FROM projection_early WHERE name = $1;
 UPDATE projection_early SET name = $1 WHERE name = $2;
 
 -- name: notify_many
--- One NOTIFY per payload on channel $1, in one statement (the hints of a flush).
-SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p;
+-- One NOTIFY per payload on channel $1, in one statement (the hints of a flush), committed without waiting for
+-- the WAL flush: NOTIFY gives its transaction an id, so a durable commit would cost an fsync per flush, queued
+-- behind (and ahead of) the appends' own. Listeners are signalled at commit either way; what a crash can lose is
+-- only the hint, which it loses anyway (notifications are never durable), and every waiter also polls.
+SELECT pg_notify($1, p)
+  FROM (SELECT set_config('synchronous_commit', 'off', true)) AS unflushed, unnest($2::text[]) AS p;
 
 -- name: migrations_table
 -- The record of applied migrations (made by the migrator itself, before any migration runs).
