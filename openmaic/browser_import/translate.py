@@ -34,10 +34,10 @@ import msgspec
 
 from openmaic.browser_import.records import LegacyMedia, LegacyScene, StageImport
 from openmaic.courses.events import CourseCreated, CourseOutlineSet, Scene, SceneMedia
-from openmaic.media.assets import AssetKind, asset_id_for
 from openmaic.courses.schema import (
-    Interactive, Quiz, QuizQuestion, SceneAction, SceneActions, SceneContent, Slide,
+    ELEMENT_ID, Interactive, Quiz, QuizQuestion, SceneAction, SceneActions, SceneContent, Slide,
 )  # fmt: skip
+from openmaic.media.assets import AssetKind, asset_id_for
 
 __all__ = ["ImportedAsset", "Translated", "course_id", "translate_stage"]
 
@@ -144,6 +144,9 @@ def _media_of(scene: LegacyScene, stage_id: str, owner: str, media: Mapping[str,
         if kind not in ("image", "video"):
             continue
         element = str(e.get("id") or "")
+        if element and not ELEMENT_ID.match(element):
+            # A media element id is used in URLs (media retry) and must have the shape of the ones made here.
+            element = "el-" + _digest(stage_id, scene.id, element).hex()[:16]
         src = str(e.get("src") or "")
         record = media.get(f"{stage_id}:{src}") or media.get(src) or media.get(f"{stage_id}:{element}")
         if not element or record is None or record.error or not record.data:

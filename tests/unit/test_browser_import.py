@@ -68,3 +68,14 @@ def test_media_are_content_addressed_per_owner():
     (stored,) = ada.assets  # the same bytes twice are one asset
     assert stored.kind == "image" and [m.asset_id for m in ada.outline.scenes[0].media] == [stored.id, stored.id]
     assert bob.assets[0].id != stored.id
+
+
+def test_a_media_element_id_of_another_shape_gets_one_of_ours():
+    body = msgspec.convert({
+        "stage": {"id": "st"},
+        "scenes": [{"id": "s", "type": "slide", "content": {"type": "slide", "canvas": {"elements": [
+            {"id": "pic 1/ü", "type": "image", "src": "gen_img_1"}]}}}],
+        "media": [{"id": "st:gen_img_1", "type": "image", "mimeType": "image/png", "data": "AAAA"}]}, StageImport)
+    (media,) = translate_stage(BROWSER, "ada", body).outline.scenes[0].media
+    assert media.element_id.startswith("el-") and media.status == "done"
+    assert media == translate_stage(BROWSER, "ada", body).outline.scenes[0].media[0]
