@@ -17,7 +17,7 @@ What it measures, all against one database and one ``events`` table:
     one task per stream: encode the events, queue the request; the log's group commit sends what is queued
     as one statement (a lone request as one ``openmaic_append`` call, several as one
     ``openmaic_append_group`` call: row locks, seq allocation, hash chain, insert), one trio→asyncio crossing
-    and one pooled connection per call, up to two calls in flight; then a coalesced NOTIFY hint. The report
+    and one pooled connection per call, up to four calls in flight; then a coalesced NOTIFY hint. The report
     gives the requests each call carried.
   - **ours, attempt fence**: the same with ``attempt=`` (a worker's write).
   - diagnostic rows that split the gap: ``EventLog.append_one`` with group commit off (every append its own
@@ -67,7 +67,7 @@ from openmaic.events.core import (
     ToolCalled,
     ToolResult,
 )
-from openmaic.events.log import START, EventLog, RecordedEvent, group_commit, recorded
+from openmaic.events.log import START, EventLog, GroupCommit, RecordedEvent, group_commit, recorded
 from openmaic.events.types import Event, registry
 from openmaic.store.database import DEFAULT_SERVER_SETTINGS, Database, open_database, open_loop
 from openmaic.store.migrations import migrate
@@ -644,7 +644,8 @@ async def amain(args: argparse.Namespace, url: str) -> None:
     print_append_tables(args, results)
     print(
         "\n(a) is the product path: concurrent appends queue and share database calls (group commit: one crossing,"
-        "\n    one pooled connection, one transaction per call; up to 2 calls in flight; a lone append goes at once);"
+        f"\n    one pooled connection, one transaction per call; up to {GroupCommit.max_calls} calls in flight; a lone append"
+        "\n    goes at once);"
         "\n(b) runs its whole window inside one asyncio coroutine per stream on a held connection, no crossing."
         "\n* diagnostic rows: 'no group commit' is (a) with every append its own call (one crossing and one pooled"
         "\n  connection per append); openmaic_append() driven like (b) (held connection, pre-encoded arguments)"
