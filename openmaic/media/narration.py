@@ -7,18 +7,22 @@
   in the owner's asset store. No provider: no clip. A provider failure (or a ``tts`` slot that cannot be used:
   ``MissingModel`` / ``MissingApiKey``) propagates, so the step fails, is retried,
   and pauses the run like any step; ``retry`` then resumes at that step. A full asset store leaves the scene
-  unvoiced (counted in the job's warning) rather than stopping the course.
+  unvoiced (counted in the job's warning) rather than stopping the course. The run's ``voice`` (OpenMAIC's
+  ``{providerId, voiceId, speed}``) is spoken with when its ``providerId`` names the provider serving the ``tts``
+  slot (by its id or its preset's); a voice of another provider would be refused by this one, so the slot's
+  provider then speaks with its own default voice.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from openmaic.courses.schema import SceneActions
 from openmaic.media.assets import AssetQuotaExceeded, store_generated
 from openmaic.media.slots import MediaRouter
 from openmaic.models.errors import ModelNotReady, ProviderError
-from openmaic.runs.events import ResearchSource, RunResearchDone
+from openmaic.runs.events import ResearchSource, RunResearchDone, Voice
 from openmaic.store.database import Database
 
 __all__ = ["MAX_SOURCES", "narrate", "research", "script_of"]
@@ -53,15 +57,19 @@ def script_of(actions: SceneActions) -> str:
 
 async def narrate(
     media: MediaRouter | None, db: Database, owner: str, course_id: str, actions: SceneActions, *, quota_bytes: int,
+    voice: Voice | None = None,
 ) -> tuple[str | None, bool]:
     """``(asset id, unvoiced)`` of the scene's narration clip: ``(None, False)`` with no speech provider or
     nothing to say, ``(None, True)`` when the asset store refused the clip. Provider errors propagate."""
     route = await media.for_owner(owner, "tts") if media is not None else None
     script = script_of(actions)
-    if route is None or not script:
+    if media is None or route is None or not script:
         return None, False
     provider, model = route
-    clip = await provider.synthesize(model, script)
+    spoken: dict[str, Any] = {}
+    if voice is not None and voice.provider_id in await media.names_for_owner(owner, "tts"):
+        spoken = {"voice": voice.voice_id} if voice.speed is None else {"voice": voice.voice_id, "speed": voice.speed}
+    clip = await provider.synthesize(model, script, **spoken)
     try:
         stored = await store_generated(db, owner, course_id, "narration", clip, quota_bytes=quota_bytes)
     except AssetQuotaExceeded as exc:

@@ -100,8 +100,21 @@ class MediaRouter:
 
     async def for_owner(self, owner: str, capability: Capability) -> tuple[Any, str] | None:
         """:meth:`route` through ``owner``'s own model settings, read now (a change applies from the next call)."""
-        workspace = None if self._settings is None or not owner else await self._settings(owner)
-        return self.route(capability, workspace)
+        return self.route(capability, await self._workspace(owner))
+
+    async def names_for_owner(self, owner: str, capability: Capability) -> frozenset[str]:
+        """The names a client may give the provider serving ``owner``'s slot: its provider id and its preset's id
+        (OpenMAIC's ``voice.providerId`` is one of them); none when the slot is off or unassigned."""
+        if capability in self._overrides:
+            route = self._overrides[capability]
+            return frozenset() if route is None else frozenset({route[0]})
+        found = slots.resolution(self._config, capability, await self._workspace(owner))
+        if found.status != "assigned" or found.target is None:
+            return frozenset()
+        return frozenset({found.target.provider_id, found.target.preset_id})
+
+    async def _workspace(self, owner: str) -> ModelLayer | None:
+        return None if self._settings is None or not owner else await self._settings(owner)
 
     def route(self, capability: Capability, workspace: ModelLayer | None = None) -> tuple[Any, str] | None:
         """``(driver, model)`` for the slot, or None when it is off; ``ModelNotReady`` when it cannot be used."""

@@ -412,7 +412,8 @@ class GenerationKind:
         assert progress.content is not None and progress.actions is not None
         services = self._services(ctx)
         asset_id, unvoiced = await narrate(services.media, services.log.db, state.owner_id, state.course_id,
-                                           progress.actions, quota_bytes=self.asset_quota)
+                                           progress.actions, quota_bytes=self.asset_quota,
+                                           voice=state.input.voice if state.input is not None else None)
         scene = state.scene(index, content=progress.content, actions=progress.actions, ready=True,
                             narration_asset_id=asset_id)
         course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])

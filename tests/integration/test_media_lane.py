@@ -31,7 +31,7 @@ from openmaic.media.commands import media_states, media_warning, retry_media
 from openmaic.media.lane import lane_id
 from openmaic.media.slots import MediaRouter
 from openmaic.models.media import sniff
-from openmaic.runs.events import RunInput
+from openmaic.runs.events import RunInput, Voice
 from openmaic.runs.fold import RunState, evolve
 from openmaic.runs.service import RunService
 from openmaic.runs.views import job_view
@@ -111,6 +111,29 @@ async def test_every_media_element_and_narration_is_done_through_the_real_protoc
         # the run completed only after the media pass
         types = [e.type for e in await events(log, snap.id)]
         assert types.index("run.media_pass_done") < types.index("session.ended")
+
+
+async def test_the_runs_voice_speaks_when_it_names_the_speech_provider_and_is_left_out_when_not(db_url, db):
+    """OpenMAIC's start body chooses a voice ``{providerId, voiceId, speed}``: the narration is spoken with it when
+    ``providerId`` is the provider serving the tts slot; a voice of another provider is not sent to this one (it
+    would refuse it), so the slot's provider speaks with its default voice."""
+    log = EventLog(db)
+    cfg = config()
+    svc = RunService(log, cfg)
+    async with open_fake_media() as fake:
+        ours = await svc.create_run(OWNER, "c-voice", RunInput(
+            requirement=requirement(), outline_review="auto", voice=Voice(provider_id="vendor", voice_id="nova",
+                                                                          speed=1.5)))  # fmt: skip
+        theirs = await svc.create_run(OWNER, "c-other", RunInput(
+            requirement=requirement(), outline_review="auto", voice=Voice(provider_id="azure-tts",
+                                                                          voice_id="zh-CN-XiaoxiaoNeural")))
+        async with open_generation_worker(db_url, cfg, media=fake_routes(fake)):
+            await wait_state(svc, ours.id, "completed")
+            await wait_state(svc, theirs.id, "completed")
+        assert not fake.errors
+        spoken = {(r.body["voice"], r.body["speed"]) for r in fake.of("speech")}
+        assert spoken == {("nova", 1.5), ("alloy", 1.0)}, spoken
+        assert len(fake.of("speech")) == 2 * len((await course_doc(log, ours.course_id)).scenes)
 
 
 async def test_a_failing_image_is_a_placeholder_and_its_retry_regenerates_only_it(db_url, db):

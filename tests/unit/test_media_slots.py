@@ -117,3 +117,10 @@ async def test_an_owners_own_settings_route_media_slots_each_with_its_own_driver
     assert await router.for_owner("carol", "image") is None  # nothing of hers: the deployment's (unassigned)
     assert await router.for_owner("alice", "tts") is None
     assert router.capabilities()["image"] is False  # capabilities answer for the deployment
+
+
+async def test_the_speech_provider_answers_to_its_id_and_its_presets():
+    router = MediaRouter(parse(OPENMAIC_YML))
+    assert await router.names_for_owner("alice", "tts") == {"speech", "openai-tts"}
+    off = MediaRouter(parse(OPENMAIC_YML.replace("tts: speech:gpt-4o-mini-tts", "tts: null")))
+    assert await off.names_for_owner("alice", "tts") == frozenset()
