@@ -43,7 +43,7 @@ from openmaic.api.wire import check_path, decode_json, decode_query, encode
 if TYPE_CHECKING:
     from openmaic.api.identity import IdentityResolver
 
-__all__ = ["ApiRequest", "ApiState", "Call", "RouteSpec", "api_route", "app_state", "origin", "routes_of"]
+__all__ = ["ApiRequest", "ApiState", "Call", "RouteSpec", "api_route", "app_state", "origin", "routes_of", "too_large"]
 
 Handler = Callable[..., Awaitable[Any]]
 BodyLimit = Literal["json", "upload"] | int
@@ -218,7 +218,8 @@ def origin(request: Any) -> str:
     return f"{request.scheme}://{request.host}"
 
 
-def _too_large(limit: int) -> PayloadTooLarge:
+def too_large(limit: int) -> PayloadTooLarge:
+    """The refusal of a body (or a WebSocket command) over ``limit`` bytes."""
     return PayloadTooLarge(f"the request body is larger than this route accepts ({limit} bytes)", limit=limit)
 
 
@@ -228,7 +229,7 @@ def _http_view(spec: RouteSpec) -> Handler:
         request: ApiRequest = quart.request._get_current_object()  # type: ignore[attr-defined]
         limit = _limit(spec, state)
         if request.content_length is not None and request.content_length > limit:
-            raise _too_large(limit)
+            raise too_large(limit)
         request.body.set_limit(limit)
         check_request(request, json_body=spec.body is not None, mode=state.services.config.identity.mode,
                       allowed=state.allowed_origins)
@@ -240,7 +241,7 @@ def _http_view(spec: RouteSpec) -> Handler:
             try:
                 data = await request.get_data(cache=False)
             except RequestEntityTooLarge:
-                raise _too_large(limit) from None
+                raise too_large(limit) from None
             body = decode_json(data, spec.body)
         result = await spec.handler(Call(state.services, owner, body, query, request), **params)
         return _response(result, spec.status)

@@ -60,8 +60,11 @@ def hypercorn_config(app: QuartTrio, host: str, port: int) -> HyperConfig:
     config.include_server_header = False
     state: ApiState | None = app.extensions.get(STATE_KEY)
     if state is not None:
-        # A WebSocket message is a command: no larger than a JSON body may be.
-        config.websocket_max_message_size = state.services.config.limits.json_body_bytes
+        # A WebSocket message is a command, so it may be no larger than a JSON body. One up to twice that is
+        # still read, to be refused as its route refuses such a body (an error frame; the socket stays open);
+        # past that hypercorn closes the connection (1009): no command is that large, and reading on would only
+        # hold more memory per connection.
+        config.websocket_max_message_size = 2 * state.services.config.limits.json_body_bytes
         config.keep_alive_timeout = state.services.config.server.keep_alive_s
     return config
 

@@ -12,7 +12,8 @@ command's HTTP route: a run's ``confirm_outline``, ``retry``, ``hold_outline`` a
 ``message``, ``cancel`` and ``title`` (:mod:`openmaic.api.commands`). Each is decoded as its route decodes it
 and handled by the same call, then answered by ``{"type":"ack","commandId","result":<the route's answer>}`` or
 ``{"type":"error","commandId","errorCode","error","details"?}`` (the route's error envelope). A malformed
-message gets an error frame; the connection stays open.
+message gets an error frame, and so does one larger than a JSON body may be (``limits.json_body_bytes``: the
+route's 413, up to twice that size; a larger one closes the connection with 1009); the connection stays open.
 
 Three tasks per connection, one nursery:
 
@@ -41,7 +42,7 @@ from openmaic.api.commands import CommandTable
 from openmaic.api.errors import ServiceUnavailable, describe
 from openmaic.api.live_feeds import LiveEvent
 from openmaic.api.identity import accept_websocket
-from openmaic.api.routing import Call, api_route
+from openmaic.api.routing import Call, api_route, too_large
 from openmaic.api.services import ApiServices
 from openmaic.api.streams import bp, check_cursor, visible_stream
 from openmaic.api.wire import MAX_PAGE, Wire, decode_json, encode
@@ -241,6 +242,9 @@ class _Connection:
         raw = message.encode() if isinstance(message, str) else message
         command_id = _command_id(raw)
         try:
+            limit = self.services.config.limits.json_body_bytes
+            if len(raw) > limit:  # the refusal of a body this large on the command's route
+                raise too_large(limit)
             head = decode_json(raw, ClientCommand)
             command = self.commands.get(head.type) if self.commands is not None else None
             if command is None:
