@@ -46,9 +46,10 @@ from prometheus_client.gc_collector import GCCollector
 
 __all__ = [
     "ACTIVE_ACTORS", "APPENDS", "APPEND_SECONDS", "CLAIMS", "CLAIM_SECONDS", "CONTENT_TYPE", "HORIZON_AGE",
-    "HTTP_REQUESTS", "LEASE_LOSSES", "LIVE_DELIVERY_SECONDS", "LIVE_FEEDS", "MODEL_FALLBACKS", "PROJECTION_LAG",
-    "PROJECTION_LAG_SECONDS", "PROVIDER_SECONDS", "REGISTRY", "SESSIONS_STUCK", "SLOW_CONSUMERS", "SSE_CLIENTS",
-    "STEP_SECONDS", "TAKEOVERS", "WEBSOCKET_CLIENTS", "render", "sample", "step_family", "timed",
+    "HTTP_REQUESTS", "LEASE_LOSSES", "LIVE_DELIVERY_SECONDS", "LIVE_FEEDS", "MODEL_FALLBACKS",
+    "PROJECTION_DEAD_LETTERS", "PROJECTION_LAG", "PROJECTION_LAG_SECONDS", "PROVIDER_SECONDS", "REGISTRY",
+    "SESSIONS_STUCK", "SLOW_CONSUMERS", "SSE_CLIENTS", "STEP_SECONDS", "TAKEOVERS", "WEBSOCKET_CLIENTS", "render",
+    "sample", "step_family", "timed",
 ]  # fmt: skip
 
 prometheus_client.disable_created_metrics()
@@ -151,6 +152,11 @@ PROJECTION_LAG = Gauge(
 PROJECTION_LAG_SECONDS = Gauge(
     "openmaic_projection_lag_seconds",
     "Age of the oldest event a projection has not applied yet (0 when it is caught up).",
+    ("projection",), registry=REGISTRY,
+)  # fmt: skip
+PROJECTION_DEAD_LETTERS = Counter(
+    "openmaic_projection_dead_letters",
+    "Events a projection could not apply, recorded in projection_dead_letters and skipped (live or in a rebuild).",
     ("projection",), registry=REGISTRY,
 )  # fmt: skip
 HORIZON_AGE = Gauge(

@@ -24,7 +24,7 @@ from typing import Any
 import trio
 
 from openmaic import errors, metrics
-from openmaic.events.log import Cursor, EventLog
+from openmaic.events.log import Cursor, EventLog, RecordedEvent
 from openmaic.events.wakeups import Wakeups
 from openmaic.projections.base import CheckpointMoved, Context, Projection, ProjectionPaused, Tables, lock_key
 from openmaic.projections.ordering import StreamOrder
@@ -55,6 +55,44 @@ def _own_error(exc: errors.OpenMaicError) -> errors.OpenMaicError:
     if state == "OM021":
         return CheckpointMoved(str(exc))
     return exc
+
+
+#: SQLSTATE classes of failures that are not the batch's fault and pass by themselves (connection, transaction
+#: rollback such as serialization failures and deadlocks, insufficient resources, lock not available, operator
+#: intervention such as a statement timeout or a shutdown, system errors): retried, never bisected.
+_TRANSIENT_CLASSES = ("08", "40", "53", "55", "57", "58")
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, errors.DatabaseUnavailable):
+        return True
+    if isinstance(exc, errors.DatabaseError):
+        state = exc.details.get("sqlstate") or ""
+        return state.startswith(_TRANSIENT_CLASSES) or state in ("OM020", "OM021")
+    return False
+
+
+class _Refused(Exception):
+    """A batch of ``size`` log events the projection could not apply (``cause``); internal to :meth:`Applier.step`."""
+
+    def __init__(self, size: int, cause: BaseException) -> None:
+        super().__init__(size, cause)
+        self.size = size
+        self.cause = cause
+
+
+def _reason(exc: BaseException) -> str:
+    """The failure's text, bounded (a refused statement's message can quote a whole row)."""
+    text = str(exc) or type(exc).__name__
+    return text if len(text) <= 1000 else text[:1000] + "…"
+
+
+def _dead_letter(projection: str, e: RecordedEvent, exc: BaseException) -> Op:
+    state = exc.details.get("sqlstate") if isinstance(exc, errors.DatabaseError) else None
+    return (Q.projection_dead_letter, (
+        projection, e.stream_id, e.seq, e.epoch, str(e.tx), e.position, e.type,
+        clean_value(f"{type(exc).__name__}: {_reason(exc)}"), state,
+    ))
 
 
 class Applier:
@@ -99,14 +137,35 @@ class Applier:
     async def step(self) -> int:
         """Apply the next batch. Returns the number of log events it covered (0: caught up).
 
-        On any failure the in-memory state is dropped and reloaded on the next call, and the exception
+        A batch the projection cannot apply — its ``apply`` raises, or PostgreSQL refuses its statements for a
+        reason other than a transient one — is bisected: its first half is tried, and so on down to one event.
+        An event that fails alone is a dead letter: it is recorded in ``projection_dead_letters`` in the same
+        fenced transaction that moves the checkpoint past it (so it is recorded once, like any batch), counted
+        (``openmaic_projection_dead_letters_total``) and logged, and the projection goes on. One bad event can
+        no longer stop a read model for every owner; what it would have written is missing until a rebuild.
+
+        On any other failure the in-memory state is dropped and reloaded on the next call, and the exception
         (translated: :class:`ProjectionPaused`, :class:`CheckpointMoved`, …) propagates.
         """
+        limit = self.batch_size
+        while True:
+            try:
+                return await self._batch(limit)
+            except _Refused as refused:
+                if refused.size > 1:
+                    limit = refused.size // 2
+                    log.debug("projection %s: a batch of %d events failed (%s); trying %d",
+                              self.projection.name, refused.size, refused.cause, limit)
+                    continue
+                return await self._batch(1, dead=refused.cause)
+
+    async def _batch(self, limit: int, dead: BaseException | None = None) -> int:
+        """Read and apply up to ``limit`` events; with ``dead``, record the (one) event instead of applying it."""
         if self.cursor is None:
             await self.load()
         assert self.cursor is not None
         try:
-            page = await self.log.read_all(self.cursor, self.batch_size)
+            page = await self.log.read_all(self.cursor, limit)
             if not page:
                 return 0
             plan = await self.order.arrange(self.db.fetch, page)
@@ -125,9 +184,19 @@ class Applier:
                 ops.append((Q.projection_early_remove, (
                     self.checkpoint, [k[0] for k in plan.early_reached], [k[1] for k in plan.early_reached],
                 )))
-            if relevant:
-                ops += storable(await self.projection.apply(self.ctx, relevant))
-            await self.db.transaction(ops)
+            if dead is not None:
+                ops += [_dead_letter(self.projection.name, e, dead) for e in relevant]
+                await self.db.transaction(ops)
+            elif relevant:
+                try:
+                    ops += storable(await self.projection.apply(self.ctx, relevant))
+                    await self.db.transaction(ops)
+                except Exception as exc:
+                    if _transient(exc):
+                        raise
+                    raise _Refused(len(page), exc) from exc
+            else:
+                await self.db.transaction(ops)
         except errors.OpenMaicError as exc:
             self.cursor = None
             own = _own_error(exc)
@@ -143,6 +212,12 @@ class Applier:
         self.order.commit(plan)
         self.events_applied += len(plan.events)
         self.batches += 1
+        if dead is not None and relevant:
+            metrics.PROJECTION_DEAD_LETTERS.labels(projection=self.projection.name).inc(len(relevant))
+            for e in relevant:
+                log.error("projection %s: %s %s#%d cannot be applied (%s: %s); recorded in projection_dead_letters "
+                          "and skipped", self.projection.name, e.type, e.stream_id, e.seq, type(dead).__name__,
+                          _reason(dead))
         return len(page)
 
     async def catch_up(self, progress: Any = None) -> int:

@@ -175,6 +175,14 @@ SELECT stream_id, seq FROM projection_early WHERE name = $1;
 -- First statement of every batch's transaction: the checkpoint fence (see openmaic_projection_advance in 0004, 0009).
 SELECT openmaic_projection_advance($1, $2, $3::text::xid8, $4, $5, $6::text::xid8, $7, $8, $9);
 
+-- name: projection_dead_letter
+-- An event a projection cannot apply, recorded in the batch that moves its checkpoint past it (0013).
+INSERT INTO projection_dead_letters (projection, stream_id, seq, epoch, tx, position, type, error, sqlstate)
+VALUES ($1, $2, $3, $4, $5::text::xid8, $6, $7, $8, $9)
+ON CONFLICT (projection, stream_id, seq)
+    DO UPDATE SET error = EXCLUDED.error, sqlstate = EXCLUDED.sqlstate,
+                  failures = projection_dead_letters.failures + 1, last_at = now();
+
 -- name: projection_early_add
 INSERT INTO projection_early (name, stream_id, seq) SELECT $1, s, q FROM unnest($2::text[], $3::bigint[]) AS u(s, q);
 
