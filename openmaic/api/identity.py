@@ -6,12 +6,14 @@
   so a handshake may instead offer the subprotocols ``openmaic`` and ``bearer.<token>``; the server answers with
   ``openmaic`` (never echoing the token).
 * ``trusted_header`` — the reverse proxy's ``identity.user_header``, believed only when the TCP peer is inside
-  ``identity.trusted_proxies``; from anywhere else the header is ignored and the request is a 401.
+  ``identity.trusted_proxies``; from anywhere else the header is ignored and the request is a 401. A header sent
+  twice, or holding a comma list, is a 401 too: it is what a proxy that appends instead of replacing forwards.
 * ``shared`` — OpenMAIC's shared team owner (``PERSISTENCE_SHARED_OWNER_ID``, which requires ``ACCESS_CODE``):
   every request belongs to the team.
 * ``anonymous`` — OpenMAIC's anonymous fallback: the ``anonymous_id`` cookie holds a random UUID v4 (unsigned, as
   OpenMAIC's) and the owner is ``anon:<uuid>``. It is set on the first visit and renewed on every HTTP answer
-  (400 days, ``Path=/; HttpOnly; SameSite=Lax``, ``Secure`` over https). A missing or malformed cookie is
+  (400 days, ``Path=/; HttpOnly; SameSite=Lax``, ``Secure`` over https, or when a trusted proxy says
+  ``X-Forwarded-Proto: https``). A missing or malformed cookie is
   re-minted, never refused; a WebSocket cannot set cookies, so there it is a 401. An anonymous owner that was
   claimed into an account is retired: a request presenting it is a 403 ``OWNER_RETIRED`` whose answer drops the
   cookie (the next request gets a fresh one).
@@ -224,10 +226,32 @@ class IdentityResolver:
                 f"identities are taken from {header} set by a trusted proxy, and this request did not come "
                 "through one",
             )
-        user = (request.headers.get(header) or "").strip()
+        values = request.headers.getlist(header)
+        if len(values) > 1:
+            # Which one would the proxy have meant? Believing the first lets a client's own header win over the
+            # proxy's appended one: refuse, so the proxy is configured to replace it.
+            raise Unauthorized(f"the request carries {header} {len(values)} times; the trusted proxy must send it "
+                               "exactly once, replacing any the client sent")
+        user = (values[0] if values else "").strip()
         if not user:
             raise Unauthorized(f"the trusted proxy did not send {header}")
+        if "," in user:
+            # A list ("mallory, alice") is what a proxy that appends instead of replacing forwards.
+            raise Unauthorized(f"{header} holds a list, not one user: the trusted proxy must replace the client's "
+                               "header, not append to it")
         return user
+
+    def secure(self, request: Any) -> bool:
+        """Whether the client reached us over https: directly, or through a trusted proxy saying so in
+        ``X-Forwarded-Proto`` (its first entry: the scheme the client used with the outermost proxy). From any
+        other peer the header is ignored."""
+        if request.scheme in ("https", "wss"):
+            return True
+        forwarded = request.headers.get("X-Forwarded-Proto")
+        if not forwarded or not self._networks:
+            return False
+        client = request.scope.get("client")
+        return self._trusted(client[0] if client else None) and forwarded.split(",")[0].strip().lower() == "https"
 
     def _trusted(self, peer: str | None) -> bool:
         if not peer:
@@ -254,18 +278,18 @@ class IdentityResolver:
         """After a request: send (or renew) the anonymous owner's cookie, or remove it when it is spent."""
         if getattr(quart.g, _DROP, False):
             response.delete_cookie(self.config.cookie_name, path="/", httponly=True, samesite="Lax",
-                                   secure=request.scheme == "https")
+                                   secure=self.secure(request))
             return
         value = getattr(quart.g, _ANONYMOUS, None)
         if value is None:
             return
         response.set_cookie(
             self.config.cookie_name, value, max_age=COOKIE_MAX_AGE_S, path="/", httponly=True, samesite="Lax",
-            secure=request.scheme == "https",
+            secure=self.secure(request),
         )  # fmt: skip
 
     def access_cookie(self, response: Any, request: Any) -> None:
         """Set the cookie a correct access code earns."""
         assert self.gate is not None
         response.set_cookie(ACCESS_COOKIE, self.gate.cookie_value(), max_age=ACCESS_COOKIE_MAX_AGE_S, path="/",
-                            httponly=True, samesite="Lax", secure=request.scheme == "https")
+                            httponly=True, samesite="Lax", secure=self.secure(request))
