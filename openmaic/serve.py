@@ -12,6 +12,7 @@ import functools
 import gc
 import logging
 import os
+import re
 import signal
 import urllib.parse
 from collections.abc import Awaitable, Callable
@@ -67,14 +68,20 @@ def tune_gc() -> None:
     gc.set_threshold(*GC_THRESHOLDS)
 
 
+_QUERY_SECRET = re.compile(r"(?i)(^|&)((?:ssl)?password)=[^&]*")
+
+
 def redact(url: str) -> str:
-    """The URL with its password replaced, for logs and status output."""
+    """The URL with its passwords replaced (``user:***@`` and libpq's ``?password=`` / ``?sslpassword=``), for
+    logs and status output."""
     parts = urllib.parse.urlsplit(url)
-    if not parts.password:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = urllib.parse.quote(parts.username or "", safe="")
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc}"))
+    if parts.password:
+        netloc = parts.netloc.rsplit("@", 1)[1]
+        user = urllib.parse.quote(parts.username or "", safe="")
+        parts = parts._replace(netloc=f"{user}:***@{netloc}")
+    if parts.query:
+        parts = parts._replace(query=_QUERY_SECRET.sub(r"\1\2=***", parts.query))
+    return urllib.parse.urlunsplit(parts)
 
 
 def describe_database(url: str) -> str:
