@@ -68,11 +68,21 @@ SCENE_FRAME_CSP = (
 """The frame an interactive scene runs in: its own inline code, and nothing from any network."""
 
 
+_NAME_MAX = 100
+"""Longer names are no file of ours (and past the file system's limit a lookup fails with ENAMETOOLONG)."""
+
+
 def _read(name: str) -> bytes:
-    path = resources.files("openmaic.web").joinpath(name)
-    if not path.is_file():
-        raise NotFound(f"no file {name!r}")
-    return path.read_bytes()
+    if len(name) <= _NAME_MAX:
+        path = resources.files("openmaic.web").joinpath(name)
+        try:
+            if path.is_file():
+                return path.read_bytes()
+        except OSError:
+            # Whatever the file system refuses (a name too long, permissions) is as absent as a missing file:
+            # a 404, never a 500.
+            pass
+    raise NotFound(f"no file {name[:40]!r}")
 
 
 def _answer(body: bytes, content_type: str, csp: str | None = None) -> Response:
