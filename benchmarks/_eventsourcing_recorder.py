@@ -32,6 +32,27 @@ from eventsourcing.postgres import PostgresApplicationRecorder, PostgresDatastor
 STATE = b'{"text":"chunk 1: the lesson continues with an example of recursion, ","i":1}'.ljust(78)
 
 
+class Window:
+    """A measured window after a warm-up: ``more()`` before each step says whether to take it, and counts the steps
+    that start inside the window."""
+
+    def __init__(self, warmup: float, seconds: float) -> None:
+        start = time.perf_counter()
+        self.measure_from, self.until, self.seconds = start + warmup, start + warmup + seconds, seconds
+        self.counted = 0
+
+    def more(self) -> bool:
+        t = time.perf_counter()
+        if t >= self.until:
+            return False
+        if t >= self.measure_from:
+            self.counted += 1
+        return True
+
+    def rate(self) -> float:
+        return self.counted / self.seconds
+
+
 async def raw(url: str, warmup: float, seconds: float) -> float:
     conn = await asyncpg.connect(url)
     try:
@@ -41,16 +62,12 @@ async def raw(url: str, warmup: float, seconds: float) -> float:
         )
         oid = uuid.uuid4()
         version = 0
-        start = time.perf_counter()
-        counted = 0
-        measure_from, until = start + warmup, start + warmup + seconds
-        while (t := time.perf_counter()) < until:
+        window = Window(warmup, seconds)
+        while window.more():
             version += 1
             await conn.execute("INSERT INTO raw_events (originator_id, originator_version, topic, state) "
                                "VALUES ($1, $2, $3, $4)", oid, version, "bench:Delta", STATE)
-            if t >= measure_from:
-                counted += 1
-        return counted / seconds
+        return window.rate()
     finally:
         await conn.close()
 
@@ -64,17 +81,13 @@ def recorder(url: str, warmup: float, seconds: float) -> float:
     rec.create_table()
     oid = uuid.uuid4()
     version = 0
-    start = time.perf_counter()
-    counted = 0
-    measure_from, until = start + warmup, start + warmup + seconds
-    while (t := time.perf_counter()) < until:
+    window = Window(warmup, seconds)
+    while window.more():
         version += 1
         rec.insert_events([StoredEvent(originator_id=oid, originator_version=version, topic="bench:Delta",
                                        state=STATE)])
-        if t >= measure_from:
-            counted += 1
     datastore.close()
-    return counted / seconds
+    return window.rate()
 
 
 async def admin(url: str, sql: str) -> None:
