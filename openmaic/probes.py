@@ -7,6 +7,9 @@ Readiness checks, each bounded by :data:`CHECK_TIMEOUT_S` (a probe that hangs is
 
 * ``database``: a query answers;
 * ``migrations``: none is pending;
+* ``connections``: PostgreSQL has not refused this process a new connection at its connection limit in the last
+  few seconds (the pool's open connections still answer a ping meanwhile, but requests needing another one get
+  503);
 * ``listener``: the LISTEN connection is up (it reconnects by itself);
 * ``horizon``: the oldest open transaction of the cluster has held the global log's tail back for less than
   ``runtime.horizon_age_threshold_s``. Projectors and live feeds read only below that horizon, so one long
@@ -116,6 +119,11 @@ async def readiness(db: Database, *, horizon_threshold_s: float) -> Readiness:
             checks["migrations"] = "failed: could not read the applied migrations"
     else:
         checks["migrations"] = "failed: database unreachable"
+    refused = db.refused_recently()
+    checks["connections"] = "ok" if refused is None else (
+        f"failed: PostgreSQL refused a new connection {refused:.1f} s ago: it is at its connection limit "
+        "(max_connections, or the role's or database's CONNECTION LIMIT)"
+    )  # fmt: skip
     checks["listener"] = "ok" if db.listener_connected else "failed: the LISTEN connection is down"
     if checks["database"] == "ok":
         try:

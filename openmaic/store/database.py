@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -56,6 +57,17 @@ _OWN_SQLSTATES: dict[str, type[errors.OpenMaicError]] = {
     "22P05": errors.InvalidInput,
 }
 
+CONNECTION_LIMIT = "connection_limit"
+"""``details["reason"]`` of the :class:`errors.DatabaseUnavailable` raised when PostgreSQL refuses a new connection
+at its connection limit (SQLSTATE 53300)."""
+CONNECTION_LIMIT_MESSAGE = (
+    "the database is at its connection limit and refuses new connections; retry in a few seconds (an operator "
+    "raises PostgreSQL's max_connections or the role's or database's CONNECTION LIMIT, or runs fewer server "
+    "processes)"
+)
+REFUSED_RECENTLY_S = 5.0
+"""How long after a refusal at the connection limit :meth:`Database.refused_recently` says so (readiness)."""
+
 _CONNECTION_ERRORS = (
     OSError,
     asyncpg.PostgresConnectionError,
@@ -83,8 +95,9 @@ def translate(exc: BaseException) -> BaseException:
             new = own(str(exc), stream_id=detail) if detail else own(str(exc))
         elif state == "53300":
             # "too many clients": the server is up but refuses new connections for now (max_connections, a
-            # role's or database's connection limit). Transient, like a restart: callers retry.
-            new = errors.DatabaseUnavailable(f"PostgreSQL refused a new connection: {exc}")
+            # role's or database's connection limit). Transient, like a restart: callers retry. The server's own
+            # words stay in __cause__ (and the logs); the message is one a client can act on.
+            new = errors.DatabaseUnavailable(CONNECTION_LIMIT_MESSAGE, reason=CONNECTION_LIMIT)
         elif isinstance(exc, _CONNECTION_ERRORS) or state.startswith("08") or state in ("57P01", "57P02", "57P03"):
             new = errors.DatabaseUnavailable(f"PostgreSQL connection lost: {exc}")
         else:
@@ -270,27 +283,46 @@ class Database:
         self._listener_raw: asyncpg.Connection | None = None
         self._listener_lost = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self._refused_at: float | None = None
+
+    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """One unit of work on the pool, noting when PostgreSQL refuses the pool a new connection at its limit."""
+        try:
+            return await _aio(fn, *args)
+        except errors.DatabaseUnavailable as exc:
+            if exc.details.get("reason") == CONNECTION_LIMIT:
+                self._refused_at = time.monotonic()
+            raise
+
+    def refused_recently(self) -> float | None:
+        """Seconds since PostgreSQL last refused this pool a new connection at its connection limit, if that was
+        within :data:`REFUSED_RECENTLY_S`; else None. The pool's open connections still answer meanwhile, so a
+        ping alone would call a process ready whose requests are refused."""
+        if self._refused_at is None:
+            return None
+        ago = time.monotonic() - self._refused_at
+        return ago if ago < REFUSED_RECENTLY_S else None
 
     # -- units of work: one asyncio coroutine each -------------------------------------------------------------
 
     async def fetch(self, sql: str, *args: Any) -> list[Record]:
-        return await _aio(self._pool.fetch, sql, *args)
+        return await self._run(self._pool.fetch, sql, *args)
 
     async def fetchrow(self, sql: str, *args: Any) -> Record | None:
-        return await _aio(self._pool.fetchrow, sql, *args)
+        return await self._run(self._pool.fetchrow, sql, *args)
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await _aio(self._pool.fetchval, sql, *args)
+        return await self._run(self._pool.fetchval, sql, *args)
 
     async def execute(self, sql: str, *args: Any) -> str:
-        return await _aio(self._pool.execute, sql, *args)
+        return await self._run(self._pool.execute, sql, *args)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         async def unit() -> None:
             async with self._pool.acquire() as conn, conn.transaction():
                 await conn.executemany(sql, rows)
 
-        await _aio(unit)
+        await self._run(unit)
 
     async def transaction(self, ops: Sequence[Op], *, isolation: str = "read_committed") -> list[list[Record]]:
         """Run the statements in one transaction; returns each statement's rows."""
@@ -299,20 +331,20 @@ class Database:
             async with self._pool.acquire() as conn, conn.transaction(isolation=isolation):
                 return [await conn.fetch(sql, *args) for sql, args in ops]
 
-        return await _aio(unit)
+        return await self._run(unit)
 
     async def copy_records(self, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
         async def unit() -> None:
             async with self._pool.acquire() as conn:
                 await conn.copy_records_to_table(table, records=records, columns=list(columns))
 
-        await _aio(unit)
+        await self._run(unit)
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
         """Hold one pooled connection across several units (e.g. a session advisory lock)."""
 
-        raw = await _aio(self._pool.acquire)
+        raw = await self._run(self._pool.acquire)
         conn = Connection(raw)
         try:
             yield conn
@@ -423,7 +455,7 @@ class Database:
                 raise
             return conn
 
-        return await _aio(unit)
+        return await self._run(unit)
 
     async def _listen_forever(
         self, channels: Sequence[str], ping_s: float, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED

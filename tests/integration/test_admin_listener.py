@@ -41,8 +41,8 @@ async def test_worker_and_projector_processes_serve_probes_and_metrics_that_move
                 c = clients[name]
                 assert (await c.get("/healthz")).json() == {"status": "ok"}, name
                 ready = (await c.get("/readyz")).json()
-                assert ready["status"] == "ready" and set(ready["checks"]) == {"database", "migrations", "listener",
-                                                                             "horizon"}, name  # fmt: skip
+                assert ready["status"] == "ready" and set(ready["checks"]) == {"database", "migrations", "connections",
+                                                                             "listener", "horizon"}, name  # fmt: skip
                 types, _ = parse_exposition((await c.get("/metrics")).text)
                 assert {n: types.get(n) for n in REQUIRED_METRICS} == REQUIRED_METRICS, name
                 # Only the operational routes: the admin port serves no API.

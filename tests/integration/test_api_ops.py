@@ -53,7 +53,8 @@ async def test_healthz_and_readyz(db):
         r = await client.get("/readyz")
         assert r.status_code == 200, r.text
         body = r.json()
-        assert body["checks"] == {"database": "ok", "migrations": "ok", "listener": "ok", "horizon": "ok"}
+        assert body["checks"] == {"database": "ok", "migrations": "ok", "connections": "ok", "listener": "ok",
+                                  "horizon": "ok"}
         assert body["status"] == "ready" and body["horizon"]["threshold_s"] == 60
 
 
