@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
+import ipaddress
 import logging
 import os
 import re
@@ -220,11 +221,30 @@ async def run_projector(services: Services, args: argparse.Namespace, *,
         nursery.cancel_scope.cancel()
 
 
+def exposure_warning(host: str, config: Config) -> str | None:
+    """What to tell the operator when the API would serve every request as one owner to anyone who reaches it: a
+    non-loopback address in ``single_user`` mode without ``ACCESS_CODE`` (``docker run`` with no configuration).
+    Served all the same — a container behind a private network is a legitimate set-up — but never silently."""
+    if config.identity.mode != "single_user" or config.access_code is not None:
+        return None
+    try:
+        if ipaddress.ip_address(host.strip("[]")).is_loopback:
+            return None
+    except ValueError:
+        if host == "localhost":
+            return None
+    return (f"the API listens on {host} with identity.mode single_user and no ACCESS_CODE: anyone who can reach "
+            f"this port acts as {config.identity.single_user_owner!r}. Set ACCESS_CODE, choose identity.mode "
+            "token or trusted_header, or listen on 127.0.0.1 (server.host, --host)")
+
+
 async def run_api(services: Services, args: argparse.Namespace, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """The API role: the HTTP/SSE/WebSocket server. It only serves; durable work happens in workers."""
     app = create_app(api_services(services), blueprints=resource_blueprints())
     host = args.host or services.config.server.host
+    if (warning := exposure_warning(host, services.config)) is not None:
+        log.warning("%s", warning)
     port = services.config.server.port if args.port is None else args.port
     async with trio.open_nursery() as nursery:
         # hypercorn stops accepting and drains when ``stopping`` is set (the graceful first signal).
