@@ -15,7 +15,7 @@ from openmaic.extraction.pdf import Extractor
 from openmaic.media.slots import MediaRouter, open_media_router
 from openmaic.modelconfig.secret_box import InstanceKey, instance_key
 from openmaic.models.provider import ModelRouter, open_model_router, settings_reader
-from openmaic.store.database import Database, open_database
+from openmaic.store.database import Database, lease_bounded_settings, open_database
 
 
 @dataclass
@@ -44,7 +44,8 @@ class Services:
 async def open_services(config: Config, url: str, *, pool_size: int = 20) -> AsyncIterator[Services]:
     # Read (or created) before anything serves: a damaged secret file stops the start with what to do.
     key = instance_key(config.secret_key, config.server.data_dir)
-    async with open_database(url, max_size=pool_size, listen=[CHANNEL]) as db:
+    async with open_database(url, max_size=pool_size, listen=[CHANNEL],
+                             server_settings=lease_bounded_settings(config.runtime.lease_ttl_s)) as db:
         wakeups = Wakeups()
         settings = settings_reader(config, db, key)  # owners' own Models page settings route chat and media
         async with open_model_router(config, settings=settings) as models, \

@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+RELEASE_S = 1.0
+"""How long a stopping actor tries to give its lease back. One append takes milliseconds; one that cannot be made
+within a second (the database out of reach) will not be made, and the lease expires instead."""
+
 
 class LeaseLost(Exception):
     """This attempt no longer owns the stream."""
@@ -123,7 +127,7 @@ class Actor:
         takeover charged against its unattended-attempt cap once the lease expires. Cut off from the database, the
         release cannot be made either; the lease expires and the stream is taken over, as it should be."""
         # Shielded and bounded: the actor is stopping (or the process is) and this is its last word.
-        with trio.CancelScope(shield=True), trio.move_on_after(min(2.0, self.worker.settings.lease_ttl_s)):
+        with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_S):
             try:
                 await self.log.append(StreamAppend(
                     stream_id=self.stream_id,
@@ -296,8 +300,9 @@ class Actor:
 
     async def _release_for_shutdown(self) -> None:
         # Shielded: this is the last thing a stopping worker does for the stream; if it were cancelled the
-        # stream would wait for its lease to expire and be charged an orphan takeover it did not earn.
-        with trio.CancelScope(shield=True), trio.move_on_after(5):
+        # stream would wait for its lease to expire and be charged an orphan takeover it did not earn. Bounded by
+        # RELEASE_S, so that a process cut off from the database still stops promptly (the lease then expires).
+        with trio.CancelScope(shield=True), trio.move_on_after(RELEASE_S):
             try:
                 await self.log.append(
                     StreamAppend(

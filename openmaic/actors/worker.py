@@ -8,6 +8,7 @@ own intervals with trio's clock and never compares clocks across processes.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import socket
 import uuid
@@ -90,6 +91,8 @@ class Worker:
         self._record_lateness = record_lateness
         self._stop = trio.Event()
         self._slot_freed = trio.Event()
+        self._claim_shield: trio.CancelScope | None = None
+        self._claim_deadline = math.inf
 
     def statistics(self) -> dict[str, Any]:
         by_kind: dict[str, int] = {}
@@ -117,11 +120,16 @@ class Worker:
                 outer.start_soon(self._claim_until_stopped, actors, claiming, claimed)
                 task_status.started()
                 await self._stop.wait()
+                grace_ends = trio.current_time() + self.settings.shutdown_grace_s
                 claiming.cancel()
                 # A claim in flight is not cancelled (it may have committed): wait for it, so that the streams it
-                # took get their actors, and are drained and released with every other one.
+                # took get their actors, and are drained and released with every other one. Within the grace only:
+                # a claim that cannot come back (the database out of reach) is abandoned, its streams to expire.
+                self._claim_deadline = grace_ends
+                if self._claim_shield is not None:
+                    self._claim_shield.deadline = grace_ends
                 await claimed.wait()
-                await self._drain()
+                await self._drain(grace_ends)
             # Heartbeats stop only after every actor has released or finished, so no lease expires meanwhile.
             outer.cancel_scope.cancel()
 
@@ -132,10 +140,10 @@ class Worker:
         finally:
             claimed.set()
 
-    async def _drain(self) -> None:
+    async def _drain(self, grace_ends: float) -> None:
         for a in list(self.actors.values()):
             a.drain(interrupt=False)
-        with trio.move_on_after(self.settings.shutdown_grace_s):
+        with trio.move_on_at(grace_ends):
             while self.actors:
                 await self._wait_slot()
         for a in list(self.actors.values()):
@@ -160,12 +168,13 @@ class Worker:
         with self.wakeups.watch(RUNNABLE) as w:
             while True:
                 limits = [self.settings.max_actors - self._active(k) for k in kinds]
-                if any(n > 0 for n in limits):
+                if any(n > 0 for n in limits) and not self._stop.is_set():
                     sent = trio.current_time()
                     # Shielded: a claim cancelled in flight (by a shutdown) may have committed, and its streams
                     # would stay leased by nobody until the lease expired, then be charged an orphan takeover.
-                    # (The database layer bounds every call, so this cannot hang a shutdown.)
-                    with trio.CancelScope(shield=True):
+                    # A shutdown gives it until the end of its grace (see run).
+                    rows = []
+                    with trio.CancelScope(shield=True, deadline=self._claim_deadline) as self._claim_shield:
                         try:
                             with metrics.timed(metrics.CLAIM_SECONDS):
                                 rows = await self.db.fetch(Q.claim, self.id, kinds, limits, ttl_ms)
@@ -174,6 +183,7 @@ class Worker:
                             rows = []
                         else:
                             trouble.succeeded()
+                    self._claim_shield = None
                     for r in rows:
                         c = Claim(**dict(r))
                         self.stats.claimed(c)

@@ -13,6 +13,18 @@ statement, release). That matters twice:
 Where a caller needs a connection across several crossings (a session advisory lock, a cursor), the context
 managers below run their exits inside ``trio.CancelScope(shield=True)`` for the same reason.
 
+Every call is bounded, statement and cancel, because a silent partition (packets dropped, no reset: a failover that
+moves the address, a dead link) would otherwise hang it for good: asyncpg cancels a statement by sending a cancel
+request and then waits for the server's answer on the old connection, which never comes. So:
+
+* the server ends any statement after ``statement_timeout`` (:data:`STATEMENT_TIMEOUT_S`), and the client gives up a
+  little later (asyncpg's ``command_timeout``, which also bounds its own cancel requests);
+* a call cancelled from trio whose connection has not come back within :data:`CANCEL_GRACE_S` has its connection
+  terminated, which ends the call at once (the server rolls back whatever that connection had open);
+* the server notices a client that vanished without a word (TCP keepalives, ``tcp_user_timeout``) and ends a
+  transaction left idle (``idle_in_transaction_session_timeout``, below any lease TTL), so a cut-off process's
+  locks do not outlive its leases.
+
 Driver errors are translated into :mod:`openmaic.errors` in exactly one place, :func:`translated`.
 """
 
@@ -37,11 +49,33 @@ log = logging.getLogger(__name__)
 
 Record = asyncpg.Record
 
-#: Session settings on every connection of ours. A transaction left idle (a stuck client) would hold back
-#: the global log's visibility horizon for every projector, so PostgreSQL ends it.
+STATEMENT_TIMEOUT_S = 30.0
+"""The server ends any statement of ours that runs longer (a migration lifts it for its own transaction)."""
+
+CLIENT_MARGIN_S = 5.0
+"""The client waits this much longer than :data:`STATEMENT_TIMEOUT_S` before it gives a statement up itself: the
+server normally ends it first, with a clean error on a reusable connection."""
+
+CANCEL_GRACE_S = 0.5
+"""How long a cancelled call may take to come back before its connection is terminated. A cancel that reaches the
+server takes milliseconds; one that has not come back by then most likely never will, and terminating a connection
+that was merely slow costs only a new connection (the server rolls back what it had open)."""
+
+#: Session settings on every connection of ours (the keepalive and user-timeout settings act on TCP connections only).
 DEFAULT_SERVER_SETTINGS = {
     "application_name": "openmaic",
-    "idle_in_transaction_session_timeout": "60000",
+    # A transaction left idle (a stuck or vanished client) holds its row locks and the global log's visibility horizon
+    # for every projector, so the server ends it. Below any lease TTL (services pass half the configured TTL, see
+    # lease_bounded_settings): the transaction of a worker cut off mid-transaction is gone before another worker can
+    # take its streams over.
+    "idle_in_transaction_session_timeout": "5000",
+    "statement_timeout": str(int(STATEMENT_TIMEOUT_S * 1000)),
+    # A client gone without a word is found by keepalive probes after ~11 s idle, and sooner when the server has
+    # data it cannot get acknowledged: its session ends, and with it its locks (a projector's advisory locks too).
+    "tcp_keepalives_idle": "5",
+    "tcp_keepalives_interval": "2",
+    "tcp_keepalives_count": "3",
+    "tcp_user_timeout": "10000",
 }
 
 #: SQLSTATEs raised on purpose by our own SQL functions (see migrations).
@@ -146,8 +180,99 @@ async def _aio(fn: Callable[..., Any], *args: Any) -> Any:
         return await trio_asyncio.aio_as_trio(fn)(*args)
 
 
+async def _aio_or_abort(fn: Callable[..., Any], *args: Any, abort: Callable[[], None], grace: float) -> Any:
+    """:func:`_aio`, for a call on a connection: if trio cancels it and it has not come back ``grace`` seconds later,
+    ``abort()`` (terminate the connection), which ends it at once.
+
+    trio-asyncio's own adapter cancels the asyncio task and then waits for it however long it takes; asyncpg's
+    cancellation waits for the server (forever, across a silent partition). This is the same wait with a timer
+    armed at the moment of cancellation. As with the adapter, a call that completes in spite of the cancel returns
+    its result (the cancel is delivered at the caller's next checkpoint); one that fails or is cancelled raises
+    ``trio.Cancelled``.
+    """
+    loop = trio_asyncio.current_loop.get()
+    future = asyncio.ensure_future(fn(*args), loop=loop)
+    finished = trio.Event()
+    future.add_done_callback(lambda _: finished.set())
+    with translated():
+        try:
+            await finished.wait()
+        except trio.Cancelled:
+            future.cancel()
+            loop.call_later(grace, lambda: future.done() or abort())
+            # Shielded: the asyncio task must end before its connection can be given back (or is gone); the timer
+            # above bounds this wait.
+            with trio.CancelScope(shield=True):
+                await finished.wait()
+            if future.cancelled() or future.exception() is not None:
+                raise
+        return future.result()
+
+
+class _Held:
+    """The connection a unit of work has acquired, while it holds it: what to terminate if the unit gets stuck."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self) -> None:
+        self.conn: Any = None
+
+    def terminate(self) -> None:
+        conn = self.conn
+        if conn is not None:
+            log.warning("a cancelled database call did not come back within %.1f s; terminating its connection",
+                        CANCEL_GRACE_S)
+            try:
+                conn.terminate()
+            except asyncpg.InterfaceError:  # already given back to the pool
+                pass
+
+
 Op = tuple[str, Sequence[Any]]
 """One statement of a transaction: SQL and its arguments."""
+
+
+def lease_bounded_settings(lease_ttl_s: float) -> dict[str, str]:
+    """Session settings for a process that holds leases of ``lease_ttl_s``: a transaction it leaves idle (because it
+    was cut off mid-transaction) is ended within half a lease, so its row locks are gone before another worker can
+    take its streams over. Never below a second: our transactions never wait on anything but the server, yet a
+    loaded machine may schedule a process late between two statements, and ending a live transaction then would
+    fail a request for nothing (with a lease that short, a takeover waits at most that second for the locks)."""
+    idle_ms = min(float(DEFAULT_SERVER_SETTINGS["idle_in_transaction_session_timeout"]), lease_ttl_s * 500)
+    return {"idle_in_transaction_session_timeout": str(int(max(idle_ms, 1000)))}
+
+
+# The operations of pooled units of work (asyncio coroutines: they run inside Database._unit).
+
+
+async def _fetch(conn: Any, sql: str, args: Sequence[Any]) -> list[Record]:
+    return await conn.fetch(sql, *args)
+
+
+async def _fetchrow(conn: Any, sql: str, args: Sequence[Any]) -> Record | None:
+    return await conn.fetchrow(sql, *args)
+
+
+async def _fetchval(conn: Any, sql: str, args: Sequence[Any]) -> Any:
+    return await conn.fetchval(sql, *args)
+
+
+async def _execute(conn: Any, sql: str, args: Sequence[Any]) -> str:
+    return await conn.execute(sql, *args)
+
+
+async def _executemany(conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    async with conn.transaction():
+        await conn.executemany(sql, rows)
+
+
+async def _transaction(conn: Any, ops: Sequence[Op], isolation: str) -> list[list[Record]]:
+    async with conn.transaction(isolation=isolation):
+        return [await conn.fetch(sql, *args) for sql, args in ops]
+
+
+async def _copy_records(conn: Any, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
+    await conn.copy_records_to_table(table, records=records, columns=list(columns))
 
 
 class Subscription:
@@ -202,12 +327,16 @@ class Connection:
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
-            with trio.CancelScope(shield=True):
-                result = await _aio(functools.partial(fn, **kwargs) if kwargs else fn, *args)
+            # Cancelled mid-statement, the connection is terminated at once rather than cancelled: asyncpg's cancel
+            # would leave a connection that outlives the unit unusable, and may never return (see the module doc).
+            result = await _aio_or_abort(functools.partial(fn, **kwargs) if kwargs else fn, *args,
+                                         abort=self.terminate, grace=0.0)
         except errors.DatabaseUnavailable:
             self.broken = True
             raise
-        await trio.lowlevel.checkpoint_if_cancelled()
+        except trio.Cancelled:
+            self.broken = True
+            raise
         return result
 
     async def fetch(self, sql: str, *args: Any) -> list[Record]:
@@ -238,8 +367,8 @@ class Connection:
         except BaseException:
             # Shielded: a cancelled ROLLBACK would leave the connection inside a failed transaction. A broken
             # connection is not rolled back here; terminating it on release ends the transaction server-side.
-            if not self.broken and self._raw.is_in_transaction():
-                with trio.CancelScope(shield=True), trio.move_on_after(10) as scope:
+            if not self.broken and not _detached(self._raw) and self._raw.is_in_transaction():
+                with trio.CancelScope(shield=True), trio.move_on_after(CANCEL_GRACE_S * 2) as scope:
                     await self._call(tx.rollback)
                 if scope.cancelled_caught:
                     self.broken = True
@@ -250,7 +379,8 @@ class Connection:
 
     def terminate(self) -> None:
         self.broken = True
-        self._raw.terminate()
+        if not _detached(self._raw) and not self._raw.is_closed():
+            self._raw.terminate()
 
     @property
     def backend_pid(self) -> int:
@@ -270,10 +400,12 @@ def _detached(raw: Any) -> bool:
 class Database:
     """A pool, a LISTEN connection and a coalescing NOTIFY sender. Open it with :func:`open_database`."""
 
-    def __init__(self, dsn: str, pool: asyncpg.Pool, server_settings: dict[str, str]) -> None:
+    def __init__(self, dsn: str, pool: asyncpg.Pool, server_settings: dict[str, str],
+                 command_timeout: float | None = None) -> None:
         self.dsn = dsn
         self._pool = pool
         self._server_settings = server_settings
+        self._command_timeout = command_timeout
         self._subscriptions: set[Subscription] = set()
         self._channels: set[str] = set()
         self._notify_pending: dict[str, set[str]] = {}
@@ -285,10 +417,14 @@ class Database:
         self._nursery: trio.Nursery | None = None
         self._refused_at: float | None = None
 
-    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """One unit of work on the pool, noting when PostgreSQL refuses the pool a new connection at its limit."""
+    async def _run(self, fn: Callable[..., Any], *args: Any, abort: Callable[[], None] | None = None) -> Any:
+        """One unit of work on the pool, noting when PostgreSQL refuses the pool a new connection at its limit. With
+        ``abort``, cancelled, it is given :data:`CANCEL_GRACE_S` to come back before ``abort()`` (see
+        :func:`_aio_or_abort`)."""
         try:
-            return await _aio(fn, *args)
+            if abort is None:
+                return await _aio(fn, *args)
+            return await _aio_or_abort(fn, *args, abort=abort, grace=CANCEL_GRACE_S)
         except errors.DatabaseUnavailable as exc:
             if exc.details.get("reason") == CONNECTION_LIMIT:
                 self._refused_at = time.monotonic()
@@ -305,40 +441,51 @@ class Database:
 
     # -- units of work: one asyncio coroutine each -------------------------------------------------------------
 
+    async def _unit(self, op: Callable[..., Any], *args: Any) -> Any:
+        """``op(conn, *args)`` on a pooled connection, as one asyncio coroutine (acquire, op, release). Cancelled,
+        it is given :data:`CANCEL_GRACE_S` to come back before its connection is terminated."""
+        pool = self._pool
+        held = _Held()
+
+        async def unit() -> Any:
+            conn = await pool.acquire()
+            held.conn = conn
+            try:
+                return await op(conn, *args)
+            except asyncio.TimeoutError:
+                # The client's own bound (command_timeout) passed: the server did not answer in time, and the
+                # connection's state is unknown. Terminate it rather than wait for asyncpg's cancel to come back.
+                conn.terminate()
+                raise
+            finally:
+                try:
+                    await pool.release(conn)
+                finally:
+                    held.conn = None
+
+        return await self._run(unit, abort=held.terminate)
+
     async def fetch(self, sql: str, *args: Any) -> list[Record]:
-        return await self._run(self._pool.fetch, sql, *args)
+        return await self._unit(_fetch, sql, args)
 
     async def fetchrow(self, sql: str, *args: Any) -> Record | None:
-        return await self._run(self._pool.fetchrow, sql, *args)
+        return await self._unit(_fetchrow, sql, args)
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await self._run(self._pool.fetchval, sql, *args)
+        return await self._unit(_fetchval, sql, args)
 
     async def execute(self, sql: str, *args: Any) -> str:
-        return await self._run(self._pool.execute, sql, *args)
+        return await self._unit(_execute, sql, args)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        async def unit() -> None:
-            async with self._pool.acquire() as conn, conn.transaction():
-                await conn.executemany(sql, rows)
-
-        await self._run(unit)
+        await self._unit(_executemany, sql, rows)
 
     async def transaction(self, ops: Sequence[Op], *, isolation: str = "read_committed") -> list[list[Record]]:
         """Run the statements in one transaction; returns each statement's rows."""
-
-        async def unit() -> list[list[Record]]:
-            async with self._pool.acquire() as conn, conn.transaction(isolation=isolation):
-                return [await conn.fetch(sql, *args) for sql, args in ops]
-
-        return await self._run(unit)
+        return await self._unit(_transaction, ops, isolation)
 
     async def copy_records(self, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
-        async def unit() -> None:
-            async with self._pool.acquire() as conn:
-                await conn.copy_records_to_table(table, records=records, columns=list(columns))
-
-        await self._run(unit)
+        await self._unit(_copy_records, table, records, columns)
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
@@ -349,21 +496,22 @@ class Database:
         try:
             yield conn
         finally:
-            # Shielded: a cancelled release leaks the connection, and the pool's next acquire hangs.
+            # Shielded: a cancelled release leaks the connection, and the pool's next acquire hangs. Each step is
+            # bounded, and a step that does not finish in time terminates the connection (Connection._call).
             with trio.CancelScope(shield=True):
                 if _detached(raw):
                     return  # the server closed it and asyncpg already gave it back to the pool
                 if not conn.broken and raw.is_in_transaction():
                     # Never hand asyncpg's pool a connection inside a transaction: its reset path can hang.
-                    with trio.move_on_after(5) as scope:
-                        await _aio(raw.execute, "ROLLBACK")
-                    conn.broken = scope.cancelled_caught
+                    with trio.move_on_after(CANCEL_GRACE_S * 2):
+                        await conn._call(raw.execute, "ROLLBACK")
                 if not conn.broken:
                     # The pool itself skips the reset (see _no_reset); a held connection may carry session
                     # state (advisory locks, settings, LISTEN), so it gets the full reset here.
-                    with trio.move_on_after(5) as scope:
-                        await _aio(raw.execute, raw.get_reset_query())
-                    conn.broken = scope.cancelled_caught
+                    with trio.move_on_after(CANCEL_GRACE_S * 2):
+                        await conn._call(raw.execute, raw.get_reset_query())
+                if _detached(raw):
+                    return
                 if conn.broken and not raw.is_closed():
                     raw.terminate()
                 try:
@@ -445,7 +593,8 @@ class Database:
 
     async def _connect_listener(self) -> asyncpg.Connection:
         async def unit() -> asyncpg.Connection:
-            conn = await asyncpg.connect(self.dsn, server_settings=self._server_settings, timeout=10)
+            conn = await asyncpg.connect(self.dsn, server_settings=self._server_settings, timeout=10,
+                                         command_timeout=self._command_timeout)
             try:
                 for channel in sorted(self._channels):
                     await conn.add_listener(channel, self._on_notification)
@@ -504,7 +653,8 @@ class Database:
                 return
             try:
                 with trio.fail_after(max(ping_s, 1.0)):
-                    await _aio(conn.fetchval, Q.ping)
+                    # A ping that does not come back ends the connection at once (it is replaced anyway).
+                    await _aio_or_abort(conn.fetchval, Q.ping, abort=conn.terminate, grace=0.0)
             except (errors.OpenMaicError, trio.TooSlowError):
                 return
 
@@ -629,15 +779,22 @@ async def open_database(
     listener_ping_s: float = 5.0,
     server_settings: dict[str, str] | None = None,
     connect_timeout: float = 10.0,
+    statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
 ) -> AsyncIterator[Database]:
     """Open a pool (and, with ``listen``, the LISTEN connection and the NOTIFY sender) for the block's lifetime.
 
-    Raises :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached.
+    Every statement is bounded by ``statement_timeout_s`` on the server and a little later on the client (None:
+    unbounded, for tools that run one huge statement on purpose). Raises
+    :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached.
     """
     settings = dict(DEFAULT_SERVER_SETTINGS, **(server_settings or {}))
+    if "statement_timeout" not in (server_settings or {}):
+        settings["statement_timeout"] = str(int((statement_timeout_s or 0) * 1000))
+    command_timeout = None if statement_timeout_s is None else statement_timeout_s + min(CLIENT_MARGIN_S,
+                                                                                         statement_timeout_s)
     async with open_loop():
-        pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout)
-        db = Database(dsn, pool, settings)
+        pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout, command_timeout)
+        db = Database(dsn, pool, settings, command_timeout)
         try:
             with collapse_groups():
                 async with trio.open_nursery() as nursery:
@@ -651,10 +808,15 @@ async def open_database(
                         # No new background tasks from here on: the block is over and they would be cancelled.
                         db._nursery = None
                         nursery.cancel_scope.cancel()
-        finally:
+        except BaseException:
+            # Ended by an error or a cancellation (a hard stop): no goodbyes, which a server out of reach would never
+            # acknowledge. The server ends the sessions (and rolls back what they had open) as their sockets close.
+            pool.terminate()
+            raise
+        else:
             # Shielded with a bound: closing waits for borrowed connections; terminate stragglers.
             with trio.CancelScope(shield=True):
-                with trio.move_on_after(5) as scope:
+                with trio.move_on_after(CANCEL_GRACE_S * 2) as scope:
                     await _aio(pool.close)
                 if scope.cancelled_caught:
                     pool.terminate()
@@ -668,11 +830,13 @@ async def _no_reset(_conn: asyncpg.Connection) -> None:
 
 
 async def _create_pool(
-    dsn: str, min_size: int, max_size: int, settings: dict[str, str], timeout: float
+    dsn: str, min_size: int, max_size: int, settings: dict[str, str], timeout: float, command_timeout: float | None
 ) -> asyncpg.Pool:
     try:
+        # command_timeout bounds each statement on the client, and asyncpg's own cancel requests too.
         return await asyncpg.create_pool(
-            dsn, min_size=min_size, max_size=max_size, server_settings=settings, timeout=timeout, reset=_no_reset
+            dsn, min_size=min_size, max_size=max_size, server_settings=settings, timeout=timeout, reset=_no_reset,
+            command_timeout=command_timeout,
         )
     except asyncpg.InvalidCatalogNameError as exc:
         raise errors.DatabaseUnavailable(f"database does not exist: {exc}") from exc

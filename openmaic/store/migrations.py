@@ -79,6 +79,7 @@ async def migrate(db: Database) -> list[Migration]:
                 await conn.execute(Q.migrations_table)
                 if await conn.fetchval(Q.migration_applied, m.version):
                     continue
+                await conn.execute(Q.migration_unbounded)
                 try:
                     await conn.execute(m.sql)
                 except errors.DatabaseError as exc:

@@ -478,6 +478,10 @@ SELECT version, checksum FROM openmaic_migrations ORDER BY version;
 -- Serializes migrators for the transaction; the re-check under it makes each file run exactly once.
 SELECT pg_advisory_xact_lock($1);
 
+-- name: migration_unbounded
+-- A migration may rewrite or index the whole log: the statement bound of our sessions does not apply to it.
+SET LOCAL statement_timeout = 0;
+
 -- name: migration_applied
 SELECT 1 FROM openmaic_migrations WHERE version = $1;
 

@@ -63,7 +63,9 @@ class Proxy:
         while True:
             data = await src.receive_some(65536)
             if not data:
-                # The sender closed its side: pass that on (this is an orderly close, not a partition).
+                # The sender closed its side: pass that on, once this direction forwards again (across a partition
+                # a FIN is lost like any other packet).
+                await self._open[direction].wait()
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                     await dst.send_eof()
                 return
