@@ -13,12 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import trio
 
 from openmaic.projections import default_projections
 from openmaic.store.database import open_database
 from openmaic.store.postgres import ThrowawayCluster
+from tests.faults.client import library, run_completed, session_idle, start_run, start_session
 from tests.integration.projection_helpers import snapshot, wait_caught_up
 from tests.serving import ROOT, running_server
 
@@ -35,8 +35,8 @@ async def test_a_dump_restored_into_a_fresh_cluster_serves_old_and_new_work(tmp_
         (tmp_path / "after").mkdir()
 
         async with running_server(source.url(), tmp_path / "before") as (client, _):
-            old_runs = [await start_run(client, f"old-{i}", f"Volcanoes, part {i}") for i in range(2)]
-            old_session = await start_session(client, "old-session", "add a scene about fractions")
+            old_runs = [await start_run(client, f"Volcanoes, part {i}") for i in range(2)]
+            old_session = await start_session(client, "add a scene about fractions")
             for run in old_runs:
                 await run_completed(client, run)
             await session_idle(client, old_session)
@@ -51,8 +51,8 @@ async def test_a_dump_restored_into_a_fresh_cluster_serves_old_and_new_work(tmp_
 
         async with running_server(url, tmp_path / "after") as (client, _):
             assert await library(client, old_runs, 3) == old_cards, "the restored library"
-            new_run = await start_run(client, "new-0", "Glaciers")
-            new_session = await start_session(client, "new-session", "add a scene about decimals")
+            new_run = await start_run(client, "Glaciers")
+            new_session = await start_session(client, "add a scene about decimals")
             await run_completed(client, new_run)
             await session_idle(client, new_session)
             runs = [*old_runs, new_run]
@@ -61,7 +61,7 @@ async def test_a_dump_restored_into_a_fresh_cluster_serves_old_and_new_work(tmp_
                 await wait_caught_up(db, READ_MODELS)
                 live = {p.name: await snapshot(db, p) for p in default_projections()}
                 courses = {r["course_id"] for r in await db.fetch("SELECT course_id FROM course_documents")}
-                assert {c["course_id"] for c in cards} <= courses
+                assert {c["id"] for c in cards} <= courses
                 sessions = {r["session_id"] for r in await db.fetch("SELECT session_id FROM session_list")}
                 assert {*runs, old_session, new_session} <= sessions
                 history = {r["session_id"] for r in await db.fetch("SELECT DISTINCT session_id FROM model_history")}
@@ -76,45 +76,6 @@ async def test_a_dump_restored_into_a_fresh_cluster_serves_old_and_new_work(tmp_
     finally:
         source.stop()
         target.stop()
-
-
-async def start_run(client: httpx.AsyncClient, command_id: str, requirement: str) -> str:
-    r = await client.post("/api/runs", json={"command_id": command_id, "requirement": requirement,
-                                             "outline_review": "auto"})
-    assert r.status_code == 202, r.text
-    return r.json()["id"]
-
-
-async def start_session(client: httpx.AsyncClient, command_id: str, message: str) -> str:
-    r = await client.post("/api/sessions", json={"command_id": command_id, "message": message})
-    assert r.status_code == 201, r.text
-    return r.json()["id"]
-
-
-async def run_completed(client: httpx.AsyncClient, run_id: str) -> None:
-    with trio.fail_after(60):
-        while (snap := (await client.get(f"/api/runs/{run_id}")).json())["state"] != "completed":
-            assert snap["state"] != "paused", snap
-            await trio.sleep(0.1)
-
-
-async def session_idle(client: httpx.AsyncClient, session_id: str) -> None:
-    with trio.fail_after(60):
-        while (snap := (await client.get(f"/api/sessions/{session_id}")).json())["status"] != "idle" \
-                or not snap["turns"]:
-            await trio.sleep(0.1)
-
-
-async def library(client: httpx.AsyncClient, runs: list[str], n: int) -> list[dict]:
-    """The library once it shows ``n`` cards, the courses of ``runs`` among them as ready (the projector catches up on
-    its own)."""
-    with trio.fail_after(30):
-        while True:
-            cards = (await client.get("/api/library")).json()["cards"]
-            ready = {c["run_id"] for c in cards if c["label"] == "ready"}
-            if len(cards) == n and ready >= set(runs):
-                return cards
-            await trio.sleep(0.1)
 
 
 async def cli(url: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
