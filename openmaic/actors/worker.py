@@ -24,7 +24,7 @@ from openmaic.actors.kind import Kind
 from openmaic.config import RuntimeConfig
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import RUNNABLE, Wakeups
-from openmaic.store.database import Backoff
+from openmaic.store.database import CANCEL_GRACE_S, Backoff
 from openmaic.store.queries import Q
 
 log = logging.getLogger(__name__)
@@ -125,9 +125,11 @@ class Worker:
                 # A claim in flight is not cancelled (it may have committed): wait for it, so that the streams it
                 # took get their actors, and are drained and released with every other one. Within the grace only:
                 # a claim that cannot come back (the database out of reach) is abandoned, its streams to expire.
-                self._claim_deadline = grace_ends
+                # Abandoned early enough that its connection, terminated CANCEL_GRACE_S after the cancel, is gone
+                # by the end of the grace.
+                self._claim_deadline = grace_ends - CANCEL_GRACE_S
                 if self._claim_shield is not None:
-                    self._claim_shield.deadline = grace_ends
+                    self._claim_shield.deadline = self._claim_deadline
                 await claimed.wait()
                 await self._drain(grace_ends)
             # Heartbeats stop only after every actor has released or finished, so no lease expires meanwhile.

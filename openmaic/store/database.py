@@ -814,9 +814,10 @@ async def open_database(
             pool.terminate()
             raise
         else:
-            # Shielded with a bound: closing waits for borrowed connections; terminate stragglers.
+            # Shielded with a bound: closing waits for borrowed connections and says goodbye on each, which takes
+            # milliseconds; one that has not closed by then is cut off (or stuck): terminate the stragglers.
             with trio.CancelScope(shield=True):
-                with trio.move_on_after(CANCEL_GRACE_S * 2) as scope:
+                with trio.move_on_after(CANCEL_GRACE_S) as scope:
                     await _aio(pool.close)
                 if scope.cancelled_caught:
                     pool.terminate()

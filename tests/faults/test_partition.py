@@ -22,6 +22,7 @@ from openmaic.events.log import EventLog
 from openmaic.events.wakeups import RUNNABLE
 from openmaic.store.database import CANCEL_GRACE_S, open_database
 from openmaic.store.postgres import free_port
+from tests.faults.client import run_completed, start_run
 from tests.faults.proxy import DOWN, open_proxy
 from tests.runtime import new_stream, open_worker, settings, wait_for
 from tests.serving import ROOT, wait_ready
@@ -173,7 +174,7 @@ async def test_work_cut_off_by_a_silent_partition_resumes_elsewhere_and_the_cut_
             procs += [api, a]
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=10) as client:
                 await wait_ready(client, [api.proc, a.proc], tmp_path)
-                first = [await start_run(client, f"a{i}") for i in range(3)]
+                first = [await start_run(client, f"Rivers, part a{i}") for i in range(3)]
                 await wait_for(lambda: _generating_under(db, first, a.pid), timeout=30)
 
                 # Worker A's network goes silent. C (healthy) takes A's runs over, and runs three more.
@@ -182,7 +183,7 @@ async def test_work_cut_off_by_a_silent_partition_resumes_elsewhere_and_the_cut_
                 await c.ready()
                 to_a.cut()
                 cut_a = await db_now(db)
-                second = [await start_run(client, f"c{i}") for i in range(3)]
+                second = [await start_run(client, f"Rivers, part c{i}") for i in range(3)]
                 await wait_for(lambda: _claimed_since(db, first, cut_a), timeout=30)
                 await wait_for(lambda: _generating_under(db, second, c.pid), timeout=30)
                 delays = await takeover_delays(db, log, first, cut_a, a.pid)
@@ -223,19 +224,6 @@ async def test_work_cut_off_by_a_silent_partition_resumes_elsewhere_and_the_cut_
                 p.proc.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 p.kill()
-
-
-async def start_run(client: httpx.AsyncClient, command_id: str) -> str:
-    r = await client.post("/api/runs", json={"command_id": command_id, "requirement": f"Rivers ({command_id})",
-                                             "outline_review": "auto"})
-    assert r.status_code == 202, r.text
-    return r.json()["id"]
-
-
-async def run_completed(client: httpx.AsyncClient, run_id: str) -> None:
-    while (snap := (await client.get(f"/api/runs/{run_id}")).json())["state"] != "completed":
-        assert snap["state"] != "paused", snap
-        await trio.sleep(0.1)
 
 
 async def db_now(db):
