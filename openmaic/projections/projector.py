@@ -3,7 +3,10 @@
 Each batch is one transaction that writes the projection's rows *and* moves its checkpoint, fenced: the
 checkpoint only moves from the value this projector read (``openmaic_projection_advance``), so a batch is
 applied once or not at all, whatever crashes, and a second writer — a projector that lost its lock without
-noticing, or a rebuild's swap — makes the batch roll back instead of applying it twice.
+noticing, or a rebuild's swap — makes the batch roll back instead of applying it twice. The fence includes the
+checkpoint's *generation*, new for every checkpoint row: a batch reads the log and its tables before its
+transaction, and a rebuild may swap its copy in between; the rebuilt checkpoint can equal the cursor the batch
+started from, but never its generation, so rows derived from the old tables never reach the new ones.
 
 Several projector processes may run. Each projection is processed by one of them at a time: the one holding the
 projection's *own* advisory lock (session level, on one dedicated connection per process, taken with
@@ -122,6 +125,8 @@ class Applier:
         self.batch_size = batch_size
         self.order = StreamOrder()
         self.cursor: Cursor | None = None
+        self.generation = 0
+        """The generation of the checkpoint row the cursor was read from (see the module doc)."""
         self.events_applied = 0
         self.batches = 0
 
@@ -133,6 +138,7 @@ class Applier:
         early = await self.db.fetch(Q.projection_early, self.checkpoint)
         self.order.reset({(r["stream_id"], r["seq"]) for r in early})
         self.cursor = (row["epoch"], int(row["tx"]), row["position"])
+        self.generation = row["generation"]
 
     async def step(self) -> int:
         """Apply the next batch. Returns the number of log events it covered (0: caught up).
@@ -173,8 +179,8 @@ class Applier:
             relevant = [e for e in plan.events if wants(e.type)]
             last = page[-1]
             ops: list[Op] = [(Q.projection_advance, (
-                self.checkpoint, self.cursor[0], str(self.cursor[1]), self.cursor[2], last.epoch, str(last.tx),
-                last.position, len(plan.events), self.pause_key,
+                self.checkpoint, self.generation, self.cursor[0], str(self.cursor[1]), self.cursor[2], last.epoch,
+                str(last.tx), last.position, len(plan.events), self.pause_key,
             ))]
             if plan.early_added:
                 ops.append((Q.projection_early_add, (

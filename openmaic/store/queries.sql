@@ -166,14 +166,15 @@ SELECT e.position, e.epoch, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e
 INSERT INTO projection_checkpoints (name) VALUES ($1) ON CONFLICT (name) DO NOTHING;
 
 -- name: projection_checkpoint
-SELECT epoch, tx::text AS tx, position, events_applied FROM projection_checkpoints WHERE name = $1;
+SELECT generation, epoch, tx::text AS tx, position, events_applied FROM projection_checkpoints WHERE name = $1;
 
 -- name: projection_early
 SELECT stream_id, seq FROM projection_early WHERE name = $1;
 
 -- name: projection_advance
--- First statement of every batch's transaction: the checkpoint fence (see openmaic_projection_advance in 0004, 0009).
-SELECT openmaic_projection_advance($1, $2, $3::text::xid8, $4, $5, $6::text::xid8, $7, $8, $9);
+-- First statement of every batch's transaction: the checkpoint fence (see openmaic_projection_advance in 0004, 0009,
+-- 0014).
+SELECT openmaic_projection_advance($1, $2, $3, $4::text::xid8, $5, $6, $7::text::xid8, $8, $9, $10);
 
 -- name: projection_dead_letter
 -- An event a projection cannot apply, recorded in the batch that moves its checkpoint past it (0013).

@@ -4,6 +4,7 @@ rebuild equal to live, one live projector per projection, the read models' conte
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 import random
 import signal
@@ -34,7 +35,7 @@ from openmaic.projections import (
     rebuild,
     run_projectors,
 )
-from openmaic.projections.base import Tables, live_tables, lock_key
+from openmaic.projections.base import CheckpointMoved, Tables, live_tables, lock_key
 from openmaic.store.queries import Q
 from tests.integration.projection_helpers import (
     Counting,
@@ -47,6 +48,8 @@ from tests.integration.projection_helpers import (
 from tests.runtime import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The module (the package's ``rebuild`` is its function).
+rebuild_module = importlib.import_module("openmaic.projections.rebuild")
 DEFAULT_NAMES = [p.name for p in default_projections()]
 
 #: Events whose stream's next seq sorts before them in (epoch, tx, position) order.
@@ -328,6 +331,72 @@ async def test_rebuild_pauses_the_live_projector_and_it_resumes_after_the_swap(d
         assert await db.fetchval("SELECT label FROM library_cards WHERE course_id = 'course-after'") == "ready"
         nursery.cancel_scope.cancel()
     assert found["library_cards"].failures == 0
+
+
+class HeldAfterReading(Counting):
+    """Counting whose batch, once armed with :meth:`hold_next`, waits after reading its tables (before its
+    transaction) until ``release`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.read = trio.Event()
+        self.release = trio.Event()
+
+    def hold_next(self) -> None:
+        self.armed = True
+
+    async def apply(self, ctx, events):
+        ops = await super().apply(ctx, events)
+        if self.armed:
+            self.armed = False
+            self.read.set()
+            await self.release.wait()
+        return ops
+
+
+async def test_a_live_batch_that_read_the_old_tables_before_a_swap_is_refused_by_the_new_checkpoint(db, monkeypatch):
+    """A live batch reads the log and the old tables, the rebuild swaps (its checkpoint equal to the batch's
+    starting one), then the batch commits: it must not write rows derived from the old tables into the new ones."""
+    log = EventLog(db)
+    await log.append(StreamAppend(stream_id="s", events=[SessionCreated(kind="t", owner_id="o")],
+                                  create=NewStream("t", "o")))
+    for i in range(3):
+        await log.append_one("s", [SessionMessagePosted(text=str(i))])
+    live = HeldAfterReading()
+    await db.transaction([(s, ()) for s in live.ddl(live_tables(live))])
+    live_applier = applier(db, log, live)
+    await live_applier.catch_up()
+    # The live read model is damaged, which is why it is rebuilt: a stale batch computes from the damage.
+    await db.execute("DELETE FROM test_counting")
+    outcomes: list[BaseException | None] = []
+
+    async def live_step() -> None:
+        try:
+            await live_applier.step()
+        except CheckpointMoved as exc:
+            outcomes.append(exc)
+        else:
+            outcomes.append(None)
+
+    real_swap = rebuild_module._swap
+
+    async def swap_after_a_live_read(*args) -> None:
+        # The rebuild has caught up under its apply lock; an event lands, and the live projector reads it and the
+        # old tables before the swap, but its transaction comes only after the rebuild lets go of the lock.
+        await log.append_one("s", [SessionMessagePosted(text="late")])
+        live.hold_next()
+        nursery.start_soon(live_step)
+        await live.read.wait()
+        await real_swap(*args)
+
+    monkeypatch.setattr(rebuild_module, "_swap", swap_after_a_live_read)
+    async with trio.open_nursery() as nursery:
+        await rebuild(db, log, Counting())
+        live.release.set()
+    assert len(outcomes) == 1 and isinstance(outcomes[0], CheckpointMoved), "the stale batch was applied"
+    await live_applier.catch_up()  # from the rebuilt checkpoint, reading the rebuilt tables
+    await counting_is_exact(db)
 
 
 async def test_two_projectors_one_applies_and_the_other_takes_over(db):
