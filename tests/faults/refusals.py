@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import trio
 
 from openmaic import errors
-from openmaic.store.database import Database, open_database
+from openmaic.store.database import CONNECTION_LIMIT, Database, open_database
 
 
 class ServerFull:
@@ -43,7 +43,7 @@ class ServerFull:
                 try:
                     await nursery.start(self._hold)
                 except errors.DatabaseUnavailable as exc:
-                    assert "too many clients" in str(exc) or "reserved" in str(exc), exc
+                    assert exc.details.get("reason") == CONNECTION_LIMIT, exc
                     self.refused += 1
                     if not started:
                         started = True

@@ -10,7 +10,7 @@ import trio
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import CHANNEL
 from openmaic.projections import default_projections, run_projectors
-from openmaic.store.database import open_database
+from openmaic.store.database import CONNECTION_LIMIT_MESSAGE, open_database
 from openmaic.store.migrations import migrate
 from openmaic.store.postgres import ThrowawayCluster
 from tests.faults.refusals import server_full
@@ -69,7 +69,7 @@ async def test_every_loop_outlives_a_server_that_refuses_connections(small_clust
 
 async def _refused_everywhere(caplog) -> bool:
     text = "\n".join(r.getMessage() for r in caplog.records)
-    refused = "refused a new connection"
+    refused = CONNECTION_LIMIT_MESSAGE
     loops = ["NOTIFY sender", "LISTEN connection", "projector lock connection", ": claiming"]
     return all(any(loop in line and refused in line for line in text.splitlines()) for loop in loops)
 
