@@ -47,6 +47,7 @@ from openmaic.models.errors import ModelNotReady, ProviderError
 from openmaic.models.media import VideoTaskFailed, wait_video
 from openmaic.runs.events import RunMediaPassDone, RunMediaState
 from openmaic.runs.fold import RunState, evolve as evolve_run, scene_id
+from openmaic.store.database import Record
 
 __all__ = ["FINAL_CODES", "LaneState", "MediaKind", "evolve", "lane_id", "lane_items", "open_lane", "tell_run"]
 
@@ -287,9 +288,8 @@ class MediaKind:
 
     def _report(self, state: LaneState) -> Any:
         async def handler(ctx: StepContext) -> Outcome:
-            if await run_stopped(ctx.services.log, state.run_id):
+            if not await tell_run(ctx.services.log, state.run_id, lane_id(state.run_id), state.media_pass):
                 return Outcome(events=[MediaLaneClosed()])  # an ended run is told nothing more
-            await tell_run(ctx.services.log, state.run_id, lane_id(state.run_id), state.media_pass)
             return Outcome(events=[MediaPassReported(media_pass=state.media_pass)])
 
         return handler
@@ -297,7 +297,10 @@ class MediaKind:
 
 async def run_stopped(log_: EventLog, run_id: str) -> bool:
     """Whether the run has ended as stopped (its course deleted, or cancelled): its lane then closes."""
-    row = await log_.stream(run_id)
+    return await _stopped(log_, run_id, await log_.stream(run_id))
+
+
+async def _stopped(log_: EventLog, run_id: str, row: Record | None) -> bool:
     if row is None:
         return True
     if row["status"] != "terminal":
@@ -306,22 +309,24 @@ async def run_stopped(log_: EventLog, run_id: str) -> bool:
     return run.ended not in (None, "completed")
 
 
-async def tell_run(log_: EventLog, run_id: str, lane: str, media_pass: int, *, races: int = 20) -> None:
+async def tell_run(log_: EventLog, run_id: str, lane: str, media_pass: int, *, races: int = 20) -> bool:
     """Append ``run.media_pass_done`` to the run (once per pass: the command id says which), re-queueing a run
-    that is parked waiting for it. Fenced by the run's head, so a run that decided to wait a moment ago is
-    re-queued, never left parked."""
+    that is parked waiting for it; False when the run has stopped (it is told nothing more). Fenced by the run's
+    head, so a run that decided to wait a moment ago is re-queued, never left parked, and a run that stopped
+    meanwhile is seen stopped on the next read rather than written to after its end."""
     command_id = f"{lane}:pass:{media_pass}"
     for _ in range(races):
         row = await log_.stream(run_id)
-        if row is None:
-            return
+        if await _stopped(log_, run_id, row):
+            return False
+        assert row is not None
         wake: dict[str, Any] = {}
         if row["status"] in ("waiting", "queued"):
             wake = {"status": "queued", "wake_at": None, "progress": True}
         try:
             await log_.append(StreamAppend(stream_id=run_id, events=[RunMediaPassDone(media_pass=media_pass)],
                                            command_id=command_id, expected_seq=row["head_seq"], **wake))
-            return
+            return True
         except errors.WrongExpectedSeq:
             continue
     raise errors.Conflict("the run is changing too fast to be told its media are done; retrying")

@@ -28,7 +28,9 @@ from openmaic.config import Config, ProviderConfig, Secret
 from openmaic.events.log import EventLog
 from openmaic.media.assets import read_asset_head, read_asset_range
 from openmaic.media.commands import media_states, media_warning, retry_media
-from openmaic.media.lane import lane_id
+from openmaic.events.core import SessionCreated, SessionEnded
+from openmaic.events.log import NewStream, StreamAppend
+from openmaic.media.lane import lane_id, tell_run
 from openmaic.media.slots import MediaRouter
 from openmaic.models.media import sniff
 from openmaic.runs.events import RunInput, Voice
@@ -324,3 +326,13 @@ async def test_a_full_asset_store_fails_the_media_not_reached_and_leaves_scenes_
     path = f"/api/generation-runs/{snap.id}"
     assert media_warning(state, path) == (f"1 of 2 images and videos could not be generated; see GET {path} for "
                                           f"each one; {n} speech clip(s) were left without narration")
+
+
+async def test_a_run_that_has_ended_is_not_told_its_media_pass_is_done(db):
+    # The lane settles its last element just as the run ends (deleted course, cancel): the run's history is closed.
+    log = EventLog(db)
+    await log.append(StreamAppend(stream_id="run-ended", events=[SessionCreated(kind="generation", owner_id="o")],
+                                  create=NewStream("generation", "o")))
+    await log.append(StreamAppend(stream_id="run-ended", events=[SessionEnded(status="ended")], status="terminal"))
+    await tell_run(log, "run-ended", lane_id("run-ended"), 1)
+    assert [e.type for e in await log.read_stream("run-ended", 0)] == ["session.created", "session.ended"]
