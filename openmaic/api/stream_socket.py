@@ -274,7 +274,7 @@ def _command_id(raw: bytes) -> str | None:
     """The message's commandId if one can be read, so that an error frame names the command it refuses."""
     try:
         obj = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):  # decode_json below says what is wrong with it
         return None
     cid = obj.get("commandId") if isinstance(obj, dict) else None
     return cid if isinstance(cid, str) else None

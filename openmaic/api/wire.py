@@ -94,6 +94,9 @@ def decode_json(data: bytes, typ: type[T]) -> T:
     except msgspec.DecodeError as e:
         what = "the body is empty; send a JSON object" if not data.strip() else f"the body is not valid JSON: {e}"
         raise MalformedJson(what) from None
+    except RecursionError:
+        # msgspec decodes nested arrays and objects recursively: a document nested thousands deep is no request.
+        raise MalformedJson("the body nests arrays or objects too deeply; no request needs that") from None
     if json_has_nul(data):
         path = find_unstorable(msgspec.json.decode(data)) or ""
         raise InvalidInput(unstorable_message(path or "body"), path=path)
