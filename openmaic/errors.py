@@ -44,6 +44,14 @@ class DatabaseUnavailable(OpenMaicError):
     error_code = "SERVICE_UNAVAILABLE"
 
 
+class ServiceUnavailable(OpenMaicError):
+    """This part of the service is not available in this process."""
+
+    code = "service_unavailable"
+    status = 503
+    error_code = "SERVICE_UNAVAILABLE"
+
+
 class DatabaseError(OpenMaicError):
     """PostgreSQL refused a statement."""
 

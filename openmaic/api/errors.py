@@ -26,7 +26,7 @@ import msgspec
 from quart import Response
 from werkzeug.exceptions import HTTPException
 
-from openmaic.errors import OpenMaicError
+from openmaic.errors import OpenMaicError, ServiceUnavailable
 
 __all__ = [
     "AddressInUse", "ApiErrorBody", "ErrorInfo", "ErrorStyle", "JsonErrorBody", "MalformedJson", "NotReady",
@@ -77,14 +77,6 @@ class UnsupportedMediaType(OpenMaicError):
     code = "unsupported_media_type"
     status = 415
     error_code = "INVALID_REQUEST"
-
-
-class ServiceUnavailable(OpenMaicError):
-    """This part of the service is not available in this process."""
-
-    code = "service_unavailable"
-    status = 503
-    error_code = "SERVICE_UNAVAILABLE"
 
 
 class NotReady(OpenMaicError):

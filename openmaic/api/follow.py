@@ -3,7 +3,7 @@
 :func:`follow_sse` is the one implementation of a stream's SSE response; what a frame looks like is the
 caller's :class:`SseFraming` (the run's OpenMAIC client events, see :mod:`openmaic.api.generation_runs`). The
 response is pulled: the next events are read only once the previous ones were written, so a slow reader costs no
-memory. After the backlog the follower joins the stream's live feed (:mod:`openmaic.api.live_feeds`); a reader
+memory. After the backlog the follower joins the stream's live feed (:mod:`openmaic.feeds.live`); a reader
 found more than ``server.ws_send_queue`` events behind the stream's head once live is too slow to follow it:
 the response ends, and the client resumes from its last seq (an ``EventSource`` does so by itself, sending
 ``Last-Event-ID``). A comment ``: ping`` is written whenever nothing was written for ``server.sse_ping_s``.
@@ -19,7 +19,7 @@ import trio
 from quart import Response
 
 from openmaic import metrics
-from openmaic.api.live_feeds import LiveEvent
+from openmaic.feeds.live import LiveEvent
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import MAX_PAGE, encode
 from openmaic.events.log import RecordedEvent

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from openmaic.actors.commands import CommandResult
-from openmaic.api.live_feeds import LiveFeeds
+from openmaic.feeds.live import LiveFeeds
 from openmaic.config import Config
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import Wakeups

@@ -18,7 +18,7 @@ route's 413, up to twice that size; a larger one closes the connection with 1009
 Three tasks per connection, one nursery:
 
 * the *pump* reads the stream's history into the connection's send queue (``server.ws_send_queue`` frames), then
-  joins the stream's live feed (:mod:`openmaic.api.live_feeds`), which puts each new event in that queue;
+  joins the stream's live feed (:mod:`openmaic.feeds.live`), which puts each new event in that queue;
 * the *reader* decodes commands, dispatches them, and queues their answers;
 * the *writer* (the handler's own task) takes frames from the queue and writes them to the socket.
 
@@ -40,7 +40,7 @@ from openmaic import metrics
 from openmaic.api import agent_sessions, classrooms, generation_runs
 from openmaic.api.commands import CommandTable
 from openmaic.api.errors import ServiceUnavailable, describe
-from openmaic.api.live_feeds import LiveEvent
+from openmaic.feeds.live import LiveEvent
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route, too_large
 from openmaic.api.services import ApiServices

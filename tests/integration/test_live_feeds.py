@@ -9,11 +9,11 @@ from typing import Any
 import trio
 import trio.testing
 
-from openmaic.api.errors import ServiceUnavailable
-from openmaic.api.live_feeds import LiveEvent, LiveFeeds
+from openmaic.errors import ServiceUnavailable
 from openmaic.events.core import SessionCreated, SessionMessagePosted
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.wakeups import Wakeups
+from openmaic.feeds.live import LiveEvent, LiveFeeds
 from tests.runtime import wait_for
 
 NO_POLL = 3600.0  # feeds wake only on hints in these tests, so every read is one we caused

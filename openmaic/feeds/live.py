@@ -32,14 +32,13 @@ from typing import Any, TypeVar
 import trio
 
 from openmaic import metrics
-from openmaic.api.errors import ServiceUnavailable
-from openmaic.errors import DatabaseUnavailable, OpenMaicError
+from openmaic.errors import DatabaseUnavailable, OpenMaicError, ServiceUnavailable
 from openmaic.events.log import EventLog, RecordedEvent
 from openmaic.events.wakeups import Wakeups
 
 __all__ = ["LiveEvent", "LiveFeeds", "Subscriber"]
 
-log = logging.getLogger("openmaic.api")
+log = logging.getLogger("openmaic.feeds")
 
 T = TypeVar("T")
 
