@@ -173,6 +173,7 @@ class WorkbenchSessions:
     async def start(self, owner: str, prompt: str, stage_id: str | None = None) -> tuple[Record, SessionState]:
         """A new session with ``prompt`` as its first message (on the course ``stage_id``, or a new one); not
         idempotent, as OpenMAIC's start is not."""
+        _check_text(prompt, "prompt")  # named as the route's field, before create_session checks it as "message"
         snap = await self.create_session(owner, f"start-{uuid.uuid4()}", stage_id, prompt)
         return await self.read(owner, snap.id)
 
