@@ -17,11 +17,11 @@ import trio
 
 from openmaic import errors, logs, metrics
 from openmaic.actors.kind import Core, Finish, Kind, Outcome, Step, Wait, evolve_core
+from openmaic.concurrency import collapse_groups
 from openmaic.events.core import LeaseReleased, SessionInterrupted
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
 from openmaic.events.wakeups import cancel_hint
-from openmaic.store.database import collapse_groups
 from openmaic.store.queries import Q
 
 if TYPE_CHECKING:
