@@ -18,7 +18,7 @@ from openmaic import probes
 from openmaic.actors.commands import Commands as SessionCommands
 from openmaic.api import (
     access_routes, agent_sessions, agents, assets, browser_import, claims, classrooms, generation_runs, headless,
-    materials, model_config, web,
+    materials, model_config, persistence, persistence_library, web,
 )
 from openmaic.api.services import ApiServices
 from openmaic.runs.service import RunService
@@ -41,4 +41,5 @@ def api_services(services: Any) -> ApiServices:
 
 def resource_blueprints() -> list[Blueprint]:
     return [access_routes.bp, browser_import.bp, claims.bp, headless.bp, generation_runs.bp, classrooms.bp,
-            materials.bp, model_config.bp, agents.bp, agent_sessions.bp, web.bp, assets.bp]
+            materials.bp, model_config.bp, agents.bp, agent_sessions.bp, web.bp, assets.bp, persistence.bp,
+            persistence_library.bp]

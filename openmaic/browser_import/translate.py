@@ -27,7 +27,7 @@ import base64
 import hashlib
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -39,7 +39,10 @@ from openmaic.courses.schema import (
 )  # fmt: skip
 from openmaic.media.assets import AssetKind, asset_id_for
 
-__all__ = ["ImportedAsset", "Translated", "course_id", "translate_stage"]
+__all__ = [
+    "ImportedAsset", "MediaOf", "NarrationOf", "Translated", "course_id", "course_language", "plain_text",
+    "translate_scene", "translate_stage",
+]
 
 _TAG = re.compile(r"<[^>]*>")
 _BLOCK = re.compile(r"</(p|div|li|h[1-6])>|<br\s*/?>", re.IGNORECASE)
@@ -93,7 +96,7 @@ def _num(value: Any) -> float:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
-def _elements(scene: LegacyScene) -> list[Mapping[str, Any]]:
+def canvas_elements(scene: LegacyScene) -> list[Mapping[str, Any]]:
     canvas = scene.content.get("canvas")
     elements = canvas.get("elements") if isinstance(canvas, Mapping) else None
     found = [e for e in elements if isinstance(e, Mapping)] if isinstance(elements, list) else []
@@ -139,7 +142,7 @@ def _media_of(scene: LegacyScene, stage_id: str, owner: str, media: Mapping[str,
               dropped: dict[str, int]) -> tuple[list[SceneMedia], list[ImportedAsset]]:
     out: list[SceneMedia] = []
     assets: list[ImportedAsset] = []
-    for e in _elements(scene):
+    for e in canvas_elements(scene):
         kind = e.get("type")
         if kind not in ("image", "video"):
             continue
@@ -164,6 +167,62 @@ def _media_of(scene: LegacyScene, stage_id: str, owner: str, media: Mapping[str,
     return out, assets
 
 
+MediaOf = Callable[[LegacyScene, dict[str, int]], tuple[list[SceneMedia], list[ImportedAsset]]]
+"""A scene's picture and video elements as course media, with the assets they use."""
+NarrationOf = Callable[[str], tuple[str | None, list[ImportedAsset]]]
+"""The asset of a speech action's clip (its ``audioId``), and what must be stored for it."""
+
+
+def translate_scene(s: LegacyScene, *, scene_id: str, goal: str, number: int, media_of: MediaOf,
+                    narration_of: NarrationOf, dropped: dict[str, int]) -> tuple[Scene, list[ImportedAsset]]:
+    """One browser scene as a course scene (the ``number``-th, from 1), and the assets it uses (see the module's
+    doc); what it could not keep is counted in ``dropped``."""
+    name = s.title.strip() or f"Scene {number}"
+    actions = _speech(s, dropped)
+    assets: list[ImportedAsset] = []
+    content: SceneContent
+    scene_media: list[SceneMedia] = []
+    if s.type == "quiz" and (quiz := _quiz(s, name, dropped)) is not None:
+        content = SceneContent(kind="quiz", quiz=quiz)
+    elif s.type == "interactive" and isinstance(s.content.get("html"), str) and s.content["html"].strip():
+        content = SceneContent(kind="interactive", interactive=Interactive(
+            title=name, html=s.content["html"], instructions=""))
+    else:
+        if s.type == "slide":
+            texts = [t for t in (plain_text(e.get("content")) for e in canvas_elements(s) if e.get("type") == "text") if t]
+            bullets = [t for t in texts if t.splitlines()[0] != name] if texts else []
+            scene_media, used = media_of(s, dropped)
+            assets += used
+        elif s.type == "interactive":
+            bullets = [f"Interactive page: {s.content.get('url') or 'not kept by the browser'}"]
+        elif s.type == "pbl":
+            project = s.content.get("projectConfig")
+            project = project if isinstance(project, Mapping) else {}
+            bullets = [t for t in (plain_text(project.get("title")), plain_text(project.get("description"))) if t]
+        else:  # a quiz with no question a course here can hold
+            bullets = []
+        notes = "\n".join(a.text for a in actions if a.kind == "speech")[:MAX_TEXT]
+        content = SceneContent(kind="slide", slide=Slide(title=name, bullets=bullets[:MAX_BULLETS], notes=notes))
+    narration = None
+    clips = [a.get("audioId") for a in s.actions if a.get("type") == "speech" and a.get("audioId")]
+    if len(clips) == 1:
+        narration, used = narration_of(str(clips[0]))
+        assets += used
+    elif len(clips) > 1:
+        dropped["narrationClips"] = dropped.get("narrationClips", 0) + len(clips)
+    first = content.slide.bullets[:3] if content.slide else []
+    scene = Scene(id=scene_id, title=name, goal=goal[:MAX_TEXT] or name, kind=content.kind, key_points=first,
+                  content=content, actions=SceneActions(actions=actions), status="ready", media=scene_media,
+                  narration_asset_id=narration)
+    return scene, assets
+
+
+def course_language(directive: str | None) -> str:
+    """A course's language from a browser's language directive (``en`` unless it is a language tag)."""
+    language = (directive or "").strip()
+    return language[:10] if re.fullmatch(r"[a-z]{2}(-[A-Z]{2})?", language) else "en"
+
+
 def translate_stage(browser_id: str, owner: str, body: StageImport) -> Translated:
     """The course events and assets of one imported stage of ``owner`` (see the module's doc)."""
     stage = body.stage
@@ -171,54 +230,26 @@ def translate_stage(browser_id: str, owner: str, body: StageImport) -> Translate
     media = {m.id: m for m in body.media}
     audio = {a.id: a for a in body.audio}
     title = stage.name.strip() or "Imported course"
+
+    def narration_of(clip_id: str) -> tuple[str | None, list[ImportedAsset]]:
+        clip = audio.get(clip_id)
+        if clip is None or not clip.data:
+            return None, []
+        clip_type = "audio/mpeg" if clip.format in ("", "mp3") else f"audio/{clip.format}"
+        stored = _asset(owner, "narration", clip_type, clip.data)
+        return stored.id, [stored]
+
     scenes: list[Scene] = []
     assets: list[ImportedAsset] = []
     for s in sorted(body.scenes, key=lambda s: s.order):
-        name = s.title.strip() or f"Scene {len(scenes) + 1}"
-        actions = _speech(s, dropped)
-        content: SceneContent
-        scene_media: list[SceneMedia] = []
-        if s.type == "quiz" and (quiz := _quiz(s, name, dropped)) is not None:
-            content = SceneContent(kind="quiz", quiz=quiz)
-        elif s.type == "interactive" and isinstance(s.content.get("html"), str) and s.content["html"].strip():
-            content = SceneContent(kind="interactive", interactive=Interactive(
-                title=name, html=s.content["html"], instructions=""))
-        else:
-            if s.type == "slide":
-                texts = [t for t in (plain_text(e.get("content")) for e in _elements(s) if e.get("type") == "text")
-                         if t]
-                bullets = [t for t in texts if t.splitlines()[0] != name] if texts else []
-                scene_media, used = _media_of(s, stage.id, owner, media, dropped)
-                assets += used
-            elif s.type == "interactive":
-                bullets = [f"Interactive page: {s.content.get('url') or 'not kept by the browser'}"]
-            elif s.type == "pbl":
-                project = s.content.get("projectConfig")
-                project = project if isinstance(project, Mapping) else {}
-                bullets = [t for t in (plain_text(project.get("title")), plain_text(project.get("description")))
-                           if t]
-            else:  # a quiz with no question a course here can hold
-                bullets = []
-            notes = "\n".join(a.text for a in actions if a.kind == "speech")[:MAX_TEXT]
-            content = SceneContent(kind="slide", slide=Slide(title=name, bullets=bullets[:MAX_BULLETS], notes=notes))
-        narration = None
-        clips = [a.get("audioId") for a in s.actions if a.get("type") == "speech" and a.get("audioId")]
-        if len(clips) == 1 and (clip := audio.get(str(clips[0]))) is not None and clip.data:
-            clip_type = "audio/mpeg" if clip.format in ("", "mp3") else f"audio/{clip.format}"
-            assets.append(stored := _asset(owner, "narration", clip_type, clip.data))
-            narration = stored.id
-        elif len(clips) > 1:
-            dropped["narrationClips"] = dropped.get("narrationClips", 0) + len(clips)
-        first = content.slide.bullets[:3] if content.slide else []
-        scenes.append(Scene(
-            id=f"scene-{_digest(browser_id, stage.id, s.id).hex()[:16]}", title=name,
-            goal=stage.description.strip()[:MAX_TEXT] or name, kind=content.kind, key_points=first,
-            content=content, actions=SceneActions(actions=actions), status="ready", media=scene_media,
-            narration_asset_id=narration,
-        ))  # fmt: skip
-    language = (stage.language_directive or "").strip()
-    created = CourseCreated(title=title, language=language[:10] if re.fullmatch(r"[a-z]{2}(-[A-Z]{2})?", language)
-                            else "en", requirement=stage.description[:MAX_TEXT])
+        scene, used = translate_scene(
+            s, scene_id=f"scene-{_digest(browser_id, stage.id, s.id).hex()[:16]}", goal=stage.description.strip(),
+            number=len(scenes) + 1, media_of=lambda sc, d: _media_of(sc, stage.id, owner, media, d),
+            narration_of=narration_of, dropped=dropped)  # fmt: skip
+        scenes.append(scene)
+        assets += used
+    created = CourseCreated(title=title, language=course_language(stage.language_directive),
+                            requirement=stage.description[:MAX_TEXT])
     return Translated(
         course_id=course_id(browser_id, stage.id), created=created,
         outline=CourseOutlineSet(revision=1, title=title, scenes=scenes),

@@ -488,3 +488,39 @@ SELECT 1 FROM openmaic_migrations WHERE version = $1;
 
 -- name: migration_record
 INSERT INTO openmaic_migrations (version, name, checksum) VALUES ($1, $2, $3);
+
+-- ---- OpenMAIC's browser persistence (openmaic/persistence/): client ids → streams (migration 0015) ----------------
+
+-- name: browser_document_find
+-- The course a client's document id names for this owner: the oldest row keeps the id (see migration 0015).
+SELECT course_id, folder_id FROM browser_documents WHERE owner_id = $1 AND document_id = $2
+ ORDER BY created_at, course_id LIMIT 1;
+
+-- name: browser_document_insert
+INSERT INTO browser_documents (course_id, owner_id, document_id, title) VALUES ($1, $2, $3, $4);
+
+-- name: browser_document_retitle
+UPDATE browser_documents SET title = $2, updated_at = now() WHERE course_id = $1;
+
+-- name: browser_document_file
+UPDATE browser_documents SET folder_id = $2, updated_at = now() WHERE course_id = $1;
+
+-- name: browser_documents_of_owner
+-- The owner's document courses, but those deleted since (course_documents is the documents projection's live
+-- table; a course it has not folded yet is not deleted, so a document just written is listed at once).
+SELECT b.course_id, b.document_id, b.title, b.folder_id, b.updated_at
+  FROM browser_documents b
+ WHERE b.owner_id = $1
+   AND NOT EXISTS (SELECT 1 FROM course_documents d WHERE d.course_id = b.course_id AND d.deleted)
+ ORDER BY b.updated_at DESC, b.course_id;
+
+-- name: library_folders_of_owner
+SELECT id, name, position, created_at, updated_at FROM library_folders WHERE owner_id = $1 ORDER BY position, id;
+
+-- name: library_folder_insert
+INSERT INTO library_folders (id, owner_id, name, position) VALUES ($1, $2, $3, $4)
+RETURNING id, name, position, created_at, updated_at;
+
+-- name: assets_of_owner_among
+-- Which of these ids are assets of the owner (a document's media references are checked against them).
+SELECT id FROM assets WHERE owner_id = $1 AND id = ANY($2::text[]);

@@ -1,0 +1,83 @@
+"""What the browser persistence services share: one owner lock for their writes, folds on the held connection,
+and appends made in that transaction.
+
+Every write of OpenMAIC's persistence routes (documents, runtime sessions, folders) is a read-decide-append:
+read the stream (and an id index), decide whether the request changes anything, append what it changes together
+with the index rows, all in ONE transaction under the owner's persistence lock (:func:`openmaic.store.locks
+.owner_lock`). The lock makes the decision and the write atomic for one owner, whichever process serves the
+request, so a repeated request (the importer retrying, two tabs at once) finds the first one's effect and writes
+nothing. Reads for the decision go through the held connection: under the lock they see every write committed
+before it, and they take no second connection from the pool while this one is held.
+
+Appends keep the log's own fences: each names the head it read (``expected_seq``), so a writer outside these
+routes (a classroom deleted meanwhile) makes the append fail rather than be overwritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import TypeVar
+
+from openmaic import errors
+from openmaic.events.log import FOLD_PAGE, EventLog, StreamAppend, recorded
+from openmaic.events.types import Event
+from openmaic.store.database import Connection
+from openmaic.store.locks import owner_lock
+from openmaic.store.queries import Q
+
+__all__ = ["PERSISTENCE_LOCK", "Writer", "fold_on", "writing"]
+
+PERSISTENCE_LOCK = 0x6F6D7073
+"""The owner-lock namespace of the persistence routes' writes."""
+
+S = TypeVar("S")
+
+
+async def fold_on(conn: Connection | None, log: EventLog, stream_id: str, state: S,
+                  evolve: Callable[[S, Event, int], S]) -> tuple[S, int]:
+    """Fold the whole stream into ``state`` (on ``conn`` when given, else through the log's pool); returns the
+    state and the seq of its last event (0: no event)."""
+    if conn is None:
+        return await log.fold(stream_id, state, evolve)
+    seq = 0
+    while True:
+        page = [recorded(r) for r in await conn.fetch(Q.read_stream, stream_id, seq, FOLD_PAGE, None)]
+        for e in page:
+            state = evolve(state, log.decode(e), e.seq)
+            seq = e.seq
+        if len(page) < FOLD_PAGE:
+            return state, seq
+
+
+class Writer:
+    """The held transaction of one write: fold, then :meth:`append` what changed (committed when the block ends)."""
+
+    def __init__(self, log: EventLog, conn: Connection) -> None:
+        self.log = log
+        self.conn = conn
+        self.batches: list[StreamAppend] = []
+
+    async def fold(self, stream_id: str, state: S, evolve: Callable[[S, Event, int], S]) -> tuple[S, int]:
+        return await fold_on(self.conn, self.log, stream_id, state, evolve)
+
+    async def append(self, *batches: StreamAppend) -> None:
+        if not batches:
+            return
+        try:
+            await self.conn.fetch(Q.append, *self.log.append_args(batches))
+        except errors.WrongExpectedSeq:
+            # Another writer (outside these routes) appended since the fold: nothing of ours is written.
+            raise errors.Conflict("this was changed by another request meanwhile; read it again and retry") from None
+        self.batches += batches
+
+
+@asynccontextmanager
+async def writing(log: EventLog, owner: str) -> AsyncIterator[Writer]:
+    """One write of ``owner``'s under the persistence lock; watchers are told once it committed."""
+    async with owner_lock(log.db, owner, PERSISTENCE_LOCK) as conn:
+        writer = Writer(log, conn)
+        yield writer
+    if writer.batches:
+        # Appended outside the log's append path (in our own transaction), so it counts them and tells watchers.
+        log.committed_elsewhere(writer.batches)

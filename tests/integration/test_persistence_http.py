@@ -1,0 +1,268 @@
+"""OpenMAIC's browser persistence routes over real sockets against real `openmaic serve` processes with
+PostgreSQL, replayed the way OpenMAIC 1.2's importer of a 1.1.x browser sends them (one cookie jar, every request
+after the binding with ``X-OpenMAIC-Legacy-Import``): list the library and folders, look the course up, save it
+whole, upload its media and write the references back scene by scene, file it. The course lands as this server's
+course, and every step repeated changes nothing."""
+
+from __future__ import annotations
+
+import copy
+
+import httpx
+
+from openmaic.events.log import EventLog
+from openmaic.store.database import open_database
+from tests.serving import FAST_CONFIG, running_server
+
+BROWSER = "00112233445566778899aabbccddeeff"
+BOUND = {"X-OpenMAIC-Legacy-Import": BROWSER}
+JSON = {"Content-Type": "application/json"}
+PNG = b"\x89PNG\r\n\x1a\n" + b"picture" * 40
+MP3 = b"ID3" + b"narration" * 30
+CONFIG = FAST_CONFIG + "limits: {upload_bytes: 60000}\n"
+
+
+def document(doc_id: str = "stage-1", name: str = "Fractions") -> dict:
+    """A course as OpenMAIC's document store holds it: a slide with a picture and narration, and a quiz."""
+    return {
+        "stage": {"id": doc_id, "name": name, "description": "Parts of a whole", "language": "en",
+                  "createdAt": 1700000000000, "updatedAt": 1700000000000, "style": {"theme": "chalk"}},
+        "scenes": [
+            {"id": "s-quiz", "stageId": doc_id, "type": "quiz", "title": "Check", "order": 2,
+             "content": {"type": "quiz", "questions": [
+                 {"id": "q1", "type": "single", "question": "Which is larger?",
+                  "options": [{"label": "1/2", "value": "A"}, {"label": "1/3", "value": "B"}], "answer": ["A"]}]}},
+            {"id": "s-slide", "stageId": doc_id, "type": "slide", "title": "What is a fraction", "order": 1,
+             "content": {"type": "slide", "canvas": {"id": "c1", "elements": [
+                 {"id": "t1", "type": "text", "top": 10, "left": 0, "content": "<p>A part of a whole</p>"},
+                 {"id": "img1", "type": "image", "top": 100, "left": 300, "src": "gen_img_1"}]}},
+             "actions": [{"id": "a1", "type": "speech", "text": "Today: fractions.", "audioId": "tts_s1_a1"}]},
+        ],
+        "outline": {"requirement": "Teach fractions"},
+    }
+
+
+def multipart(data: bytes, media_type: str, meta: str = '{"contentType": "image/png"}') -> dict:
+    return {"files": {"meta": ("metadata.json", meta, "application/json"), "bytes": ("asset", data, media_type)}}
+
+
+async def event_count(db_url: str) -> int:
+    async with open_database(db_url, max_size=1) as db:
+        return await db.fetchval("SELECT count(*) FROM events")
+
+
+async def import_course(c: httpx.AsyncClient, doc: dict) -> tuple[str, str]:
+    """The importer's sequence for one course; returns the course id (here) and the folder's."""
+    doc_id = doc["stage"]["id"]
+    r = await c.post("/api/identity/legacy-import-binding", json={"browserId": BROWSER})
+    assert r.status_code == 200 and r.json() == {"bound": True}, r.text
+    r = await c.get("/api/persistence/learner-key", headers=BOUND)
+    assert r.status_code == 200 and r.json() == {"learnerKey": "alice"}, r.text
+    r = await c.get("/api/stages", headers=BOUND)
+    assert r.status_code == 200, r.text
+    owned = {s["id"]: s for s in r.json()["stages"]}
+    r = await c.get("/api/folders", headers=BOUND)
+    assert r.status_code == 200, r.text
+    folder = next((f for f in r.json()["folders"] if f["name"] == "Maths"), None)
+    if folder is None:
+        r = await c.post("/api/folders", json={"name": "Maths"}, headers=BOUND)
+        assert r.status_code == 201, r.text
+        folder = r.json()["folder"]
+    if doc_id not in owned:
+        r = await c.get(f"/api/persistence/documents/{doc_id}", headers=BOUND)
+        assert r.status_code == 404 and r.json()["error"]["code"] == "DOCUMENT_NOT_FOUND", r.text
+        r = await c.put(f"/api/persistence/documents/{doc_id}", json=doc, headers=BOUND)
+        assert r.status_code == 204, r.text
+    r = await c.get(f"/api/persistence/documents/{doc_id}", headers=BOUND)
+    assert r.status_code == 200, r.text
+    stored = r.json()
+    # Media: the bytes go to the pool, and each reference is written back into its scene.
+    r = await c.post("/api/persistence/assets", headers=BOUND, **multipart(PNG, "image/png"))
+    assert r.status_code == 201 and r.headers["x-asset-revision"], r.text
+    picture = r.json()["id"]
+    r = await c.post("/api/persistence/assets", headers=BOUND, **multipart(MP3, "audio/mpeg", "{}"))
+    assert r.status_code == 201, r.text
+    clip = r.json()["id"]
+    r = await c.head(f"/api/persistence/assets/{picture}/content", headers=BOUND)
+    assert r.status_code == 200 and r.headers["x-asset-revision"] and r.headers["content-type"] == "image/png"
+    slide = copy.deepcopy(next(s for s in stored["scenes"] if s["id"] == "s-slide"))
+    slide["content"]["canvas"]["elements"][1]["src"] = picture
+    slide["actions"][0]["audioId"] = clip
+    r = await c.put(f"/api/persistence/documents/{doc_id}/scenes/s-slide", json=slide, headers=BOUND)
+    assert r.status_code == 204, r.text
+    r = await c.post("/api/folders/members", json={"stageId": doc_id, "folderId": folder["id"]}, headers=BOUND)
+    assert r.status_code == 200, r.text
+    r = await c.get("/api/stages", headers=BOUND)
+    entry = next(s for s in r.json()["stages"] if s["id"] == doc_id)
+    assert entry["folderId"] == folder["id"], entry
+    return entry["courseId"], folder["id"]
+
+
+async def test_the_importers_requests_land_a_course_once(db_url, tmp_path):
+    async with running_server(db_url, tmp_path, CONFIG + "identity: {single_user_owner: alice}\n") as (c, _):
+        doc = document()
+        course, folder = await import_course(c, doc)
+        assert course.startswith("course-")
+
+        # The course is this server's: the classroom shows its scenes, its picture and its narration.
+        r = await c.get(f"/api/classrooms/{course}")
+        assert r.status_code == 200, r.text
+        room = r.json()["classroom"]
+        assert room["title"] == "Fractions"
+        assert [s["title"] for s in room["scenes"]] == ["What is a fraction", "Check"]
+        slide = room["scenes"][0]
+        assert slide["content"]["slide"]["bullets"] == ["A part of a whole"]
+        assert slide["content"]["slide"]["notes"] == "Today: fractions."
+        (picture,) = slide["media"]
+        assert (picture["elementId"], picture["status"]) == ("img1", "done")
+        r = await c.get(f"/api/assets/{picture['assetId']}")
+        assert (r.status_code, r.content) == (200, PNG)
+        r = await c.get(f"/api/assets/{slide['narrationAssetId']}")
+        assert (r.status_code, r.content) == (200, MP3)
+        assert room["scenes"][1]["content"]["quiz"]["questions"][0]["options"] == ["1/2", "1/3"]
+        r = await c.get(f"/classroom/{course}")
+        assert r.status_code == 200
+
+        # What the client wrote reads back as it wrote it, fields this server does not know included.
+        r = await c.get("/api/persistence/documents/stage-1")
+        stored = r.json()
+        assert stored["stage"] == doc["stage"] and stored["outline"] == doc["outline"]
+        assert [s["id"] for s in stored["scenes"]] == ["s-slide", "s-quiz"]
+        r = await c.get("/api/persistence/documents/stage-1/scenes/s-quiz")
+        assert r.status_code == 200 and r.json() == doc["scenes"][0]
+        r = await c.get(f"/api/persistence/assets/{picture['assetId']}/content")
+        assert (r.status_code, r.content, r.headers["content-type"]) == (200, PNG, "image/png")
+
+        # The library card is there once the projection caught up.
+        with_card = [x for x in (await c.get("/api/classrooms")).json()["classrooms"] if x["id"] == course]
+        assert len(with_card) <= 1
+
+        # Everything again, as an importer retrying after a lost answer: nothing changes.
+        before = await event_count(db_url)
+        again, folder_again = await import_course(c, doc)
+        assert (again, folder_again) == (course, folder)
+        r = await c.put("/api/persistence/documents/stage-1", json=stored)
+        assert r.status_code == 204
+        r = await c.post("/api/folders", json={"name": " maths "}, headers=BOUND)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "FOLDER_NAME_DUPLICATE", r.text
+        assert await event_count(db_url) == before
+
+        # A changed document is saved: its course follows.
+        renamed = {**stored, "stage": {**stored["stage"], "name": "Fractions, again"}}
+        r = await c.put("/api/persistence/documents/stage-1", json=renamed)
+        assert r.status_code == 204
+        assert (await c.get(f"/api/classrooms/{course}")).json()["classroom"]["title"] == "Fractions, again"
+        r = await c.get("/api/stages")
+        assert next(s for s in r.json()["stages"] if s["id"] == "stage-1")["name"] == "Fractions, again"
+
+    async with open_database(db_url, max_size=1) as db:
+        types = [e.type for e in await EventLog(db).read_stream(course)]
+        assert types == ["course.created", "course.browser_document_set", "course.outline_set",
+                         "course.browser_scene_set", "course.outline_set", "course.filed",
+                         "course.browser_document_set", "course.outline_set"], types
+
+
+async def test_another_owners_document_is_a_missing_one(db_url, tmp_path):
+    async with running_server(db_url, tmp_path, CONFIG + "identity: {single_user_owner: alice}\n") as (alice, _):
+        r = await alice.put("/api/persistence/documents/stage-1", json=document())
+        assert r.status_code == 204, r.text
+        alice_course = (await alice.get("/api/stages")).json()["stages"][0]["courseId"]
+        (tmp_path / "bob").mkdir()
+        async with running_server(db_url, tmp_path / "bob", CONFIG + "identity: {single_user_owner: bob}\n") \
+                as (bob, _):
+            for path in ("/api/persistence/documents/stage-1", "/api/persistence/documents/stage-1/scenes/s-quiz",
+                         "/api/persistence/documents/nothing-here"):
+                r = await bob.get(path)
+                assert r.status_code == 404 and r.json()["error"]["code"] == "DOCUMENT_NOT_FOUND", (path, r.text)
+            r = await bob.put("/api/persistence/documents/stage-1/stage", json=document()["stage"])
+            assert r.status_code == 404 and r.json()["error"]["code"] == "DOCUMENT_NOT_FOUND"
+            r = await bob.post("/api/folders/members", json={"stageId": alice_course, "folderId": None})
+            assert r.status_code == 404 and r.json()["error"]["code"] == "DOCUMENT_NOT_FOUND", r.text
+            r = await bob.post("/api/folders/members", json={"stageId": "stage-1", "folderId": None})
+            assert r.status_code == 404, r.text
+            # Bob's own "stage-1" is his own course; alice's is untouched.
+            r = await bob.put("/api/persistence/documents/stage-1", json=document(name="Bob's"))
+            assert r.status_code == 204, r.text
+            bob_course = (await bob.get("/api/stages")).json()["stages"][0]["courseId"]
+            assert bob_course != alice_course
+            r = await bob.get(f"/api/persistence/assets/{'asset_' + '0' * 32}/content")
+            assert r.status_code == 404 and r.headers["x-error-code"] == "ASSET_NOT_FOUND"
+        r = await alice.get("/api/persistence/documents/stage-1")
+        assert r.json()["stage"]["name"] == "Fractions"
+
+
+def _doc(**changes: object) -> dict:
+    doc = document()
+    doc.update(changes)
+    return doc
+
+
+def _scene(**changes: object) -> dict:
+    return {**document()["scenes"][0], **changes}
+
+
+UNBOUND = {"X-OpenMAIC-Legacy-Import": "f" * 32}
+DOC = "/api/persistence/documents/stage-1"
+BAD: list[tuple[str, str, dict, dict, int, str | None]] = [
+    ("PUT", DOC, {"content": b'{"stage": '}, JSON, 400, "INVALID_REQUEST"),
+    ("PUT", DOC, {"json": _doc(scenes="many")}, {}, 400, "INVALID_REQUEST"),
+    ("PUT", DOC, {"json": {"scenes": []}}, {}, 400, "MISSING_REQUIRED_FIELD"),
+    ("PUT", DOC, {"json": _doc(stage={**document()["stage"], "id": "other"})}, {}, 400, "INVALID_REQUEST"),
+    ("PUT", DOC, {"json": _doc(scenes=[_scene(stageId="other")])}, {}, 400, "INVALID_REQUEST"),
+    ("PUT", DOC, {"json": _doc(scenes=[_scene(order="1")])}, {}, 400, "INVALID_REQUEST"),
+    ("PUT", DOC, {"json": _doc(scenes=[_scene(type="video")])}, {}, 400, "INVALID_REQUEST"),
+    ("PUT", DOC, {"json": _doc(scenes=[_scene(), _scene()])}, {}, 400, "INVALID_REQUEST"),
+    ("PUT", DOC, {"json": _doc(scenes=[_scene(id=5)])}, {}, 400, "INVALID_REQUEST"),
+    ("PUT", DOC, {"json": _doc(outline="x" * 70_000)}, {}, 413, None),
+    ("PUT", DOC, {"json": document()}, UNBOUND, 409, "LEGACY_IMPORT_NOT_BOUND"),
+    ("PUT", DOC, {"json": document()}, {"X-OpenMAIC-Legacy-Import": "nope"}, 400, "INVALID_REQUEST"),
+    ("PUT", "/api/persistence/documents/other/scenes/s-quiz", {"json": _scene(stageId="other")}, {}, 404,
+     "DOCUMENT_NOT_FOUND"),
+    ("PUT", DOC + "/scenes/s-other", {"json": _scene()}, {}, 400, "INVALID_REQUEST"),
+    ("PUT", DOC + "/scenes/s-quiz", {"json": [1, 2]}, {}, 400, "INVALID_REQUEST"),
+    ("PUT", "/api/persistence/documents/other/stage", {"json": {"id": "other"}}, {}, 404, "DOCUMENT_NOT_FOUND"),
+    ("PUT", DOC + "/stage", {"json": {"id": "stage-1", "name": 7}}, {}, 400, "INVALID_REQUEST"),
+    ("GET", "/api/persistence/learner-key", {}, UNBOUND, 409, "LEGACY_IMPORT_NOT_BOUND"),
+    ("GET", "/api/stages", {}, UNBOUND, 409, "LEGACY_IMPORT_NOT_BOUND"),
+    ("POST", "/api/persistence/assets", {"json": {"bytes": "AAAA"}}, {}, 415, "UNSUPPORTED_MEDIA_TYPE"),
+    ("POST", "/api/persistence/assets", multipart(b"hello", "text/plain"), {}, 415, "UNSUPPORTED_MEDIA_TYPE"),
+    ("POST", "/api/persistence/assets", {"files": {"meta": ("m.json", "{}", "application/json")}}, {}, 400,
+     "MISSING_REQUIRED_FIELD"),
+    ("POST", "/api/persistence/assets", multipart(PNG, "image/png", "[1]"), {}, 400, "INVALID_REQUEST"),
+    ("POST", "/api/persistence/assets", multipart(PNG, "image/png", "{"), {}, 400, "INVALID_REQUEST"),
+    ("POST", "/api/persistence/assets", multipart(b"x" * 70_000, "image/png"), {}, 413, None),
+    ("POST", "/api/persistence/assets", multipart(b"x" * 5_000, "image/png"), {}, 507, "ASSET_QUOTA_EXCEEDED"),
+    ("POST", "/api/persistence/assets", multipart(PNG, "image/png"), UNBOUND, 409, "LEGACY_IMPORT_NOT_BOUND"),
+    ("POST", "/api/folders", {"json": {}}, {}, 400, "MISSING_REQUIRED_FIELD"),
+    ("POST", "/api/folders", {"json": {"name": 5}}, {}, 400, "INVALID_REQUEST"),
+    ("POST", "/api/folders", {"json": {"name": "  "}}, {}, 400, "FOLDER_NAME_EMPTY"),
+    ("POST", "/api/folders", {"json": {"name": "n" * 101}}, {}, 400, "FOLDER_NAME_TOO_LONG"),
+    ("POST", "/api/folders", {"json": {"name": "Maths"}}, UNBOUND, 409, "LEGACY_IMPORT_NOT_BOUND"),
+    ("POST", "/api/folders/members", {"json": {"stageId": "stage-1", "folderId": "folder-nope"}}, {}, 404,
+     "FOLDER_NOT_FOUND"),
+    ("POST", "/api/folders/members", {"json": {"stageId": "nothing", "folderId": None}}, {}, 404,
+     "DOCUMENT_NOT_FOUND"),
+    ("POST", "/api/folders/members", {"json": {"stageId": 3, "folderId": None}}, {}, 400, "INVALID_REQUEST"),
+    ("GET", "/api/persistence/documents/stage-1/scenes/nothing", {}, {}, 404, "SCENE_NOT_FOUND"),
+    ("GET", "/api/persistence/assets/nothing/content", {}, {}, 404, "ASSET_NOT_FOUND"),
+]
+
+
+async def test_bad_persistence_requests_are_refused_and_change_nothing(db_url, tmp_path):
+    config = CONFIG.replace("upload_bytes: 60000", "upload_bytes: 60000, asset_bytes_per_owner: 1000")
+    async with running_server(db_url, tmp_path, config + "identity: {single_user_owner: alice}\n") as (c, _):
+        assert (await c.put(DOC, json=document())).status_code == 204
+        r = await c.post("/api/identity/legacy-import-binding", json={"browserId": BROWSER})
+        assert r.status_code == 200
+        for method, path, kwargs, headers, status, code in BAD:
+            before = await event_count(db_url)
+            async with open_database(db_url, max_size=1) as db:
+                assets = await db.fetchval("SELECT count(*) FROM assets")
+            r = await c.request(method, path, headers=headers, **kwargs)
+            assert r.status_code == status, (method, path, headers, r.text)
+            if code is not None:
+                assert r.json()["error"]["code"] == code, (method, path, r.text)
+            assert await event_count(db_url) == before, (method, path)
+            async with open_database(db_url, max_size=1) as db:
+                assert await db.fetchval("SELECT count(*) FROM assets") == assets, (method, path)
+        assert (await c.get(DOC)).json() == {**document(), "scenes": document()["scenes"][::-1]}
