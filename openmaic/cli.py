@@ -129,7 +129,7 @@ def _register_tokens(commands: argparse._SubParsersAction) -> None:
 
 
 def _cmd_tokens_create(args: argparse.Namespace) -> int:
-    from openmaic.api.identity import create_token
+    from openmaic.owners.tokens import create_token
 
     owner = args.owner.strip()
     if not owner:
@@ -145,7 +145,7 @@ def _cmd_tokens_create(args: argparse.Namespace) -> int:
 
 
 def _cmd_tokens_revoke(args: argparse.Namespace) -> int:
-    from openmaic.api.identity import revoke_token
+    from openmaic.owners.tokens import revoke_token
 
     async def run() -> bool:
         async with open_database(_resolve_url(), max_size=1) as db:

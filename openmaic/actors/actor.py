@@ -10,22 +10,25 @@ fold, the release is refused and the actor re-reads and decides again, so no com
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from openmaic import errors, logs, metrics
 from openmaic.actors.kind import Core, Finish, Kind, Outcome, Step, Wait, evolve_core
+from openmaic.concurrency import collapse_groups
 from openmaic.events.core import LeaseReleased, SessionInterrupted
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
 from openmaic.events.wakeups import cancel_hint
-from openmaic.store.database import collapse_groups
 from openmaic.store.queries import Q
 
 if TYPE_CHECKING:
-    from openmaic.actors.worker import Claim, Worker
+    from openmaic.actors.worker import Claim
+    from openmaic.config import RuntimeConfig
+    from openmaic.events.wakeups import Wakeups
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +41,20 @@ class LeaseLost(Exception):
     """This attempt no longer owns the stream."""
 
 
+@dataclass(frozen=True)
+class ActorContext:
+    """What an actor needs from the process that runs it, handed in whole: the actor never reaches into its worker.
+
+    ``lost_lease(kind)`` counts a lease this process lost (the worker's statistics and the metric).
+    """
+
+    log: EventLog
+    wakeups: Wakeups
+    settings: RuntimeConfig
+    services: Any
+    lost_lease: Callable[[str], None]
+
+
 class _Context:
     """The StepContext handed to step handlers."""
 
@@ -46,20 +63,20 @@ class _Context:
         self.stream_id = actor.stream_id
         self.attempt = actor.attempt
         self.owner_id = actor.core.owner_id
-        self.services = actor.worker.services
+        self.services = actor.context.services
 
     async def emit(self, events: Sequence[Event], also: Sequence[StreamAppend] = ()) -> int:
         return await self._actor._append(Outcome(events=events, also=also, progress=False))
 
 
 class Actor:
-    def __init__(self, worker: Worker, kind: Kind[Any], claim: Claim) -> None:
-        self.worker = worker
+    def __init__(self, context: ActorContext, kind: Kind[Any], claim: Claim) -> None:
+        self.context = context
         self.kind = kind
         self.stream_id = claim.stream_id
         self.attempt = claim.attempt
         self.claim = claim
-        self.log: EventLog = worker.log
+        self.log: EventLog = context.log
         self.state: Any = kind.initial()
         self.core = Core()
         self.cancel_scope = trio.CancelScope()
@@ -116,7 +133,7 @@ class Actor:
             except LeaseLost:
                 self.lease_lost = True
         if self.lease_lost:
-            self.worker.stats.lost_lease(self.kind.name)
+            self.context.lost_lease(self.kind.name)
             log.warning("stream %s: attempt %d lost its lease; stopped", self.stream_id, self.attempt)
             if self._presumed_lost:
                 await self._hand_back()
@@ -146,7 +163,7 @@ class Actor:
 
     async def _main(self) -> None:
         await self._refold()
-        if self.claim.reason == "orphaned" and self.claim.unattended > self.worker.settings.max_unattended_attempts:
+        if self.claim.reason == "orphaned" and self.claim.unattended > self.context.settings.max_unattended_attempts:
             log.warning("stream %s: taken over %d times without progress", self.stream_id, self.claim.unattended)
             if await self._settle(self.kind.over_cap(self.state, self.core)):
                 return
@@ -228,10 +245,10 @@ class Actor:
         runs is not dropped: the check is owed and made as soon as the next step starts, since the request may
         have landed after the fold that step was decided on."""
         owed = False
-        with self.worker.wakeups.watch(cancel_hint(self.stream_id)) as w:
+        with self.context.wakeups.watch(cancel_hint(self.stream_id)) as w:
             while True:
                 if not owed:
-                    await w.wait(self.worker.settings.wake_poll_s)
+                    await w.wait(self.context.settings.wake_poll_s)
                     owed = True
                 step = self._step_scope
                 if step is None:

@@ -19,7 +19,7 @@ import msgspec
 import trio
 
 from openmaic import errors, logs, metrics
-from openmaic.actors.actor import Actor
+from openmaic.actors.actor import Actor, ActorContext
 from openmaic.actors.kind import Kind
 from openmaic.config import RuntimeConfig
 from openmaic.events.log import EventLog
@@ -88,6 +88,8 @@ class Worker:
         self.id = worker_id or new_worker_id()
         self.actors: dict[str, Actor] = {}
         self.stats = WorkerStats()
+        self.actor_context = ActorContext(log=log_, wakeups=wakeups, settings=settings, services=services,
+                                          lost_lease=self.stats.lost_lease)
         self._record_lateness = record_lateness
         self._stop = trio.Event()
         self._slot_freed = trio.Event()
@@ -189,7 +191,7 @@ class Worker:
                     for r in rows:
                         c = Claim(**dict(r))
                         self.stats.claimed(c)
-                        self._start_actor(actors, Actor(self, self.kinds[c.kind], c), sent)
+                        self._start_actor(actors, Actor(self.actor_context, self.kinds[c.kind], c), sent)
                     if len(rows) == sum(max(n, 0) for n in limits) and rows:
                         continue  # took all we could: there may be more, and slots may have freed meanwhile
                 # A hint (a stream became runnable, or one of our actors ended) or the poll backstop.

@@ -29,16 +29,13 @@ The environment chooses ``single_user`` or ``shared`` as OpenMAIC's does (:mod:`
 With ``ACCESS_CODE`` set, :func:`admit` keeps OpenMAIC's access-code gate in front of every ``/api/*`` route but
 health (:mod:`openmaic.api.access_code`); a valid bearer token passes it too.
 
-Tokens look like ``tok_<12 hex>.<secret>``: the part before the dot is the token's id, safe to show and to
-revoke by.
+Tokens and their storage are :mod:`openmaic.owners.tokens`'s; this module only asks it whose a token is.
 """
 
 from __future__ import annotations
 
-import hashlib
 import ipaddress
 import re
-import secrets
 import uuid
 from typing import Any
 
@@ -51,14 +48,11 @@ from openmaic.api.access_code import (
 from openmaic.config import IdentityConfig
 from openmaic.events.log import EventLog
 from openmaic.owners.claims import ClaimRefused, OwnerRetired, claim_owner, claimed_into, is_anonymous
+from openmaic.owners.tokens import looks_like_token, token_owner
 from openmaic.secret import Secret
 from openmaic.store.database import Database
-from openmaic.store.queries import Q
 
-__all__ = [
-    "COOKIE_MAX_AGE_S", "WS_PROTOCOL", "IdentityResolver", "accept_websocket", "create_token", "revoke_token",
-    "token_id",
-]  # fmt: skip
+__all__ = ["COOKIE_MAX_AGE_S", "WS_PROTOCOL", "IdentityResolver", "accept_websocket"]
 
 COOKIE_MAX_AGE_S = 400 * 24 * 3600
 """Browsers cap cookie lifetimes at 400 days; asking for more would be silently cut."""
@@ -68,7 +62,6 @@ WS_PROTOCOL = "openmaic"
 _WS_BEARER = "bearer."
 """Prefix of the subprotocol that carries a bearer token on a WebSocket handshake."""
 
-_TOKEN_PREFIX = "tok_"
 _ANONYMOUS = "openmaic_anonymous_id"  # the name under quart.g of this request's anonymous id, for its cookie
 _DROP = "openmaic_drop_anonymous_id"  # set under quart.g when this answer drops the anonymous cookie
 _CLAIMED = "openmaic_claim_tried"  # set under quart.g once this request tried its automatic claim
@@ -81,34 +74,6 @@ async def accept_websocket(ws: Any) -> None:
     """Accept a WebSocket, selecting :data:`WS_PROTOCOL` when the client offered it: a browser that sent its token
     as a subprotocol drops a connection whose answer names none of the protocols it offered."""
     await ws.accept(subprotocol=WS_PROTOCOL if WS_PROTOCOL in ws.requested_subprotocols else None)
-
-
-def _hash(token: str) -> bytes:
-    return hashlib.sha256(token.encode()).digest()
-
-
-def token_id(token: str) -> str:
-    """The id part of a token (what listings show and ``revoke_token`` accepts)."""
-    return token.split(".", 1)[0]
-
-
-async def create_token(db: Database, owner: str) -> str:
-    """Create a bearer token for ``owner`` and return it. Only its hash is stored: show it once."""
-    if not owner.strip():
-        raise ValueError("the owner must not be empty")
-    ident = _TOKEN_PREFIX + secrets.token_hex(6)
-    token = f"{ident}.{secrets.token_urlsafe(32)}"
-    await db.execute(Q.token_insert, ident, owner, _hash(token))
-    return token
-
-
-async def revoke_token(db: Database, token_or_id: str) -> bool:
-    """Revoke a token given in full or by id. False when no active token matched (unknown or revoked already)."""
-    ident = token_id(token_or_id)
-    # A full token must match its hash, not only its id: knowing an id is no proof of holding the token.
-    hashed = _hash(token_or_id) if "." in token_or_id else None
-    revoked = await db.fetchval(Q.token_revoke, ident, hashed)
-    return revoked is not None
 
 
 class IdentityResolver:
@@ -137,9 +102,9 @@ class IdentityResolver:
         if self.gate.admits(request.cookies.get(ACCESS_COOKIE)):
             return
         scheme, _, token = (request.headers.get("Authorization") or "").strip().partition(" ")
-        if scheme.lower() == "bearer" and token.strip().startswith(_TOKEN_PREFIX):
+        if scheme.lower() == "bearer" and looks_like_token(token.strip()):
             # A script holding a token of this server passes: it authenticated with something stronger.
-            if await self.db.fetchval(Q.token_owner, _hash(token.strip())) is not None:
+            if await token_owner(self.db, token.strip()) is not None:
                 return
         raise AccessCodeRequired()
 
@@ -211,7 +176,7 @@ class IdentityResolver:
                 "`openmaic tokens create --owner NAME`",
                 challenge="Bearer",
             )
-        owner = await self.db.fetchval(Q.token_owner, _hash(token))
+        owner = await token_owner(self.db, token)
         if owner is None:
             # One message for unknown and revoked: the answer must not tell which tokens exist.
             raise Unauthorized("the bearer token is unknown or has been revoked", challenge='Bearer error="invalid_token"')

@@ -40,6 +40,7 @@ from openmaic import metrics
 from openmaic.api import agent_sessions, classrooms, generation_runs
 from openmaic.api.commands import CommandTable
 from openmaic.api.errors import ServiceUnavailable, describe
+from openmaic.concurrency import collapse_groups
 from openmaic.feeds.live import LiveEvent
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route, too_large
@@ -47,7 +48,6 @@ from openmaic.api.services import ApiServices
 from openmaic.api.streams import bp, check_cursor, visible_stream
 from openmaic.api.wire import MAX_PAGE, Wire, decode_json, encode
 from openmaic.errors import DatabaseUnavailable, InvalidInput
-from openmaic.store.database import collapse_groups
 from openmaic.workbench import fold as session_fold
 from openmaic.workbench.views import SessionView
 

@@ -27,11 +27,12 @@ from typing import Any
 import trio
 
 from openmaic import errors, metrics
+from openmaic.concurrency import collapse_groups
 from openmaic.events.log import Cursor, EventLog, RecordedEvent
 from openmaic.events.wakeups import Wakeups
 from openmaic.projections.base import CheckpointMoved, Context, Projection, ProjectionPaused, Tables, lock_key
 from openmaic.projections.ordering import StreamOrder
-from openmaic.store.database import Backoff, Database, Op, collapse_groups
+from openmaic.store.database import Backoff, Database, Op
 from openmaic.store.queries import Q
 from openmaic.text import clean_value
 

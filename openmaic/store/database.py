@@ -43,6 +43,7 @@ import trio
 import trio_asyncio
 
 from openmaic import errors
+from openmaic.concurrency import collapse_groups
 from openmaic.store.queries import Q
 
 log = logging.getLogger(__name__)
@@ -713,34 +714,6 @@ def _chunk_payloads(payloads: Sequence[str], limit: int = 7900) -> Iterator[list
         size += n
     if chunk:
         yield chunk
-
-
-def single_exception(group: BaseExceptionGroup) -> BaseException | None:
-    """The one leaf of a group that holds exactly one exception (nested or not), else None."""
-    leaves: list[BaseException] = []
-
-    def walk(g: BaseExceptionGroup) -> None:
-        for e in g.exceptions:
-            walk(e) if isinstance(e, BaseExceptionGroup) else leaves.append(e)
-
-    walk(group)
-    return leaves[0] if len(leaves) == 1 else None
-
-
-@contextlib.contextmanager
-def collapse_groups() -> Iterator[None]:
-    """Re-raise a one-exception group as that exception.
-
-    Nurseries wrap whatever crosses them in an ExceptionGroup; callers of a context manager that happens to
-    use a nursery inside should see the error they raised (or the one we raised), not a group of one.
-    """
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        leaf = single_exception(group)
-        if leaf is None:
-            raise
-        raise leaf from leaf.__cause__
 
 
 @contextlib.asynccontextmanager

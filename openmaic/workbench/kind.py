@@ -26,13 +26,13 @@ from typing import Any
 import trio
 
 from openmaic.actors.kind import Core, Finish, Message, Outcome, Step, StepContext, Wait, settle
+from openmaic.concurrency import collapse_groups
 from openmaic.config import Config
 from openmaic.events.core import ModelOutputDelta, ModelTurnCompleted, SessionEnded, ToolCalled
 from openmaic.events.types import Event
 from openmaic.models.provider import fallback_events
 from openmaic.models.types import Message as ModelMessage
 from openmaic.models.types import SystemMessage, ToolCall, TurnResult, UserMessage
-from openmaic.store.database import collapse_groups
 from openmaic.workbench import fold
 from openmaic.workbench.events import ModelOutputReset
 from openmaic.workbench.fold import SessionState

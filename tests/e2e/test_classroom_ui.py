@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 import trio
 
-from openmaic.api.identity import create_token
+from openmaic.owners.tokens import create_token
 from openmaic.store.database import open_database
 from openmaic.store.postgres import free_port
 from tests.e2e.test_workbench_ui import ARTIFACTS, Page, Request, expect, in_browser, pytestmark, running_server  # noqa: F401

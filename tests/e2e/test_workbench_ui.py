@@ -18,7 +18,7 @@ import httpx
 import pytest
 import trio
 
-from openmaic.api.identity import create_token
+from openmaic.owners.tokens import create_token
 from openmaic.store.database import open_database
 from openmaic.store.postgres import free_port
 from tests.fakes.provider_server import Json, Status, open_fake_provider

@@ -6,7 +6,8 @@ import json
 import re
 from http.cookies import SimpleCookie
 
-from openmaic.api.identity import COOKIE_MAX_AGE_S, create_token, revoke_token, token_id
+from openmaic.api.identity import COOKIE_MAX_AGE_S
+from openmaic.owners.tokens import create_token, revoke_token, token_id
 from tests.integration.api_harness import make_config, raw_ws, running_api, ws_rejection
 
 EVENTS = "/api/agent/sessions/{}"

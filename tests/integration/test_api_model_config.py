@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from openmaic.api.identity import create_token
+from openmaic.owners.tokens import create_token
 from openmaic.api.model_config import bp
 from tests.integration.api_harness import make_config, running_api
 

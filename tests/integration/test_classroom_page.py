@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import trio
 
-from openmaic.api.identity import create_token
+from openmaic.owners.tokens import create_token
 from openmaic.api.web import CLASSROOM_CSP, SCENE_FRAME_CSP, WORKBENCH_CSP
 from openmaic.config import default_config
 from openmaic.events.log import EventLog

@@ -104,7 +104,7 @@ async def test_writes_from_another_origin_are_refused(db, mode):
 
 
 async def test_token_mode_writes_are_not_judged_by_origin(db):
-    from openmaic.api.identity import create_token
+    from openmaic.owners.tokens import create_token
 
     async with running_api(db, make_config("identity: {mode: token}"), blueprints=[testing_bp]) as api, \
             api.client() as client:  # fmt: skip
