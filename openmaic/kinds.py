@@ -19,8 +19,12 @@ def session_kinds(config: Config) -> dict[str, Kind[Any]]:
     kinds: dict[str, Kind[Any]] = {
         "generation": GenerationKind(config), "workbench": WorkbenchKind(config), "media": MediaKind(config),
     }
-    assert set(SESSION_KINDS) <= set(kinds)
+    assert set(SESSION_KINDS) <= set(kinds) and set(kinds) == set(KIND_NAMES)
     return kinds
+
+
+KIND_NAMES: tuple[str, ...] = ("generation", "workbench", "media")
+"""Every stream kind that has a kind here (the sessions and the media lanes)."""
 
 
 def get_kind(kind: str, config: Config | None = None) -> Kind[Any]:

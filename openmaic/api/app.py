@@ -16,8 +16,7 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from openmaic import metrics
-from openmaic.api import health, streams
-from openmaic.api import stream_socket  # noqa: F401 - declares the WebSocket route on streams.bp
+from openmaic.api import health, stream_socket
 from openmaic.api.errors import describe, render
 from openmaic.api.access_code import AccessCodeRequired
 from openmaic.api.identity import IdentityResolver
@@ -27,7 +26,7 @@ from openmaic.api.services import ApiServices
 
 __all__ = ["CORE_BLUEPRINTS", "create_app"]
 
-CORE_BLUEPRINTS: tuple[Blueprint, ...] = (health.bp, streams.bp)
+CORE_BLUEPRINTS: tuple[Blueprint, ...] = (health.bp, stream_socket.bp)
 """Always served: health, readiness, metrics, the OpenAPI document, and stream reading (page, SSE, WebSocket)."""
 
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

@@ -35,6 +35,7 @@ from typing import Annotated, Any
 
 import msgspec
 import trio
+from quart import Blueprint
 
 from openmaic import metrics
 from openmaic.api import agent_sessions, classrooms, generation_runs
@@ -45,13 +46,15 @@ from openmaic.feeds.live import LiveEvent
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route, too_large
 from openmaic.api.services import ApiServices
-from openmaic.api.streams import bp, check_cursor, visible_stream
+from openmaic.api.streams import check_cursor, visible_stream
 from openmaic.api.wire import MAX_PAGE, Wire, decode_json, encode
 from openmaic.errors import DatabaseUnavailable, InvalidInput
 from openmaic.workbench import fold as session_fold
 from openmaic.workbench.views import SessionView
 
-__all__ = ["StreamSocketQuery"]
+__all__ = ["StreamSocketQuery", "bp"]
+
+bp = Blueprint("streams", __name__)
 
 log = logging.getLogger("openmaic.api")
 

@@ -1,4 +1,4 @@
-"""The stream routes' blueprint and what every route on one of the owner's streams checks.
+"""What every route on one of the owner's streams checks.
 
 Streams are read through their resources' routes (a run's SSE, a session's SSE) and, as this project's addition,
 through the WebSocket of :mod:`openmaic.api.stream_socket`, which carries the same client events.
@@ -6,15 +6,11 @@ through the WebSocket of :mod:`openmaic.api.stream_socket`, which carries the sa
 
 from __future__ import annotations
 
-from quart import Blueprint
-
 from openmaic.api.routing import Call
 from openmaic.errors import InvalidInput, StreamNotFound
 from openmaic.store.database import Record
 
-__all__ = ["bp", "check_cursor", "visible_stream"]
-
-bp = Blueprint("streams", __name__)
+__all__ = ["check_cursor", "visible_stream"]
 
 
 async def visible_stream(call: Call, stream_id: str) -> Record:

@@ -1,22 +1,23 @@
 """``openmaic replay STREAM [--to-seq N] [--json]``: a stream's folded state at any seq.
 
-The fold is the one the actors use: the stream's kind is looked up in ``openmaic.kinds`` (``get_kind(kind)``
-→ ``.initial()`` and ``.evolve(state, event, seq)``) when that module provides the kind; otherwise in the small
-registry here, which knows ``course`` (``CourseDocument`` folded with ``evolve_course``) and accepts others via
+The fold is the one the actors use: the stream's kind is looked up in the registry of session kinds,
+:mod:`openmaic.kinds` (``get_kind(kind)`` → ``.initial()`` and ``.evolve(state, event, seq)``); otherwise in the
+small registry here, which knows ``course`` (``CourseDocument`` folded with ``evolve_course``) and accepts others via
 :func:`register_fold`; for a kind neither knows, the runtime's shared session core (``evolve_core``).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from openmaic import errors
+from openmaic.actors.kind import Core, evolve_core
 from openmaic.courses.events import CourseDocument, evolve_course
 from openmaic.events.log import EventLog
+from openmaic.kinds import KIND_NAMES, get_kind
 
 Evolve = Callable[[Any, Any, int], Any]
 
@@ -32,48 +33,18 @@ def register_fold(kind: str, initial: Any, evolve: Evolve) -> None:
 def fold_for(kind: str) -> tuple[Any, Evolve, str]:
     """``(initial state, evolve, source)`` for a stream kind.
 
-    ``source`` says which fold it is: ``actors`` (the kind's own, from ``openmaic.kinds``), ``registered``
-    (this module's registry), or ``core`` (no fold knows the kind: the runtime's shared fold of leases,
-    messages and endings, ``openmaic.actors.kind.evolve_core``). :class:`~openmaic.errors.OpenMaicError` when
-    none applies.
+    ``source`` says which fold it is: ``actors`` (the kind's own, from the registry of session kinds,
+    :mod:`openmaic.kinds`), ``registered`` (this module's registry), or ``core`` (no fold knows the kind: the
+    runtime's shared fold of leases, messages and endings, :func:`openmaic.actors.kind.evolve_core`).
     """
-    k = _actor_kind(kind)
-    if k is not None:
+    if kind in KIND_NAMES:
+        k = get_kind(kind)
         return k.initial(), k.evolve, "actors"
     found = _FOLDS.get(kind)
     if found is not None:
         initial, evolve = found
         return (initial() if callable(initial) else initial), evolve, "registered"
-    try:
-        from openmaic.actors.kind import Core, evolve_core
-    except ImportError:
-        known = ", ".join(sorted(set(_FOLDS) | _actor_kind_names())) or "none"
-        raise errors.OpenMaicError(f"cannot replay streams of kind {kind!r}: no fold is registered for it "
-                                   f"(known kinds: {known})") from None
     return Core(), evolve_core, "core"
-
-
-def _actor_kinds() -> Any:
-    try:
-        return importlib.import_module("openmaic.kinds")
-    except ImportError:
-        return None
-
-
-def _actor_kind(kind: str) -> Any:
-    module = _actor_kinds()
-    if module is None or not hasattr(module, "get_kind"):
-        return None
-    try:
-        return module.get_kind(kind)
-    except (KeyError, LookupError, errors.OpenMaicError):
-        return None
-
-
-def _actor_kind_names() -> set[str]:
-    module = _actor_kinds()
-    names = getattr(module, "KINDS", None) if module is not None else None
-    return set(names) if isinstance(names, dict) else set()
 
 
 class Replayed(msgspec.Struct, frozen=True):
