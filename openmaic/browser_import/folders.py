@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
+from typing import Any
 
 import msgspec
 
@@ -84,9 +85,9 @@ class Folder(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: dt.datetime
 
 
-def _folder(row: object) -> Folder:
-    return Folder(id=row["id"], name=row["name"], order=row["position"], created_at=row["created_at"],  # type: ignore[index]
-                  updated_at=row["updated_at"])  # type: ignore[index]
+def _folder(row: Any) -> Folder:
+    return Folder(id=row["id"], name=row["name"], order=row["position"], created_at=row["created_at"],
+                  updated_at=row["updated_at"])
 
 
 async def list_folders(db: Database, owner: str) -> list[Folder]:

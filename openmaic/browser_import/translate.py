@@ -189,7 +189,8 @@ def translate_scene(s: LegacyScene, *, scene_id: str, goal: str, number: int, me
             title=name, html=s.content["html"], instructions=""))
     else:
         if s.type == "slide":
-            texts = [t for t in (plain_text(e.get("content")) for e in canvas_elements(s) if e.get("type") == "text") if t]
+            texts = [t for t in (plain_text(e.get("content")) for e in canvas_elements(s) if e.get("type") == "text")
+                     if t]
             bullets = [t for t in texts if t.splitlines()[0] != name] if texts else []
             scene_media, used = media_of(s, dropped)
             assets += used

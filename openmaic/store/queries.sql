@@ -514,6 +514,17 @@ SELECT b.course_id, b.document_id, b.title, b.folder_id, b.updated_at
    AND NOT EXISTS (SELECT 1 FROM course_documents d WHERE d.course_id = b.course_id AND d.deleted)
  ORDER BY b.updated_at DESC, b.course_id;
 
+-- name: runtime_session_find
+SELECT stream_id FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
+ ORDER BY created_at, stream_id LIMIT 1;
+
+-- name: runtime_session_insert
+INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner_key) VALUES ($1, $2, $3, $4, $5);
+
+-- name: runtime_sessions_of_stage
+SELECT stream_id FROM runtime_sessions WHERE owner_id = $1 AND stage_id = $2 AND learner_key = $3
+ ORDER BY created_at, stream_id LIMIT $4;
+
 -- name: library_folders_of_owner
 SELECT id, name, position, created_at, updated_at FROM library_folders WHERE owner_id = $1 ORDER BY position, id;
 

@@ -51,6 +51,42 @@ async def event_count(db_url: str) -> int:
         return await db.fetchval("SELECT count(*) FROM events")
 
 
+SESSION = {"id": "chat-stage-1-1", "kind": "chat", "stageId": "stage-1", "learnerKey": "alice", "status": "active",
+           "createdAt": "2024-01-02T03:04:05.000Z", "updatedAt": "2024-01-02T03:04:05.000Z"}
+RECORDS = [{"id": f"chat-stage-1-1-r{i}", "sessionId": "chat-stage-1-1", "createdAt": f"2024-01-02T03:0{i}:00.000Z",
+            "payload": {"role": "user" if i % 2 else "assistant", "text": f"message {i}"}, "sceneId": "s-slide"}
+           for i in (1, 2, 3)]
+RUNTIME = "/api/persistence/runtime"
+
+
+async def copy_runtime(c: httpx.AsyncClient, doc_id: str) -> None:
+    """The importer's copy of a learner's runtime session: create it active, append what the server lacks, end
+    it with the legacy session's status."""
+    r = await c.get(f"{RUNTIME}/stages/{doc_id}/learners/alice/sessions", headers=BOUND)
+    assert r.status_code == 200 and isinstance(r.json(), list), r.text
+    r = await c.get(f"{RUNTIME}/sessions/{SESSION['id']}", headers=BOUND)
+    if r.status_code == 404:
+        assert r.json()["error"]["code"] == "SESSION_NOT_FOUND", r.text
+        r = await c.post(f"{RUNTIME}/sessions", json=SESSION, headers=BOUND)
+        assert r.status_code == 201 and r.json() == SESSION, r.text
+        existing = r.json()
+    else:
+        existing = r.json()
+    r = await c.get(f"{RUNTIME}/sessions/{SESSION['id']}/records", headers=BOUND)
+    assert r.status_code == 200, r.text
+    present = r.json()
+    for record in RECORDS[len(present):]:
+        if existing["status"] != "active":
+            break
+        r = await c.post(f"{RUNTIME}/sessions/{SESSION['id']}/records", json=record, headers=BOUND)
+        assert r.status_code == 201, r.text
+        assert r.json() == {**record, "seq": RECORDS.index(record) + 1}, r.text
+    if existing["status"] != "completed":
+        r = await c.patch(f"{RUNTIME}/sessions/{SESSION['id']}/status",
+                          json={"status": "completed", "updatedAt": "2024-01-02T04:00:00.000Z"}, headers=BOUND)
+        assert r.status_code == 204, r.text
+
+
 async def import_course(c: httpx.AsyncClient, doc: dict) -> tuple[str, str]:
     """The importer's sequence for one course; returns the course id (here) and the folder's."""
     doc_id = doc["stage"]["id"]
@@ -90,6 +126,7 @@ async def import_course(c: httpx.AsyncClient, doc: dict) -> tuple[str, str]:
     slide["actions"][0]["audioId"] = clip
     r = await c.put(f"/api/persistence/documents/{doc_id}/scenes/s-slide", json=slide, headers=BOUND)
     assert r.status_code == 204, r.text
+    await copy_runtime(c, doc_id)
     r = await c.post("/api/folders/members", json={"stageId": doc_id, "folderId": folder["id"]}, headers=BOUND)
     assert r.status_code == 200, r.text
     r = await c.get("/api/stages", headers=BOUND)
@@ -123,6 +160,14 @@ async def test_the_importers_requests_land_a_course_once(db_url, tmp_path):
         r = await c.get(f"/classroom/{course}")
         assert r.status_code == 200
 
+        # The learner's session reads back with its records in order and its final status.
+        r = await c.get(f"{RUNTIME}/sessions/{SESSION['id']}")
+        assert r.json() == {**SESSION, "status": "completed", "updatedAt": "2024-01-02T04:00:00.000Z"}, r.text
+        r = await c.get(f"{RUNTIME}/sessions/{SESSION['id']}/records?sceneId=s-slide")
+        assert [x["seq"] for x in r.json()] == [1, 2, 3] and r.json()[0]["payload"] == RECORDS[0]["payload"]
+        r = await c.get(f"{RUNTIME}/stages/stage-1/learners/alice/sessions")
+        assert [x["id"] for x in r.json()] == [SESSION["id"]]
+
         # What the client wrote reads back as it wrote it, fields this server does not know included.
         r = await c.get("/api/persistence/documents/stage-1")
         stored = r.json()
@@ -142,6 +187,13 @@ async def test_the_importers_requests_land_a_course_once(db_url, tmp_path):
         again, folder_again = await import_course(c, doc)
         assert (again, folder_again) == (course, folder)
         r = await c.put("/api/persistence/documents/stage-1", json=stored)
+        assert r.status_code == 204
+        r = await c.post(f"{RUNTIME}/sessions", json=SESSION, headers=BOUND)
+        assert r.status_code == 200 and r.json()["status"] == "completed", r.text
+        r = await c.post(f"{RUNTIME}/sessions/{SESSION['id']}/records", json=RECORDS[1], headers=BOUND)
+        assert r.status_code == 200 and r.json()["seq"] == 2, r.text
+        r = await c.patch(f"{RUNTIME}/sessions/{SESSION['id']}/status",
+                          json={"status": "completed", "updatedAt": "2024-01-02T04:00:00.000Z"}, headers=BOUND)
         assert r.status_code == 204
         r = await c.post("/api/folders", json={"name": " maths "}, headers=BOUND)
         assert r.status_code == 409 and r.json()["error"]["code"] == "FOLDER_NAME_DUPLICATE", r.text
@@ -166,6 +218,8 @@ async def test_another_owners_document_is_a_missing_one(db_url, tmp_path):
     async with running_server(db_url, tmp_path, CONFIG + "identity: {single_user_owner: alice}\n") as (alice, _):
         r = await alice.put("/api/persistence/documents/stage-1", json=document())
         assert r.status_code == 204, r.text
+        r = await alice.post(f"{RUNTIME}/sessions", json={**SESSION, "id": "alice-session"})
+        assert r.status_code == 201, r.text
         alice_course = (await alice.get("/api/stages")).json()["stages"][0]["courseId"]
         (tmp_path / "bob").mkdir()
         async with running_server(db_url, tmp_path / "bob", CONFIG + "identity: {single_user_owner: bob}\n") \
@@ -185,6 +239,12 @@ async def test_another_owners_document_is_a_missing_one(db_url, tmp_path):
             assert r.status_code == 204, r.text
             bob_course = (await bob.get("/api/stages")).json()["stages"][0]["courseId"]
             assert bob_course != alice_course
+            r = await bob.post(f"{RUNTIME}/sessions", json={**SESSION, "learnerKey": "bob", "stageId": alice_course})
+            assert r.status_code == 404 and r.json()["error"]["code"] == "DOCUMENT_NOT_FOUND", r.text
+            for path in (f"{RUNTIME}/sessions/alice-session", f"{RUNTIME}/sessions/alice-session/records"):
+                r = await bob.get(path)
+                assert r.status_code == 404 and r.json()["error"]["code"] == "SESSION_NOT_FOUND", r.text
+            assert (await bob.get(f"{RUNTIME}/stages/stage-1/learners/alice/sessions")).json() == []
             r = await bob.get(f"/api/persistence/assets/{'asset_' + '0' * 32}/content")
             assert r.status_code == 404 and r.headers["x-error-code"] == "ASSET_NOT_FOUND"
         r = await alice.get("/api/persistence/documents/stage-1")
@@ -244,16 +304,48 @@ BAD: list[tuple[str, str, dict, dict, int, str | None]] = [
      "DOCUMENT_NOT_FOUND"),
     ("POST", "/api/folders/members", {"json": {"stageId": 3, "folderId": None}}, {}, 400, "INVALID_REQUEST"),
     ("GET", "/api/persistence/documents/stage-1/scenes/nothing", {}, {}, 404, "SCENE_NOT_FOUND"),
+    ("POST", RUNTIME + "/sessions", {"content": b"{"}, JSON, 400, "INVALID_REQUEST"),
+    ("POST", RUNTIME + "/sessions", {"json": {**SESSION, "kind": 3}}, {}, 400, "INVALID_REQUEST"),
+    ("POST", RUNTIME + "/sessions", {"json": {k: v for k, v in SESSION.items() if k != "stageId"}}, {}, 400,
+     "MISSING_REQUIRED_FIELD"),
+    ("POST", RUNTIME + "/sessions", {"json": {**SESSION, "id": "s3", "learnerKey": "mallory"}}, {}, 403,
+     "LEARNER_KEY_MISMATCH"),
+    ("POST", RUNTIME + "/sessions", {"json": {**SESSION, "id": "s2", "stageId": "nothing"}}, {}, 404,
+     "DOCUMENT_NOT_FOUND"),
+    ("POST", RUNTIME + "/sessions", {"json": {**SESSION, "status": "finished"}}, {}, 409, "SESSION_ALREADY_EXISTS"),
+    ("POST", RUNTIME + "/sessions", {"json": SESSION}, UNBOUND, 409, "LEGACY_IMPORT_NOT_BOUND"),
+    ("POST", RUNTIME + "/sessions/chat-stage-1-1/records", {"json": {**RECORDS[0], "payload": {"x": 1}}}, {}, 409,
+     "RECORD_ALREADY_EXISTS"),
+    ("POST", RUNTIME + "/sessions/chat-stage-1-1/records", {"json": {**RECORDS[1], "expectedLastSeq": None}}, {},
+     409, "RUNTIME_APPEND_CONFLICT"),
+    ("POST", RUNTIME + "/sessions/chat-stage-1-1/records", {"json": {**RECORDS[1], "sessionId": "other"}}, {}, 400,
+     "INVALID_REQUEST"),
+    ("POST", RUNTIME + "/sessions/chat-stage-1-1/records", {"json": {**RECORDS[1], "actionIndex": -1}}, {}, 400,
+     "INVALID_REQUEST"),
+    ("POST", RUNTIME + "/sessions/nothing/records", {"json": {**RECORDS[1], "sessionId": "nothing"}}, {}, 404,
+     "SESSION_NOT_FOUND"),
+    ("POST", RUNTIME + "/sessions/chat-stage-1-1/records", {"json": {**RECORDS[1], "payload": "x" * 30_000}}, {},
+     413, None),
+    ("PATCH", RUNTIME + "/sessions/chat-stage-1-1/status", {"json": {"status": "Done!", "updatedAt": "t"}}, {}, 400,
+     "INVALID_REQUEST"),
+    ("PATCH", RUNTIME + "/sessions/chat-stage-1-1/status",
+     {"json": {"status": "completed", "updatedAt": "t", "expectedLastSeq": 7}}, {}, 409, "RUNTIME_APPEND_CONFLICT"),
+    ("PATCH", RUNTIME + "/sessions/nothing/status", {"json": {"status": "completed", "updatedAt": "t"}}, {}, 404,
+     "SESSION_NOT_FOUND"),
+    ("GET", RUNTIME + "/sessions/nothing", {}, {}, 404, "SESSION_NOT_FOUND"),
     ("GET", "/api/persistence/assets/nothing/content", {}, {}, 404, "ASSET_NOT_FOUND"),
 ]
 
 
 async def test_bad_persistence_requests_are_refused_and_change_nothing(db_url, tmp_path):
-    config = CONFIG.replace("upload_bytes: 60000", "upload_bytes: 60000, asset_bytes_per_owner: 1000")
+    config = CONFIG.replace("upload_bytes: 60000",
+                            "upload_bytes: 60000, json_body_bytes: 20000, asset_bytes_per_owner: 1000")
     async with running_server(db_url, tmp_path, config + "identity: {single_user_owner: alice}\n") as (c, _):
         assert (await c.put(DOC, json=document())).status_code == 204
         r = await c.post("/api/identity/legacy-import-binding", json={"browserId": BROWSER})
         assert r.status_code == 200
+        assert (await c.post(f"{RUNTIME}/sessions", json=SESSION)).status_code == 201
+        assert (await c.post(f"{RUNTIME}/sessions/{SESSION['id']}/records", json=RECORDS[0])).status_code == 201
         for method, path, kwargs, headers, status, code in BAD:
             before = await event_count(db_url)
             async with open_database(db_url, max_size=1) as db:
