@@ -94,9 +94,10 @@ async def get_document(call: Call, document_id: str) -> dict[str, Any]:
            error_style="json", errors=(404, 409, 413))
 async def put_document(call: Call, document_id: str) -> None:
     """Save a whole document as one of your courses (the same document again changes nothing)."""
-    await import_fence(call)
+    browser = await import_fence(call)
     body: Document = call.body
-    await documents.put_document(call.services.log, call.user, document_id, body.stage, body.scenes, body.outline)
+    await documents.put_document(call.services.log, call.user, document_id, body.stage, body.scenes, body.outline,
+                                 browser=browser)
 
 
 @api_route(bp, "PUT", "/api/persistence/documents/{document_id}/stage", body=dict[str, Any], body_limit="upload",

@@ -23,6 +23,9 @@ with the rest of the owner's work. A course deleted after it was written stays d
 answers 404 ``DOCUMENT_NOT_FOUND`` (OpenMAIC's tombstone rule, which its importer reads as "deleted on the
 server").
 
+A course a 1.1.x browser's importer creates (its request carries the browser's binding) is also recorded on the
+binding's stream (``legacy_import.stage_imported``), so the history says which course came from which browser.
+
 **Idempotent.** A write that would not change what is stored appends nothing: the same document saved twice, a
 scene saved as it is, an importer retrying after a lost answer. Each write is decided and appended under the
 owner's persistence lock (:mod:`openmaic.browser_import.store`).
@@ -39,13 +42,15 @@ from typing import Any
 import msgspec
 
 from openmaic import errors
+from openmaic.browser_import.events import LegacyStageImported
 from openmaic.browser_import.records import LegacyScene
+from openmaic.browser_import.service import binding_stream
+from openmaic.browser_import.store import Writer, fold_on, writing
 from openmaic.browser_import.translate import ImportedAsset, canvas_elements, course_language, translate_scene
 from openmaic.courses.events import CourseCreated, CourseDocument, CourseOutlineSet, Scene, SceneMedia, evolve_course
 from openmaic.courses.schema import ELEMENT_ID
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event, register
-from openmaic.browser_import.store import Writer, fold_on, writing
 from openmaic.store.database import Connection
 from openmaic.store.queries import Q
 
@@ -288,7 +293,7 @@ def _same(a: StoredDocument, b: StoredDocument) -> bool:
 
 
 async def _commit(w: Writer, owner: str, document_id: str, course_id: str, before: StoredDocument, head: int,
-                  written: Event, after: StoredDocument) -> bool:
+                  written: Event, after: StoredDocument, browser: str | None = None) -> bool:
     """Append ``written`` and the course it makes, unless nothing changes; True when something was appended."""
     if _same(after, before):
         return False  # the same document again: nothing to record
@@ -305,14 +310,21 @@ async def _commit(w: Writer, owner: str, document_id: str, course_id: str, befor
     if head == 0 or scenes != list(before.course.scenes) or created.title != before.course.title:
         events.append(CourseOutlineSet(revision=before.course.outline_revision + 1, title=created.title,
                                        scenes=scenes))
-    await w.append(StreamAppend(stream_id=course_id, events=events, expected_seq=head,
-                                create=NewStream("course", owner) if head == 0 else None))
+    batches = [StreamAppend(stream_id=course_id, events=events, expected_seq=head,
+                            create=NewStream("course", owner) if head == 0 else None)]
+    if head == 0 and browser is not None:
+        # Created by a 1.1.x browser's importer: its binding's stream says which course came from it.
+        batches.append(StreamAppend(
+            stream_id=binding_stream(browser), command_id=f"document:{course_id}",
+            events=[LegacyStageImported(stage_id=document_id, course_id=course_id, scenes=len(scenes))]))
+    await w.append(*batches)
     return True
 
 
 async def put_document(log: EventLog, owner: str, document_id: str, stage: dict[str, Any],
-                       scenes: list[dict[str, Any]], outline: Any) -> bool:
-    """Save ``owner``'s whole document (creating its course at the first save); True when it changed."""
+                       scenes: list[dict[str, Any]], outline: Any, *, browser: str | None = None) -> bool:
+    """Save ``owner``'s whole document (creating its course at the first save; by the importer of ``browser``,
+    bound to ``owner``, when given); True when it changed."""
     check_document_id(document_id)
     _check_stage(document_id, stage)
     _check_scenes(document_id, scenes)
@@ -324,7 +336,7 @@ async def put_document(log: EventLog, owner: str, document_id: str, stage: dict[
         course_id = course_id or document_course_id(owner, document_id)
         event = BrowserDocumentSet(document_id=document_id, stage=stage, scenes=scenes, outline=outline)
         return await _commit(w, owner, document_id, course_id, before, head, event,
-                             evolve_document(before, event, head + 1))
+                             evolve_document(before, event, head + 1), browser)
 
 
 async def _put_part(log: EventLog, owner: str, document_id: str, event: Event) -> bool:

@@ -9,10 +9,12 @@ from __future__ import annotations
 import copy
 
 import httpx
+import msgspec
+import trio
 
 from openmaic.events.log import EventLog
 from openmaic.store.database import open_database
-from tests.serving import FAST_CONFIG, running_server
+from tests.serving import FAST_CONFIG, anonymous_then_signed_in, running_server
 
 BROWSER = "00112233445566778899aabbccddeeff"
 BOUND = {"X-OpenMAIC-Legacy-Import": BROWSER}
@@ -178,9 +180,12 @@ async def test_the_importers_requests_land_a_course_once(db_url, tmp_path):
         r = await c.get(f"/api/persistence/assets/{picture['assetId']}/content")
         assert (r.status_code, r.content, r.headers["content-type"]) == (200, PNG, "image/png")
 
-        # The library card is there once the projection caught up.
-        with_card = [x for x in (await c.get("/api/classrooms")).json()["classrooms"] if x["id"] == course]
-        assert len(with_card) <= 1
+        # The library has its card once the projection caught up.
+        with trio.fail_after(20):
+            while not (cards := [x for x in (await c.get("/api/classrooms")).json()["classrooms"]
+                                 if x["id"] == course]):
+                await trio.sleep(0.1)
+        assert (cards[0]["title"], cards[0]["scenesTotal"], cards[0]["label"]) == ("Fractions", 2, "ready"), cards
 
         # Everything again, as an importer retrying after a lost answer: nothing changes.
         before = await event_count(db_url)
@@ -208,6 +213,9 @@ async def test_the_importers_requests_land_a_course_once(db_url, tmp_path):
         assert next(s for s in r.json()["stages"] if s["id"] == "stage-1")["name"] == "Fractions, again"
 
     async with open_database(db_url, max_size=1) as db:
+        record = await EventLog(db).read_stream(f"legacy-import:{BROWSER}")
+        assert [e.type for e in record] == ["legacy_import.bound", "legacy_import.stage_imported"]
+        assert msgspec.json.decode(record[1].data)["course_id"] == course
         types = [e.type for e in await EventLog(db).read_stream(course)]
         assert types == ["course.created", "course.browser_document_set", "course.outline_set",
                          "course.browser_scene_set", "course.outline_set", "course.filed",
@@ -358,3 +366,104 @@ async def test_bad_persistence_requests_are_refused_and_change_nothing(db_url, t
             async with open_database(db_url, max_size=1) as db:
                 assert await db.fetchval("SELECT count(*) FROM assets") == assets, (method, path)
         assert (await c.get(DOC)).json() == {**document(), "scenes": document()["scenes"][::-1]}
+
+
+async def test_concurrent_writes_of_one_owner_make_one_course_and_lose_no_scene(db_url, tmp_path):
+    """Two tabs (or a retried importer) at once: identical saves make one course; scenes saved side by side all
+    land, each once."""
+    async with running_server(db_url, tmp_path, CONFIG + "identity: {single_user_owner: alice}\n") as (c, _):
+        statuses: list[int] = []
+
+        async def save(path: str, body: dict) -> None:
+            statuses.append((await c.put(path, json=body)).status_code)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(6):
+                nursery.start_soon(save, DOC, document())
+        assert statuses == [204] * 6
+        assert await event_count(db_url) == 3  # course.created, course.browser_document_set, course.outline_set
+        statuses.clear()
+        scenes = [_scene(id=f"s-{i}", title=f"Scene {i}", order=10 + i) for i in range(8)]
+        async with trio.open_nursery() as nursery:
+            for scene in scenes + scenes:
+                nursery.start_soon(save, f"{DOC}/scenes/{scene['id']}", scene)
+        assert statuses == [204] * 16
+        stored = (await c.get(DOC)).json()
+        assert [s["id"] for s in stored["scenes"]] == ["s-slide", "s-quiz", *(s["id"] for s in scenes)]
+        course = (await c.get("/api/stages")).json()["stages"][0]["courseId"]
+        room = (await c.get(f"/api/classrooms/{course}")).json()["classroom"]
+        assert [s["title"] for s in room["scenes"]][2:] == [s["title"] for s in scenes]
+        assert await event_count(db_url) == 3 + 2 * len(scenes)  # each scene once: its own write and the course
+
+
+async def test_an_anonymous_owners_documents_sessions_and_folders_move_with_a_claim(db_url, tmp_path):
+    async with anonymous_then_signed_in(db_url, tmp_path, CONFIG) as (_, anon, user):
+        async with httpx.AsyncClient(trust_env=False, timeout=15) as browser:
+            r = await browser.post(f"{anon}/api/identity/legacy-import-binding", json={"browserId": BROWSER})
+            assert r.status_code == 200, r.text
+            key = (await browser.get(f"{anon}/api/persistence/learner-key", headers=BOUND)).json()["learnerKey"]
+            assert key.startswith("anon:")
+            assert (await browser.put(f"{anon}{DOC}", json=document(), headers=BOUND)).status_code == 204
+            r = await browser.post(f"{anon}{RUNTIME}/sessions", json={**SESSION, "learnerKey": key}, headers=BOUND)
+            assert r.status_code == 201, r.text
+            folder = (await browser.post(f"{anon}/api/folders", json={"name": "Maths"}, headers=BOUND)).json()
+            r = await browser.post(f"{anon}/api/folders/members", headers=BOUND,
+                                   json={"stageId": "stage-1", "folderId": folder["folder"]["id"]})
+            assert r.status_code == 200, r.text
+            # Before the claim the account holds none of it (and may not use the browser's binding).
+            assert (await browser.get(f"{user}{DOC}")).status_code == 404
+            assert (await browser.get(f"{user}{DOC}", headers=BOUND)).status_code == 409
+            r = await browser.post(f"{user}/api/identity/claim", headers=JSON)
+            assert r.status_code == 200 and r.json()["status"] == "claimed", r.text
+            before = await event_count(db_url)
+            # The account goes on where the anonymous visitor left off: the same ids, nothing written twice.
+            assert (await browser.get(f"{user}{DOC}", headers=BOUND)).json()["stage"]["name"] == "Fractions"
+            assert (await browser.put(f"{user}{DOC}", json=document(), headers=BOUND)).status_code == 204
+            (stage,) = (await browser.get(f"{user}/api/stages", headers=BOUND)).json()["stages"]
+            assert (stage["id"], stage["folderId"]) == ("stage-1", folder["folder"]["id"])
+            r = await browser.get(f"{user}{RUNTIME}/sessions/{SESSION['id']}", headers=BOUND)
+            assert r.status_code == 200 and r.json()["learnerKey"] == key, r.text
+            r = await browser.get(f"{user}/api/folders", headers=BOUND)
+            assert [f["name"] for f in r.json()["folders"]] == ["Maths"]
+            assert (await browser.get(f"{user}/api/classrooms/{stage['courseId']}")).status_code == 200
+            assert await event_count(db_url) == before
+    async with open_database(db_url, max_size=1) as db:
+        for table in ("browser_documents", "runtime_sessions", "library_folders"):
+            assert {r["owner_id"] for r in await db.fetch(f"SELECT owner_id FROM {table}")} == {"alice"}, table
+
+
+# Every route OpenMAIC's importer reaches with its fenced clients (its FENCED_ENDPOINTS list), with the body it
+# sends: an unbound browser id is refused on each before anything is read or written.
+FENCED = [
+    ("GET", "/api/persistence/learner-key", {}),
+    ("GET", DOC, {}),
+    ("PUT", DOC, {"json": document()}),
+    ("PUT", DOC + "/stage", {"json": document()["stage"]}),
+    ("PUT", DOC + "/scenes/s-quiz", {"json": document()["scenes"][0]}),
+    ("POST", "/api/persistence/assets", multipart(PNG, "image/png")),
+    ("HEAD", "/api/persistence/assets/asset_00000000000000000000000000000000/content", {}),
+    ("GET", "/api/persistence/assets/asset_00000000000000000000000000000000/content", {}),
+    ("POST", RUNTIME + "/sessions", {"json": SESSION}),
+    ("GET", RUNTIME + "/sessions/chat-stage-1-1", {}),
+    ("POST", RUNTIME + "/sessions/chat-stage-1-1/records", {"json": RECORDS[0]}),
+    ("GET", RUNTIME + "/sessions/chat-stage-1-1/records", {}),
+    ("GET", RUNTIME + "/stages/stage-1/learners/alice/sessions", {}),
+    ("PATCH", RUNTIME + "/sessions/chat-stage-1-1/status", {"json": {"status": "completed", "updatedAt": "t"}}),
+    ("GET", "/api/stages", {}),
+    ("GET", "/api/folders", {}),
+    ("POST", "/api/folders", {"json": {"name": "Maths"}}),
+    ("POST", "/api/folders/members", {"json": {"stageId": "stage-1", "folderId": None}}),
+]
+
+
+async def test_every_route_the_importer_reaches_refuses_an_unbound_browser(db_url, tmp_path):
+    async with running_server(db_url, tmp_path, CONFIG + "identity: {single_user_owner: alice}\n") as (c, _):
+        assert (await c.put(DOC, json=document())).status_code == 204
+        assert (await c.post(f"{RUNTIME}/sessions", json=SESSION)).status_code == 201
+        before = await event_count(db_url)
+        for method, path, kwargs in FENCED:
+            r = await c.request(method, path, headers=UNBOUND, **kwargs)
+            assert r.status_code == 409, (method, path, r.text)
+            if method != "HEAD":
+                assert r.json()["error"]["code"] == "LEGACY_IMPORT_NOT_BOUND", (method, path, r.text)
+        assert await event_count(db_url) == before
