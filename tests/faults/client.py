@@ -3,14 +3,27 @@ wait, condition by condition, for them to finish and for the library to show the
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import trio
+
+from openmaic.events.log import EventLog
 
 
 async def start_run(client: httpx.AsyncClient, requirement: str) -> str:
     r = await client.post("/api/generation-runs", json={"requirement": requirement, "outlineReview": "auto"})
     assert r.status_code == 202, r.text
     return r.json()["run"]["id"]
+
+
+async def check_run(log: EventLog, run: str) -> None:
+    """The run's log is gap-free, commits each step once and ends once."""
+    events = await log.read_stream(run, limit=100_000)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    steps = [json.loads(bytes(e.data))["step"] for e in events if e.type == "run.step_completed"]
+    assert len(steps) == len(set(steps)), f"{run}: a step was committed twice: {steps}"
+    assert [e.type for e in events].count("session.ended") == 1
 
 
 async def start_session(client: httpx.AsyncClient, prompt: str) -> str:
