@@ -152,6 +152,15 @@ class LimitsConfig(_Section):
     """Their total size (OpenMAIC's ``MATERIALS_MAX_TOTAL_BYTES_PER_OWNER``)."""
     asset_bytes_per_owner: PosInt = 2_147_483_648
     """All of an owner's stored assets (materials' images and generated media) together."""
+    agents_per_owner: PosInt = 100
+    """Agents of one owner's own, beside the built-in ones (OpenMAIC's 100: 409 ``AGENT_LIMIT_REACHED``)."""
+    sessions_per_owner: PosInt = 1000
+    """Pro agent sessions one owner may have (each holds a course and its history)."""
+    messages_per_session: PosInt = 1000
+    """Messages one Pro session may be sent, its first prompt included (each at most 20,000 characters)."""
+    anonymous_owners_per_minute: PosInt = 60
+    """New anonymous owners one client address may be given per minute (``anonymous`` mode; behind a trusted
+    proxy, the address the proxy forwards)."""
     extraction: ExtractionLimits = ExtractionLimits()
 
 

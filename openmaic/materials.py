@@ -26,10 +26,9 @@ from collections.abc import Sequence
 
 import msgspec
 
-from openmaic import errors
+from openmaic import errors, quotas
 from openmaic.extraction.pdf import Extractor, UnreadableFile
 from openmaic.store.database import Database, Record
-from openmaic.store.locks import owner_lock
 from openmaic.store.queries import Q
 
 MATERIALS_LOCK = 0x6F6D6D61
@@ -96,6 +95,11 @@ class MaterialQuotaFull(errors.TooManyRequests):
     """You keep as many materials as you may; delete some (DELETE /api/materials/{id}) and upload again."""
 
     code = "material_quota_full"
+
+
+MATERIALS_QUOTA = quotas.Quota(
+    key="materials_per_owner", bytes_key="material_bytes_per_owner", namespace=MATERIALS_LOCK, usage=Q.materials_usage,
+    noun="materials", remedy="delete some (DELETE /api/materials/{id}) and upload again", error=MaterialQuotaFull)
 
 
 class Material(msgspec.Struct, frozen=True, kw_only=True):
@@ -230,18 +234,8 @@ async def store_material(
         return _material(results[-1][0])
     # The quota is read and the row written in one transaction under the owner's lock: two uploads at once
     # cannot both take the last place.
-    async with owner_lock(db, owner, MATERIALS_LOCK) as conn:
-        usage = await conn.fetchrow(Q.materials_usage, owner)
-        assert usage is not None
-        count, used = int(usage["count"]), int(usage["bytes"])
-        if max_count is not None and count >= max_count:
-            raise MaterialQuotaFull(
-                f"you keep {count} materials, the most allowed; delete some (DELETE /api/materials/{{id}}) "
-                "and upload again", limit=max_count)
-        if max_bytes is not None and used + len(data) > max_bytes:
-            raise MaterialQuotaFull(
-                f"your materials take {used:,} bytes and this one {len(data):,}; at most {max_bytes:,} are "
-                "allowed in all: delete some (DELETE /api/materials/{id}) and upload again", limit=max_bytes)
+    async with quotas.within(db, owner, MATERIALS_QUOTA, max_count if max_count is not None else 2**62,
+                             adding_bytes=len(data), byte_limit=max_bytes) as conn:
         rows: list[Record] = []
         for sql, args in ops:
             rows = await conn.fetch(sql, *args)

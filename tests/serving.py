@@ -104,3 +104,15 @@ async def anonymous_then_signed_in(
             async with httpx.AsyncClient(base_url=url, trust_env=False) as probe:
                 await wait_ready(probe, procs, tmp_path)
         yield procs, *urls
+
+
+async def run_awaiting_confirmation(client: httpx.AsyncClient, requirement: str) -> str:
+    """Start a run that waits for its outline's confirmation; its id once it does."""
+    r = await client.post("/api/generation-runs", json={"requirement": requirement, "outlineReview": "wait"})
+    assert r.status_code == 202, r.text
+    run_id = r.json()["run"]["id"]
+    with trio.fail_after(30):
+        while (await client.get(f"/api/generation-runs/{run_id}")).json()["run"]["state"] \
+                != "awaiting_outline_confirmation":
+            await trio.sleep(0.1)
+    return run_id

@@ -58,8 +58,7 @@ async def verify_access_code(call: Call) -> Any:
     identity = app_state().identity
     if identity.gate is None:
         raise AccessCodeNotConfigured()
-    client = call.request.scope.get("client")
-    identity.attempts.attempt(client[0] if client else "?")
+    identity.attempts.attempt(identity.client_address(call.request))
     if not identity.gate.check_code(call.body.code):
         raise InvalidAccessCode()
     response = Response(encode(Success()), 200, content_type="application/json")

@@ -17,6 +17,7 @@ frames and pings; it does not end when the session does (a new message revives i
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -27,6 +28,7 @@ from quart import Blueprint, Response
 from openmaic import errors, metrics
 from openmaic.api.commands import CommandTable
 from openmaic.api.follow import PING, SSE_HEADERS, Phase, ViewFraming, follow_sse, sse_data
+from openmaic.api.pages import PageQuery, cursor_of, next_page_headers, read_cursor
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import Wire, encode
@@ -115,7 +117,7 @@ class Runtime(Wire):
 
 
 @api_route(bp, "POST", "/api/agent/sessions", body=StartSession, response=SessionMeta, status=202,
-           errors=(404, 409))
+           errors=(404, 409, 429))
 async def start_session(call: Call) -> tuple[SessionMeta, int]:
     """Start the Pro agent on a course (stageId) or a new one, with a first prompt; 202 with the session."""
     b: StartSession = call.body
@@ -128,16 +130,30 @@ async def start_session(call: Call) -> tuple[SessionMeta, int]:
     return meta(call.user, row, state), 202
 
 
-@api_route(bp, "GET", "/api/agent/sessions", response=list[SessionMeta])
-async def list_sessions(call: Call) -> list[SessionMeta]:
-    """Your sessions, newest first."""
-    return [meta(call.user, row, s) for row, s in await sessions_of(call).of_owner(call.user)]
+async def _page(call: Call) -> tuple[list[tuple[Any, Any]], dict[str, str]]:
+    """A page of the caller's sessions, and the headers that point to the next (OpenMAIC's answers here are a
+    bare array and a bare map, which cannot carry the cursor themselves)."""
+    q: PageQuery = call.query
+    found = await sessions_of(call).of_owner(call.user, q.limit + 1, read_cursor(q.cursor, (dt.datetime, str)))
+    page = found[: q.limit]
+    nxt = cursor_of(page[-1][0]["created_at"], page[-1][0]["id"]) if len(found) > q.limit else None
+    return page, next_page_headers(call.request.path, q, nxt)
 
 
-@api_route(bp, "GET", "/api/agent/sessions/status", response=dict[str, str])
-async def session_statuses(call: Call) -> dict[str, str]:
-    """The status of each of your sessions, by id."""
-    return {row["id"]: pro_status(s.status) for row, s in await sessions_of(call).of_owner(call.user)}
+@api_route(bp, "GET", "/api/agent/sessions", query=PageQuery, response=list[SessionMeta])
+async def list_sessions(call: Call) -> Response:
+    """Your sessions, newest first, a page of ?limit= at a time (X-Next-Cursor: the next page's ?cursor=)."""
+    page, headers = await _page(call)
+    return Response(encode([meta(call.user, row, s) for row, s in page]), 200, headers,
+                    content_type="application/json")
+
+
+@api_route(bp, "GET", "/api/agent/sessions/status", query=PageQuery, response=dict[str, str])
+async def session_statuses(call: Call) -> Response:
+    """The status of each of your sessions, by id, a page at a time as GET /api/agent/sessions."""
+    page, headers = await _page(call)
+    return Response(encode({row["id"]: pro_status(s.status) for row, s in page}), 200, headers,
+                    content_type="application/json")
 
 
 @api_route(bp, "GET", "/api/agent/sessions/{id}", response=SessionMeta, **_SESSION)
@@ -191,7 +207,7 @@ async def set_title(call: Call, id: str) -> Title:
 
 
 @api_route(bp, "POST", "/api/agent/sessions/{id}/messages", body=SendMessage, response=MessageAnswer, status=202,
-           **_SESSION)
+           errors=(429,), **_SESSION)
 async def send_message(call: Call, id: str) -> tuple[MessageAnswer, int]:
     """Send a follow-up: it steers the turn in progress, or starts the next one (and revives an ended session)."""
     return await message(call.services, call.user, id, call.body), 202

@@ -8,11 +8,13 @@ agents it added are recorded on the binding's stream.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import msgspec
 from quart import Blueprint
 
+from openmaic.api.pages import PageQuery, cursor_of, read_cursor
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire
 from openmaic.browser_import.service import HEADER, browser_of, record_agents_import
@@ -63,6 +65,8 @@ class AgentAnswer(Wire):
 class AgentList(Wire):
     agents: list[AgentView]
     """The built-in agents first (readOnly), then yours in the order you created them."""
+    next_cursor: str | None = None
+    """The ``cursor`` of the next page; null on the last (:mod:`openmaic.api.pages`)."""
 
 
 class ImportBody(Wire):
@@ -87,17 +91,22 @@ def _view(agent: registry.Agent) -> AgentView:
     return msgspec.convert(agent, AgentView, from_attributes=True)
 
 
-@api_route(bp, "GET", "/api/agents", response=AgentList, **_AGENTS)
+@api_route(bp, "GET", "/api/agents", query=PageQuery, response=AgentList, **_AGENTS)
 async def list_agents(call: Call) -> AgentList:
-    """The agents a run can cast: the built-in ones (default-1 … default-6, read-only), then yours."""
-    return AgentList(agents=[_view(a) for a in await registry.list_agents(call.services.db, call.user)])
+    """The agents a run can cast: the built-in ones (default-1 … default-6, read-only), then yours, a page of
+    ?limit= at a time (?cursor=nextCursor for the next)."""
+    q: PageQuery = call.query
+    after = read_cursor(q.cursor, (dt.datetime, str))
+    agents, nxt = await registry.list_agents(call.services.db, call.user, limit=q.limit, after=after)
+    return AgentList(agents=[_view(a) for a in agents], next_cursor=None if nxt is None else cursor_of(*nxt))
 
 
 @api_route(bp, "POST", "/api/agents", body=AgentPayload, response=AgentAnswer, status=201, body_limit=MAX_BODY_BYTES,
            errors=(403, 409), **_AGENTS)
 async def create_agent(call: Call) -> tuple[AgentAnswer, int]:
     """Add an agent of your own; a run casts it by id (agents: {mode: "preset", agentIds: [...]})."""
-    agent = await registry.create_agent(call.services.db, call.user, _agent(call.body.agent))
+    agent = await registry.create_agent(call.services.db, call.user, _agent(call.body.agent),
+                                        limit=call.services.config.limits.agents_per_owner)
     return AgentAnswer(agent=_view(agent)), 201
 
 
@@ -123,7 +132,8 @@ async def import_agents(call: Call) -> ImportAnswer:
     header = call.request.headers.get(HEADER)
     browser = await browser_of(call.services.log, call.user, header) if header is not None else None
     agents = [_agent(a) for a in call.body.agents]
-    imported, skipped = await registry.import_agents(call.services.db, call.user, agents)
+    imported, skipped = await registry.import_agents(call.services.db, call.user, agents,
+                                                       limit=call.services.config.limits.agents_per_owner)
     if browser is not None:
         refused = {i for i, _ in skipped}
         await record_agents_import(call.services.log, browser,

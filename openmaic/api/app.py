@@ -49,7 +49,7 @@ def create_app(
     # route's wrapper then lowers it (see routing._LimitedBody).
     app.config["MAX_CONTENT_LENGTH"] = max(limits.json_body_bytes, limits.upload_bytes)
     identity = IdentityResolver(services.config.identity, services.db, access_code=services.config.access_code,
-                                log=services.log)
+                                log=services.log, mints_per_minute=limits.anonymous_owners_per_minute)
     allowed = frozenset(o for o in map(normalize_origin, services.config.server.allowed_origins) if o is not None)
     state = ApiState(services, identity, allowed_origins=allowed)
     app.extensions[STATE_KEY] = state

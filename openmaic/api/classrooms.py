@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import trio
@@ -28,6 +28,7 @@ from openmaic import metrics
 from openmaic.api.follow import Phase, feed_response
 from openmaic.api.headless import runs_of
 from openmaic.api.identity import accept_websocket
+from openmaic.api.pages import PageQuery, cursor_of, read_cursor
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import Success, Wire, encode
@@ -55,6 +56,8 @@ class ClassroomCard(Wire):
 
 class ClassroomsAnswer(Success):
     classrooms: list[ClassroomCard]
+    next_cursor: str | None = None
+    """The ``cursor`` of the next page; null on the last (:mod:`openmaic.api.pages`)."""
 
 
 class ClassroomAnswer(Success):
@@ -70,18 +73,26 @@ class DeleteQuery(Wire):
     """Makes a repeated delete answer as the first did."""
 
 
-async def cards(services: ApiServices, owner: str) -> list[ClassroomCard]:
-    rows = await services.db.fetch(Q.library_cards_of_owner, owner)
+async def cards(services: ApiServices, owner: str, *, limit: int | None = None, after: Sequence[Any] | None = None,
+                ) -> list[ClassroomCard]:
+    """The owner's cards, newest first: every one, or ``limit`` after the one whose ``(updatedAt, id)`` is
+    ``after``."""
+    start = (None, None) if after is None else tuple(after)
+    rows = await services.db.fetch(Q.library_cards_of_owner, owner, *start, limit)
     return [ClassroomCard(id=r["course_id"], title=r["title"], run_id=r["run_id"],
                           run_state=run_state(r["run_state"]) if r["run_state"] else None, label=r["label"],
                           scenes_total=r["scenes_total"], scenes_completed=r["scenes_completed"],
                           updated_at=r["updated_at"]) for r in rows]  # fmt: skip
 
 
-@api_route(bp, "GET", "/api/classrooms", response=ClassroomsAnswer)
+@api_route(bp, "GET", "/api/classrooms", query=PageQuery, response=ClassroomsAnswer)
 async def list_classrooms(call: Call) -> ClassroomsAnswer:
-    """Your classrooms, newest first (from the library read model)."""
-    return ClassroomsAnswer(classrooms=await cards(call.services, call.user))
+    """Your classrooms, newest first (from the library read model), a page of ?limit= at a time."""
+    q: PageQuery = call.query
+    page = await cards(call.services, call.user, limit=q.limit + 1, after=read_cursor(q.cursor, (dt.datetime, str)))
+    more = len(page) > q.limit
+    page = page[: q.limit]
+    return ClassroomsAnswer(classrooms=page, next_cursor=cursor_of(page[-1].updated_at, page[-1].id) if more else None)
 
 
 @api_route(bp, "GET", "/api/classrooms/{id}", response=ClassroomAnswer, plain_not_found=True)

@@ -19,6 +19,7 @@ an account, its feed sends ``{type: "owner_moved"}`` and ends (OpenMAIC's answer
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
@@ -31,6 +32,7 @@ from openmaic import errors
 from openmaic.api.commands import CommandTable
 from openmaic.api.follow import SSE_HEADERS, Phase, ViewFraming, feed_response, follow_sse
 from openmaic.api.headless import runs_of
+from openmaic.api.pages import PageQuery, cursor_of, read_cursor
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import CommandId, Success, Wire, encode
@@ -142,6 +144,8 @@ class RunDetailAnswer(Success):
 
 class RunsAnswer(Success):
     runs: list[RunView]
+    next_cursor: str | None = None
+    """The ``cursor`` of the next page; null on the last (:mod:`openmaic.api.pages`)."""
 
 
 class CommandAnswer(Success):
@@ -153,7 +157,7 @@ class ConfirmAnswer(CommandAnswer):
     outline_revision: int
 
 
-class ActiveQuery(Wire):
+class ActiveQuery(PageQuery):
     active: str = ""
 
 
@@ -202,7 +206,9 @@ async def active_runs(call: Call) -> RunsAnswer:
     """The runs in progress (every state but completed and ended), oldest first; active=1 is required."""
     if call.query.active not in ("1", "true"):
         raise errors.InvalidInput("list the runs in progress with ?active=1", path="active")
-    return RunsAnswer(runs=[view_of(row, s) for row, s in await runs_of(call).in_progress(call.user)])
+    q: ActiveQuery = call.query
+    runs, nxt = await runs_of(call).in_progress_page(call.user, q.limit, read_cursor(q.cursor, (dt.datetime, str)))
+    return RunsAnswer(runs=[view_of(row, s) for row, s in runs], next_cursor=None if nxt is None else cursor_of(*nxt))
 
 
 @api_route(bp, "GET", "/api/generation-runs/{id}", response=RunDetailAnswer, **_RUN)

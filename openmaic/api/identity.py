@@ -43,7 +43,8 @@ import quart
 
 from openmaic.api.errors import Unauthorized
 from openmaic.api.access_code import (
-    ACCESS_COOKIE, ACCESS_COOKIE_MAX_AGE_S, AccessCodeRequired, AccessGate, AttemptLimiter, is_open_path,
+    ACCESS_COOKIE, ACCESS_COOKIE_MAX_AGE_S, AccessCodeRequired, AccessGate, AttemptLimiter, RateLimited,
+    is_open_path,
 )  # fmt: skip
 from openmaic.config import IdentityConfig
 from openmaic.events.log import EventLog
@@ -70,6 +71,19 @@ AUTO_CLAIM_BUSY_S = 1.0
 _UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
+class TooManyNewOwners(RateLimited):
+    """Too many new anonymous visitors from your address; send back the anonymous_id cookie you were given."""
+
+    code = "anonymous_minting_limited"
+
+    def __init__(self, retry_after: int, limit: int) -> None:
+        super().__init__(retry_after)
+        self.message = (f"too many new anonymous visitors from your address (limits.anonymous_owners_per_minute is "
+                        f"{limit}); send back the anonymous_id cookie you were given, or wait {retry_after} s")
+        self.details = {"key": "limits.anonymous_owners_per_minute", "limit": limit}
+        self.args = (self.message,)
+
+
 async def accept_websocket(ws: Any) -> None:
     """Accept a WebSocket, selecting :data:`WS_PROTOCOL` when the client offered it: a browser that sent its token
     as a subprotocol drops a connection whose answer names none of the protocols it offered."""
@@ -80,7 +94,7 @@ class IdentityResolver:
     """Resolves the owner of a request (or WebSocket handshake) according to the configured mode."""
 
     def __init__(self, config: IdentityConfig, db: Database, *, access_code: Secret | None = None,
-                 log: EventLog | None = None) -> None:
+                 log: EventLog | None = None, mints_per_minute: int = 60) -> None:
         self.config = config
         self.db = db
         self.log = log
@@ -88,6 +102,10 @@ class IdentityResolver:
         self._networks = config.proxy_networks()
         self.gate = AccessGate(access_code) if access_code is not None else None
         self.attempts = AttemptLimiter()
+        # Anonymous mode gives every cookieless request a new owner: per-owner quotas bind only if owners cannot
+        # be had at will, so each client address gets at most this many new ones a minute (memory bounded by
+        # the limiter's own cap on addresses).
+        self.mints = AttemptLimiter(mints_per_minute, 60.0)
 
     async def admit(self, request: Any) -> None:
         """The access-code gate: returns when ``request`` may go on, else :class:`AccessCodeRequired`."""
@@ -218,6 +236,20 @@ class IdentityResolver:
         client = request.scope.get("client")
         return self._trusted(client[0] if client else None) and forwarded.split(",")[0].strip().lower() == "https"
 
+    def client_address(self, request: Any) -> str:
+        """The address of the client: the TCP peer, or behind trusted proxies the nearest address in
+        ``X-Forwarded-For`` that is not one of them (read from the right: entries further left were written by
+        the client itself and prove nothing). From any other peer the header is ignored."""
+        client = request.scope.get("client")
+        peer = str(client[0]) if client else "?"
+        if not self._trusted(peer):
+            return peer
+        hops = [h.strip() for value in request.headers.getlist("X-Forwarded-For") for h in value.split(",")]
+        for hop in reversed(hops):
+            if hop and not self._trusted(hop):
+                return hop
+        return peer
+
     def _trusted(self, peer: str | None) -> bool:
         if not peer:
             return False
@@ -234,6 +266,10 @@ class IdentityResolver:
         if owner is None:
             if request.scope.get("type") == "websocket":
                 raise Unauthorized("a WebSocket cannot set the anonymous_id cookie: visit any HTTP route first")
+            try:
+                self.mints.attempt(self.client_address(request))
+            except RateLimited as exc:
+                raise TooManyNewOwners(int(exc.headers["Retry-After"]), self.mints.limit) from None
             owner = f"anon:{uuid.uuid4()}"  # a missing or malformed cookie is re-minted, never refused
         # Renewed on this answer (errors included) by the app's after-request hook.
         setattr(quart.g, _ANONYMOUS, owner.removeprefix("anon:"))

@@ -34,7 +34,7 @@ def api_services(services: Any) -> ApiServices:
     return ApiServices(
         db=services.db, log=log, wakeups=services.wakeups, config=services.config,
         runs=RunService(log, services.config),
-        sessions=WorkbenchSessions(log, SessionCommands(log, message_kinds=["workbench"])),
+        sessions=WorkbenchSessions(log, SessionCommands(log, message_kinds=["workbench"]), services.config.limits),
         extractor=services.extractor,
         metric_samplers=probes.samplers(services.db, stuck_queued_s=services.config.runtime.stuck_queued_s),
     )

@@ -20,10 +20,9 @@ from typing import Any
 
 import msgspec
 
-from openmaic import errors
+from openmaic import errors, quotas
 from openmaic.courses.schema import AgentProfile
 from openmaic.store.database import Database, Record
-from openmaic.store.locks import owner_lock
 from openmaic.store.queries import Q
 
 __all__ = [
@@ -66,6 +65,10 @@ class AgentLimitReached(errors.Conflict):
 
     code = "agent_limit_reached"
     error_code = "AGENT_LIMIT_REACHED"
+
+
+AGENTS_QUOTA = quotas.Quota(key="agents_per_owner", namespace=AGENTS_LOCK, usage=Q.agents_count, noun="agents",
+                            remedy="delete one (DELETE /api/agents/{id}) first", error=AgentLimitReached)
 
 
 class BuiltInReadOnly(errors.OpenMaicError):
@@ -188,19 +191,26 @@ def _reserved(agent_id: str) -> None:
                               agent_id=agent_id)
 
 
-async def list_agents(db: Database, owner: str) -> list[Agent]:
-    """The built-in agents, then ``owner``'s own in the order they were created."""
-    return [*BUILTIN_AGENTS.values(), *(_row_agent(r) for r in await db.fetch(Q.agents_of_owner, owner))]
+async def list_agents(db: Database, owner: str, *, limit: int | None = None, after: Sequence[Any] | None = None,
+                      ) -> tuple[list[Agent], tuple[Any, str] | None]:
+    """The built-in agents (on the first page: ``after`` is None), then at most ``limit`` of ``owner``'s own in
+    the order they were created, after the one whose ``(created_at, id)`` is ``after``; and the key of the last
+    one given when more follow."""
+    start = (None, None) if after is None else tuple(after)
+    rows = await db.fetch(Q.agents_of_owner, owner, *start, None if limit is None else limit + 1)
+    more = limit is not None and len(rows) > limit
+    rows = rows[:limit] if more else rows
+    own = [_row_agent(r) for r in rows]
+    nxt = (rows[-1]["created_at"], rows[-1]["id"]) if more else None
+    return [*(BUILTIN_AGENTS.values() if after is None else ()), *own], nxt
 
 
-async def create_agent(db: Database, owner: str, agent: Agent) -> Agent:
-    """Add ``owner``'s agent: InvalidAgent, BuiltInReadOnly (a ``default-`` id), AgentExists, AgentLimitReached."""
+async def create_agent(db: Database, owner: str, agent: Agent, *, limit: int = MAX_AGENTS) -> Agent:
+    """Add ``owner``'s agent: InvalidAgent, BuiltInReadOnly (a ``default-`` id), AgentExists, AgentLimitReached
+    (``owner`` has ``limit`` agents already: ``limits.agents_per_owner``)."""
     agent = check_agent(agent)
     _reserved(agent.id)
-    async with owner_lock(db, owner, AGENTS_LOCK) as conn:
-        if int(await conn.fetchval(Q.agents_count, owner)) >= MAX_AGENTS:
-            raise AgentLimitReached(f"you have {MAX_AGENTS} agents, the most allowed; delete one first",
-                                    limit=MAX_AGENTS)
+    async with quotas.within(db, owner, AGENTS_QUOTA, limit) as conn:
         inserted = await conn.fetchval(Q.agent_insert, agent.id, owner, agent.name, agent.role, agent.persona,
                                        _profile_json(agent))
     if inserted is None:
@@ -229,14 +239,15 @@ async def delete_agent(db: Database, owner: str, agent_id: str) -> None:
         raise AgentNotFound(f"no agent {agent_id!r}", agent_id=agent_id)
 
 
-async def import_agents(db: Database, owner: str, agents: Sequence[Any]) -> tuple[int, list[tuple[str, str]]]:
+async def import_agents(db: Database, owner: str, agents: Sequence[Any], *, limit: int = MAX_AGENTS,
+                        ) -> tuple[int, list[tuple[str, str]]]:
     """Add each of ``agents`` that can be added; ``(imported, [(id, why skipped)])``. An agent the owner already
     has is kept as it is (existing settings win)."""
     imported, skipped = 0, []
     for agent in agents:
         ident = getattr(agent, "id", "") or ""
         try:
-            await create_agent(db, owner, agent)
+            await create_agent(db, owner, agent, limit=limit)
             imported += 1
         except AgentExists:
             skipped.append((ident, "exists"))

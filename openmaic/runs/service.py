@@ -209,12 +209,22 @@ class RunService:
 
     async def in_progress(self, owner: str) -> list[tuple[Record, RunState]]:
         """The owner's runs that have not completed or ended (nor are ending), oldest first."""
+        return (await self.in_progress_page(owner))[0]
+
+    async def in_progress_page(self, owner: str, limit: int | None = None, after: Sequence[Any] | None = None,
+                               ) -> tuple[list[tuple[Record, RunState]], tuple[Any, str] | None]:
+        """Of :meth:`in_progress`, those among the next ``limit`` runs after the one whose ``(created_at, id)``
+        is ``after``; and the key of the last run looked at when more follow."""
+        start = (None, None) if after is None else tuple(after)
+        rows = await self.log.db.fetch(Q.runs_in_progress, owner, *start, None if limit is None else limit + 1)
+        more = limit is not None and len(rows) > limit
+        rows = rows[:limit] if more else rows
         out = []
-        for row in await self.log.db.fetch(Q.runs_in_progress, owner):
+        for row in rows:
             state = await self.fold(row["id"], to_seq=row["head_seq"])
             if state.state not in ("completed", "ended") and not state.stop_requested:
                 out.append((row, state))
-        return out
+        return out, ((rows[-1]["created_at"], rows[-1]["id"]) if more else None)
 
     async def snapshot(self, owner: str, run_id: str) -> RunSnapshot:
         """The run's snapshot (this server's own shape); StreamNotFound for a missing run or another owner's."""
@@ -290,14 +300,15 @@ class RunService:
         limits = self.config.limits
         if counts.active >= limits.active_runs_per_owner:
             raise TooManyRuns(
-                f"you already have {counts.active} runs in progress (the limit is {limits.active_runs_per_owner}); "
-                "wait for one to finish, then try again", active=counts.active,
-                limit=limits.active_runs_per_owner)  # fmt: skip
+                f"you already have {counts.active} runs in progress (limits.active_runs_per_owner is "
+                f"{limits.active_runs_per_owner}); wait for one to finish, then try again", active=counts.active,
+                key="limits.active_runs_per_owner", limit=limits.active_runs_per_owner)  # fmt: skip
         if starting and counts.waiting >= limits.waiting_runs_per_owner:
             raise TooManyRuns(
                 f"you already have {counts.waiting} runs waiting for you (an outline to confirm, or a failed step "
-                f"to retry; the limit is {limits.waiting_runs_per_owner}); confirm, retry or discard some, then "
-                "try again", waiting=counts.waiting, limit=limits.waiting_runs_per_owner)  # fmt: skip
+                f"to retry; limits.waiting_runs_per_owner is {limits.waiting_runs_per_owner}); confirm, retry or "
+                "discard some, then try again", waiting=counts.waiting, key="limits.waiting_runs_per_owner",
+                limit=limits.waiting_runs_per_owner)  # fmt: skip
 
     async def _replayed(self, owner: str, run_id: str, command_id: str) -> RunSnapshot | None:
         row = await self.log.stream(run_id)

@@ -268,8 +268,12 @@ SELECT id FROM streams WHERE owner_id = $1 ORDER BY id;
 SELECT clock_timestamp();
 
 -- name: library_cards_of_owner
+-- A page, newest first, after the card ($2, $3) when given (keyset); $4 NULL: every card.
 SELECT course_id, title, run_id, run_state, label, scenes_total, scenes_completed, updated_at
-  FROM library_cards WHERE owner_id = $1 ORDER BY updated_at DESC, course_id;
+  FROM library_cards
+ WHERE owner_id = $1 AND ($2::timestamptz IS NULL OR (updated_at, course_id) < ($2::timestamptz, $3::text))
+ ORDER BY updated_at DESC, course_id DESC
+ LIMIT $4;
 
 -- name: asset_insert
 INSERT INTO assets (id, owner_id, media_type, size, sha256, data) VALUES ($1, $2, $3, $4, $5, $6);
@@ -364,7 +368,7 @@ DELETE FROM agents WHERE id = $1 AND owner_id = $2 RETURNING id;
 
 -- name: agents_count
 -- Run under the owner's agents lock, so no other write of this owner's agents commits in between.
-SELECT count(*) FROM agents WHERE owner_id = $1;
+SELECT count(*) AS count FROM agents WHERE owner_id = $1;
 
 -- name: agents_by_ids
 -- Also read by a run's agents step, through openmaic_owner: its owner may have been claimed since it folded it.
@@ -372,7 +376,11 @@ SELECT id, name, role, persona, profile::text AS profile FROM agents
  WHERE owner_id = openmaic_owner($1) AND id = ANY($2::text[]);
 
 -- name: agents_of_owner
-SELECT id, name, role, persona, profile::text AS profile FROM agents WHERE owner_id = $1 ORDER BY created_at, id;
+-- A page in the order they were created, after the agent ($2, $3) when given (keyset).
+SELECT id, name, role, persona, profile::text AS profile, created_at FROM agents
+ WHERE owner_id = $1 AND ($2::timestamptz IS NULL OR (created_at, id) > ($2::timestamptz, $3::text))
+ ORDER BY created_at, id
+ LIMIT $4;
 
 -- name: owner_try_lock
 -- An owner's lock in namespace $1 for this transaction; false when another transaction holds it (poll again).
@@ -391,16 +399,29 @@ SELECT count(*) AS active, clock_timestamp() AS now
                 WHERE e.stream_id = s.id AND e.type = 'run.admitted' AND e.attempt = s.attempt);
 
 -- name: workbench_sessions_of_owner
+-- A page, newest first, after the session ($3, $4) when given (keyset).
 SELECT id, head_seq, attempt, status, created_at, updated_at FROM streams
  WHERE owner_id = $1 AND kind = 'workbench' AND deleted_at IS NULL
- ORDER BY created_at DESC, id
+   AND ($3::timestamptz IS NULL OR (created_at, id) < ($3::timestamptz, $4::text))
+ ORDER BY created_at DESC, id DESC
  LIMIT $2;
+
+-- name: workbench_sessions_usage
+-- Run under the owner's sessions lock (openmaic.quotas), so no start of this owner commits in between.
+SELECT count(*) AS count FROM streams WHERE owner_id = $1 AND kind = 'workbench' AND deleted_at IS NULL;
+
+-- name: session_messages_usage
+-- Run under the session's messages lock (openmaic.quotas), so no message to it commits in between.
+SELECT count(*) AS count FROM events WHERE stream_id = $1 AND type = 'session.message_posted';
 
 -- name: runs_in_progress
 -- An owner's runs that have not ended, oldest first (a run's own events say whether it is ending).
+-- A page after the run ($2, $3) when given (keyset); $4 NULL: every one.
 SELECT id, head_seq, status, created_at, updated_at FROM streams
  WHERE owner_id = $1 AND kind = 'generation' AND status <> 'terminal' AND deleted_at IS NULL
- ORDER BY created_at, id;
+   AND ($2::timestamptz IS NULL OR (created_at, id) > ($2::timestamptz, $3::text))
+ ORDER BY created_at, id
+ LIMIT $4;
 
 -- name: runs_of_owner_by_status
 -- An owner's runs other than $2 that count against its limits: active ones are queued or running (preparing,

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Sequence
 from typing import Any, Literal
 
 import msgspec
 
-from openmaic import errors
+from openmaic import errors, quotas
 from openmaic.actors.commands import CommandResult, Commands, create_session, owned_stream, previous_result
+from openmaic.config import LimitsConfig
 from openmaic.courses.events import CourseCreated
 from openmaic.events.core import SessionMessagePosted
 from openmaic.events.folds import FoldCache
@@ -95,13 +97,21 @@ class SessionAlreadyTerminal(errors.Conflict):
 MAX_TITLE_CHARS = 200
 MAX_LISTED = 200
 
+SESSIONS_QUOTA = quotas.Quota(
+    key="sessions_per_owner", namespace=0x6F6D7773, usage=Q.workbench_sessions_usage, noun="agent sessions",
+    remedy="continue one of them (POST /api/agent/sessions/{id}/messages) instead of starting another")
+MESSAGES_QUOTA = quotas.Quota(
+    key="messages_per_session", namespace=0x6F6D6D73, usage=Q.session_messages_usage, noun="messages in this session",
+    remedy="start a new session (POST /api/agent/sessions) to go on")
+
 
 class WorkbenchSessions:
     """Workbench sessions for the API: create, snapshot, messages, cancel (see the module's doc)."""
 
-    def __init__(self, log: EventLog, commands: Commands | None = None) -> None:
+    def __init__(self, log: EventLog, commands: Commands | None = None, limits: LimitsConfig | None = None) -> None:
         self.log = log
         self.commands = commands or Commands(log)
+        self.limits = limits or LimitsConfig()
         self.sessions = FoldCache(log, fold.initial, fold.evolve)
 
     async def create_session(
@@ -125,10 +135,13 @@ class WorkbenchSessions:
             if message is not None:
                 inp["message"] = message
             try:
-                await create_session(
-                    self.log, stream_id=sid, kind=KIND, owner_id=owner, command_id=command_id, events=events,
-                    input=inp, status="queued" if message is not None else "waiting", also=also,
-                )
+                # Counted and created under the owner's sessions lock: two starts at once cannot both take the
+                # last place (the creation commits before the lock is released).
+                async with quotas.within(self.log.db, owner, SESSIONS_QUOTA, self.limits.sessions_per_owner):
+                    await create_session(
+                        self.log, stream_id=sid, kind=KIND, owner_id=owner, command_id=command_id, events=events,
+                        input=inp, status="queued" if message is not None else "waiting", also=also,
+                    )
             except (errors.WrongExpectedSeq, errors.StreamExists):
                 # The course moved on since we checked it (a run may have locked it), or the same command is
                 # being applied concurrently: look again.
@@ -183,9 +196,12 @@ class WorkbenchSessions:
         row = await owned_stream(self.log, owner, session_id, kind=KIND)
         return row, await self.sessions.state(session_id, row["head_seq"])
 
-    async def of_owner(self, owner: str) -> list[tuple[Record, SessionState]]:
-        """The owner's sessions, newest first (at most :data:`MAX_LISTED`)."""
-        rows = await self.log.db.fetch(Q.workbench_sessions_of_owner, owner, MAX_LISTED)
+    async def of_owner(self, owner: str, limit: int = MAX_LISTED, after: Sequence[Any] | None = None,
+                       ) -> list[tuple[Record, SessionState]]:
+        """The owner's sessions, newest first: at most ``limit``, after the one whose ``(created_at, id)`` is
+        ``after``."""
+        start = (None, None) if after is None else tuple(after)
+        rows = await self.log.db.fetch(Q.workbench_sessions_of_owner, owner, limit, *start)
         return [(row, await self.sessions.state(row["id"], row["head_seq"])) for row in rows]
 
     async def set_title(self, owner: str, session_id: str, title: str | None) -> str | None:
@@ -204,9 +220,19 @@ class WorkbenchSessions:
         _check_text(text, "text")
         _, state = await self.read(owner, session_id)
         delivery: Delivery = "steer" if state.status == "running" else "queued"
-        result = await self.commands.post_message(owner, session_id, command_id or f"message-{uuid.uuid4()}", text,
-                                                  delivery)
+        result = await self._post(owner, session_id, command_id or f"message-{uuid.uuid4()}", text, delivery)
         return result, delivery
+
+    async def _post(self, owner: str, session_id: str, command_id: str, text: str, delivery: Delivery,
+                    ) -> CommandResult:
+        """Append the message within the session's quota of messages; a repeated ``command_id`` answers as the
+        first time, even once the quota is full."""
+        prev = await previous_result(self.log, session_id, command_id, "session.message_posted")
+        if prev is not None:
+            return prev
+        # Counted and appended under the session's messages lock; the append commits before it is released.
+        async with quotas.within(self.log.db, session_id, MESSAGES_QUOTA, self.limits.messages_per_session):
+            return await self.commands.post_message(owner, session_id, command_id, text, delivery)
 
     async def request_cancel(self, owner: str, session_id: str, *, command_id: str | None = None) -> CommandResult:
         """Cancel the session's work; SessionAlreadyTerminal (409) once it has ended (``succeeded`` included).
@@ -231,7 +257,7 @@ class WorkbenchSessions:
         """Append a follow-up (``session.message_posted``); re-queues an idle or ended session."""
         _check_text(text, "text")
         await owned_stream(self.log, owner, session_id, kind=KIND)
-        return await self.commands.post_message(owner, session_id, command_id, text, delivery)
+        return await self._post(owner, session_id, command_id, text, delivery)
 
     async def cancel(self, owner: str, session_id: str, command_id: str) -> CommandResult:
         """Request cancellation (``session.cancel_requested``); 409 when the session has already ended."""

@@ -46,7 +46,7 @@ async def test_concurrent_uploads_never_pass_the_quota(db):
         await store_material(db, "bob", "b.txt", "text/plain", b"x" * 41, max_count=10, max_bytes=100)
         raise AssertionError("the byte quota was passed")
     except MaterialQuotaFull as exc:
-        assert exc.details == {"limit": 100}
+        assert exc.details == {"key": "limits.material_bytes_per_owner", "limit": 100}
 
 
 async def test_a_deleted_material_is_gone_for_its_owner_only_once(db):

@@ -15,7 +15,7 @@ import trio
 from openmaic.events.log import EventLog
 from openmaic.store.database import open_database
 from tests.integration.api_harness import raw_ws
-from tests.serving import running_server
+from tests.serving import run_awaiting_confirmation, running_server
 
 
 async def _types(db_url: str, stream_id: str) -> list[str]:
@@ -37,13 +37,7 @@ async def _refused_on_socket(port: int, stream_id: str) -> dict[str, Any]:
 
 async def test_cancel_over_the_websocket_is_refused_on_runs_and_courses_as_http_refuses_it(db_url, tmp_path):
     async with running_server(db_url, tmp_path) as (client, port):
-        r = await client.post("/api/generation-runs", json={"requirement": "Volcanoes", "outlineReview": "wait"})
-        assert r.status_code == 202, r.text
-        run_id = r.json()["run"]["id"]
-        with trio.fail_after(30):
-            while (await client.get(f"/api/generation-runs/{run_id}")).json()["run"]["state"] \
-                    != "awaiting_outline_confirmation":
-                await trio.sleep(0.1)
+        run_id = await run_awaiting_confirmation(client, "Volcanoes")
         r = await client.post("/api/generate-classroom", json={"requirement": "Glaciers"})
         job = r.json()["jobId"]
         with trio.fail_after(60):
