@@ -83,7 +83,7 @@ async def list_stages(call: Call) -> Stages:
     await import_fence(call)
     db = call.services.db
     filed = await db.fetch(Q.browser_documents_of_owner, call.user)
-    cards = {r["course_id"]: r for r in await db.fetch(Q.library_cards_of_owner, call.user)}
+    cards = {r["course_id"]: r for r in await db.fetch(Q.library_cards_of_owner, call.user, None, None, None)}
     stages = [
         StageEntry(id=r["document_id"], course_id=r["course_id"], updated_at=r["updated_at"],
                    name=r["title"] or (cards[r["course_id"]]["title"] if r["course_id"] in cards else ""),

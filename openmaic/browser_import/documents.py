@@ -37,7 +37,7 @@ import base64
 import hashlib
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -47,8 +47,10 @@ from openmaic.browser_import.records import LegacyScene
 from openmaic.browser_import.service import binding_stream
 from openmaic.browser_import.store import Writer, fold_on, writing
 from openmaic.browser_import.translate import ImportedAsset, canvas_elements, course_language, translate_scene
-from openmaic.courses.events import CourseCreated, CourseDocument, CourseOutlineSet, Scene, SceneMedia, evolve_course
-from openmaic.courses.schema import ELEMENT_ID
+from openmaic.courses.events import (
+    CourseAgentsSet, CourseCreated, CourseDocument, CourseOutlineSet, Scene, SceneMedia, evolve_course,
+)  # fmt: skip
+from openmaic.courses.schema import ELEMENT_ID, AgentProfile
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event, register
 from openmaic.store.database import Connection
@@ -264,6 +266,25 @@ def _translate(course_id: str, doc: StoredDocument, owned: set[str]) -> tuple[Co
     return created, scenes
 
 
+MAX_AGENTS = 12
+_ROLES: dict[Any, Literal["teacher", "assistant", "classmate"]] = {"teacher": "teacher", "assistant": "assistant"}
+
+
+def _agents(stage: dict[str, Any]) -> list[AgentProfile]:
+    """The course's agents from the stage's roster (``generatedAgentConfigs``): OpenMAIC's ``student`` (and any
+    other role) is a classmate here."""
+    roster = stage.get("generatedAgentConfigs")
+    out: list[AgentProfile] = []
+    for a in roster if isinstance(roster, list) else []:
+        if not isinstance(a, Mapping) or not isinstance(a.get("id"), str) or not isinstance(a.get("name"), str):
+            continue
+        persona = a.get("persona") if isinstance(a.get("persona"), str) else ""
+        role = _ROLES.get(a.get("role"), "classmate")
+        out.append(AgentProfile(id=a["id"][:MAX_ID], name=a["name"][:200], role=role,
+                                persona=persona[:2000]))
+    return out[:MAX_AGENTS]
+
+
 # -- reads and writes -------------------------------------------------------------------------------------------
 
 
@@ -310,6 +331,9 @@ async def _commit(w: Writer, owner: str, document_id: str, course_id: str, befor
     if head == 0 or scenes != list(before.course.scenes) or created.title != before.course.title:
         events.append(CourseOutlineSet(revision=before.course.outline_revision + 1, title=created.title,
                                        scenes=scenes))
+    agents = _agents(after.stage or {})
+    if agents != list(before.course.agents):
+        events.append(CourseAgentsSet(agents=agents))
     batches = [StreamAppend(stream_id=course_id, events=events, expected_seq=head,
                             create=NewStream("course", owner) if head == 0 else None)]
     if head == 0 and browser is not None:
