@@ -3,7 +3,8 @@
 Owner-scoped: another owner's asset, a missing one and a malformed id are the same plain ``Not found``. The answer
 carries the stored ``Content-Type``, ``ETag`` (the bytes' sha256, quoted; assets are content-addressed, so it
 never changes), ``Cache-Control: private, max-age=31536000, immutable`` and ``Accept-Ranges: bytes``, with
-``X-Content-Type-Options: nosniff`` so a browser never reinterprets the bytes.
+``X-Content-Type-Options: nosniff`` so a browser never reinterprets the bytes, and a sandboxing
+``Content-Security-Policy`` so an asset opened on its own (an SVG a client uploaded) runs no script.
 
 Ranges (RFC 9110 §14): one ``bytes=a-b``, ``bytes=a-`` or ``bytes=-n`` range answers 206 with
 ``Content-Range``; a range past the end answers 416 with ``Content-Range: bytes */<size>``; several ranges, or a
@@ -84,6 +85,9 @@ async def get_asset(call: Call, asset_id: str) -> Response:
     headers = {
         "ETag": etag, "Cache-Control": "private, max-age=31536000, immutable", "Accept-Ranges": "bytes",
         "X-Content-Type-Options": "nosniff", "Content-Disposition": "inline",
+        # Opened on its own (not in an <img> or <video>), an asset is a document of this origin: an SVG a client
+        # uploaded must not run its scripts there.
+        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; sandbox",
     }  # fmt: skip
     request = call.request
     if _matches(request.headers.get("If-None-Match"), etag):

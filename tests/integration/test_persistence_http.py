@@ -184,6 +184,7 @@ async def test_the_importers_requests_land_a_course_once(db_url, tmp_path):
         assert r.status_code == 200 and r.json() == doc["scenes"][0]
         r = await c.get(f"/api/persistence/assets/{picture['assetId']}/content")
         assert (r.status_code, r.content, r.headers["content-type"]) == (200, PNG, "image/png")
+        assert "sandbox" in r.headers["content-security-policy"] and r.headers["x-content-type-options"] == "nosniff"
 
         # The library has its card once the projection caught up.
         with trio.fail_after(20):
