@@ -12,7 +12,9 @@ The rules, as OpenMAIC's runtime store keeps them:
 * a session belongs to one of its owner's courses (``stageId``: a document id or a course id; 404
   ``DOCUMENT_NOT_FOUND`` otherwise) and is filed under the owner's learner key (403 ``LEARNER_KEY_MISMATCH``
   for another key);
-* ids are the owner's: another owner's session reads as missing (404 ``SESSION_NOT_FOUND``);
+* ids are the owner's: another owner's session reads as missing (404 ``SESSION_NOT_FOUND``); a claim moves an
+  anonymous owner's sessions to the account, and the account's learner key lists them beside its own (they keep
+  the key they were filed under);
 * **idempotent**: creating a session that exists exactly so, or appending a record that exists exactly so,
   answers what is stored and appends nothing; the same id with other content is a 409 (``SESSION_ALREADY_EXISTS``
   / ``RECORD_ALREADY_EXISTS``). Setting the status a session has changes nothing;

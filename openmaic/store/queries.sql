@@ -543,7 +543,12 @@ SELECT stream_id FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
 INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner_key) VALUES ($1, $2, $3, $4, $5);
 
 -- name: runtime_sessions_of_stage
-SELECT stream_id FROM runtime_sessions WHERE owner_id = $1 AND stage_id = $2 AND learner_key = $3
+-- An owner's own learner key ($3 = $1) also names the keys of the anonymous owners claimed into it: their sessions
+-- moved with the claim and keep the key they were filed under.
+SELECT stream_id FROM runtime_sessions
+ WHERE owner_id = $1 AND stage_id = $2
+   AND (learner_key = $3
+        OR ($3 = $1 AND learner_key IN (SELECT c.from_owner_id FROM owner_claims c WHERE c.to_owner_id = $1)))
  ORDER BY created_at, stream_id LIMIT $4;
 
 -- name: library_folders_of_owner

@@ -452,6 +452,11 @@ async def test_an_anonymous_owners_documents_sessions_and_folders_move_with_a_cl
             assert (stage["id"], stage["folderId"]) == ("stage-1", folder["folder"]["id"])
             r = await browser.get(f"{user}{RUNTIME}/sessions/{SESSION['id']}", headers=BOUND)
             assert r.status_code == 200 and r.json()["learnerKey"] == key, r.text
+            # The account's learner key finds the sessions filed under the claimed visitor's.
+            r = await browser.get(f"{user}/api/persistence/learner-key", headers=BOUND)
+            assert r.json() == {"learnerKey": "alice"}
+            r = await browser.get(f"{user}{RUNTIME}/stages/stage-1/learners/alice/sessions", headers=BOUND)
+            assert [x["id"] for x in r.json()] == [SESSION["id"]], r.text
             r = await browser.get(f"{user}/api/folders", headers=BOUND)
             assert [f["name"] for f in r.json()["folders"]] == ["Maths"]
             assert (await browser.get(f"{user}/api/classrooms/{stage['courseId']}")).status_code == 200
