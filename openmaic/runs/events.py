@@ -4,6 +4,10 @@ Versions. ``run.created`` v2 holds OpenMAIC's start input (``agents: {mode, agen
 {nickname, bio}``, ``task_engine``, ``voice``); v1 held ``agents: "auto" | [ids]`` and a one-string learner
 profile. ``run.state_changed`` v2 names the end of a discarded or deleted run ``ended`` (OpenMAIC's word); v1
 said ``stopped``. Stored v1 events are never rewritten: the upcasters below lift them when they are read.
+
+What a run was asked for (:class:`RunInput` and its parts) and what research found (:class:`ResearchSource`) are
+the steps' inputs, defined in :mod:`openmaic.steps.brief` and named here too: they are plain (untagged) structs,
+so where they are defined is no part of the stored history.
 """
 
 from __future__ import annotations
@@ -11,48 +15,13 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, ClassVar, Literal
 
-import msgspec
-
 from openmaic.courses.schema import AgentProfile, OutlineItem, SceneActions, SceneContent
 from openmaic.events.types import Event, register, registry
+from openmaic.steps.brief import AgentsChoice, LearnerProfile, ResearchSource, RunInput, Voice  # noqa: F401
 
 RunState = Literal[
     "preparing", "outlining", "awaiting_outline_confirmation", "generating", "completed", "paused", "ended"
 ]
-
-
-class AgentsChoice(msgspec.Struct, frozen=True, kw_only=True):
-    """Who teaches: ``auto`` lets the ``course.agents`` slot cast the classroom (from ``preset_agent_ids`` when
-    given); ``preset`` casts ``agent_ids`` as they are."""
-
-    mode: Literal["auto", "preset"] = "auto"
-    agent_ids: list[str] = []
-    preset_agent_ids: list[str] = []
-
-
-class LearnerProfile(msgspec.Struct, frozen=True, kw_only=True):
-    nickname: str = ""
-    bio: str = ""
-
-
-class Voice(msgspec.Struct, frozen=True, kw_only=True):
-    provider_id: str
-    voice_id: str
-    speed: float | None = None
-
-
-class RunInput(msgspec.Struct, frozen=True, kw_only=True):
-    """What a caller asked for. No keys, models or URLs: those come only from the server's config."""
-
-    requirement: str
-    material_ids: list[str] = []
-    language: str = "en"
-    agents: AgentsChoice = AgentsChoice()
-    learner_profile: LearnerProfile = LearnerProfile()
-    outline_review: Literal["wait", "auto", "countdown"] = "wait"
-    interactive: bool = False
-    task_engine: bool = False
-    voice: Voice | None = None
 
 
 @register
@@ -216,14 +185,6 @@ class RunSceneActions(Event, tag="run.scene_actions"):
 
     index: int
     actions: SceneActions
-
-
-class ResearchSource(msgspec.Struct, frozen=True, kw_only=True):
-    """One web search result the research step found."""
-
-    title: str
-    url: str
-    content: str = ""
 
 
 @register

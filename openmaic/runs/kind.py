@@ -39,7 +39,7 @@ import trio
 from openmaic.actors.kind import Core, Decision, Finish, Outcome, Step, StepContext, Wait
 from openmaic.config import Config
 from openmaic.courses.events import CourseAgentsSet, CourseSceneSet
-from openmaic.courses.schema import AgentRoster, Outline, OutlineItem, SceneActions
+from openmaic.courses.schema import Outline, OutlineItem
 from openmaic.errors import OpenMaicError
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
@@ -47,11 +47,9 @@ from openmaic.materials import images_for_model, material_texts
 from openmaic.media.assets import DEFAULT_QUOTA_BYTES
 from openmaic.media.lane import open_lane
 from openmaic.media.slots import MediaRouter
-from openmaic.media.narration import narrate, research
 from openmaic.models.incremental import StreamedArray
 from openmaic.models.provider import ModelRouter, fallback_events
 from openmaic.models.types import Image
-from openmaic.runs import prompts
 from openmaic.runs.admission import admit
 from openmaic.runs.agents import resolve_agents
 from openmaic.runs.decide import (
@@ -72,6 +70,7 @@ from openmaic.runs.events import (
     RunOutlineItem,
     RunOutlineProposed,
     RunOutlineRestarted,
+    RunResearchDone,
     RunSceneActions,
     RunSceneContent,
     RunSceneNarrated,
@@ -81,7 +80,10 @@ from openmaic.runs.events import (
     RunStepStarted,
 )
 from openmaic.runs.fold import COUNTDOWN_WAIT, RunState, evolve, next_step
-from openmaic.runs.outputs import repair_actions, repair_outline, repair_roster, write_content
+from openmaic.steps import prompts
+from openmaic.steps.narration import narrate, research
+from openmaic.steps.outputs import repair_outline
+from openmaic.steps.scenes import cast_agents, write_scene_actions, write_scene_content
 from openmaic.store.queries import Q
 
 __all__ = ["GenerationKind", "RunServices", "StepDeadlineExceeded"]
@@ -332,7 +334,7 @@ class GenerationKind:
                 )
             finally:
                 pump.close()
-        items = repair_outline(outline.items)  # its length is in the schema; see openmaic.runs.outputs
+        items = repair_outline(outline.items)  # its length is in the schema; see openmaic.steps.outputs
 
         until = None
         if inp.outline_review == "countdown":
@@ -354,12 +356,8 @@ class GenerationKind:
         inp = self._input(state)
         called = []
         if inp.agents.mode == "auto":
-            provider, model = await services.models.for_owner(state.owner_id, "course.agents")
+            provider, agents = await cast_agents(services.models, state.owner_id, inp, state.title, state.confirmed)
             called.append(provider)
-            roster = await provider.complete(
-                model, prompts.agents_messages(inp, state.title, list(state.confirmed)), AgentRoster
-            )
-            agents = repair_roster(roster.agents)
         else:
             agents = await resolve_agents(services.log.db, state.owner_id, inp.agents.agent_ids)
         course = StreamAppend(stream_id=state.course_id, events=[CourseAgentsSet(agents=agents)])
@@ -372,12 +370,8 @@ class GenerationKind:
         step = next_step(state)
         assert step is not None
         index = int(step.split(":")[1])
-        item = state.confirmed[index]
-        models = self._services(ctx).models
-        provider, model = await models.for_owner(state.owner_id, f"course.content.{item.kind}")
-        messages = prompts.content_messages(self._input(state), state.title, list(state.confirmed), index,
-                                            state.materials_text)
-        content = await write_content(provider, model, messages, item.kind)
+        provider, content = await write_scene_content(self._services(ctx).models, state.owner_id, self._input(state),
+                                                      state.title, state.confirmed, index, state.materials_text)
         scene = state.scene(index, content=content)
         course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
         return Outcome(events=[*fallback_events([provider]), RunSceneContent(index=index, content=content),
@@ -390,9 +384,8 @@ class GenerationKind:
         item = state.confirmed[index]
         content = state.scenes[index].content
         assert content is not None
-        provider, model = await self._services(ctx).models.for_owner(state.owner_id, "course.actions")
-        messages = prompts.actions_messages(self._input(state), state.title, item, content, list(state.agents))
-        actions = repair_actions(await provider.complete(model, messages, SceneActions), state.agents, content)
+        provider, actions = await write_scene_actions(self._services(ctx).models, state.owner_id, self._input(state),
+                                                      state.title, item, content, state.agents)
         scene = state.scene(index, content=content, actions=actions, ready=not state.narrates)
         course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
         return Outcome(events=[*fallback_events([provider]), RunSceneActions(index=index, actions=actions),
@@ -401,7 +394,8 @@ class GenerationKind:
 
     async def _research(self, ctx: StepContext, state: RunState) -> Outcome:
         services = self._services(ctx)
-        done = await research(services.media, state.owner_id, self._input(state).requirement)
+        found = await research(services.media, state.owner_id, self._input(state).requirement)
+        done = RunResearchDone(sources=found.sources, skipped=found.skipped, error=found.error)
         return Outcome(events=[done, RunStepCompleted(step="research")])
 
     async def _narration(self, ctx: StepContext, state: RunState) -> Outcome:

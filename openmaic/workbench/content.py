@@ -1,8 +1,8 @@
-"""Scene content for ``generate_scene``: the classic pipeline's scene-content step, reused.
+"""Scene content for ``generate_scene``: the scene-content step every kind of session calls
+(:func:`openmaic.steps.scenes.write_scene_content`), given the brief a Pro session's course makes.
 
-One structured model call on slot ``course.content.<kind>`` with the classic step's own prompt
-(:func:`openmaic.runs.prompts.content_messages`: the scene in the context of the whole outline), returning a
-:class:`SceneContent` of the scene's kind (asked for as that kind's own type, see :mod:`openmaic.runs.outputs`).
+One structured model call on slot ``course.content.<kind>`` with the step's prompt (the scene in the context of the
+whole outline), returning a :class:`SceneContent` of the scene's kind (asked for as that kind's own type).
 """
 
 from __future__ import annotations
@@ -11,9 +11,8 @@ from typing import Any
 
 from openmaic.courses.events import CourseDocument, Scene
 from openmaic.courses.schema import SceneContent
-from openmaic.runs.events import RunInput
-from openmaic.runs.outputs import write_content
-from openmaic.runs.prompts import content_messages
+from openmaic.steps.brief import RunInput
+from openmaic.steps.scenes import write_scene_content
 
 NEW_COURSE_TITLE = "Untitled course"
 """The title of a course a workbench session creates (it has no requirement yet)."""
@@ -35,8 +34,6 @@ async def generate_scene_content(models: Any, doc: CourseDocument, scene: Scene,
     Raises ``ProviderError`` (``OutputInvalid`` when the reply does not fit the scene's type).
     """
     index = next(i for i, s in enumerate(doc.scenes) if s.id == scene.id)
-    inp = RunInput(requirement=_requirement(doc, scene), language=doc.language)
-    messages = content_messages(inp, doc.title, doc.outline, index, "")
-    slot = f"course.content.{scene.kind}"
-    provider, model = await models.for_owner(owner, slot) if owner else models.for_slot(slot)
-    return await write_content(provider, model, messages, scene.kind)
+    brief = RunInput(requirement=_requirement(doc, scene), language=doc.language)
+    _provider, content = await write_scene_content(models, owner, brief, doc.title, doc.outline, index)
+    return content

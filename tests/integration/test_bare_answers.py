@@ -1,4 +1,4 @@
-"""A provider that answers the least each schema allows must not stall a run (see openmaic.runs.outputs).
+"""A provider that answers the least each schema allows must not stall a run (see openmaic.steps.outputs).
 
 Every chat slot is routed to the fake OpenAI server, which answers: an outline with no scenes (refused by the
 schema, so asked again), then one scene whose every string is empty; an empty roster; a slide with nothing on

@@ -1,10 +1,10 @@
-"""Repairs of answers that fit their schema but not the run (openmaic.runs.outputs), pure."""
+"""Repairs of answers that fit their schema but not the run (openmaic.steps.outputs), pure."""
 
 from __future__ import annotations
 
 from openmaic.courses.schema import AgentProfile, OutlineItem, SceneAction, SceneActions, SceneContent, Slide
 from openmaic.runs.agents import BUILTIN_AGENTS
-from openmaic.runs.outputs import lead_of, repair_actions, repair_outline, repair_roster
+from openmaic.steps.outputs import lead_of, repair_actions, repair_outline, repair_roster
 
 
 def agent(id: str, role: str = "classmate", name: str = "N") -> AgentProfile:

@@ -15,7 +15,7 @@ import msgspec
 
 from openmaic.courses.schema import AgentProfile, OutlineItem, SceneContent
 from openmaic.models.types import Image, Message, SystemMessage, UserMessage
-from openmaic.runs.events import ResearchSource, RunInput
+from openmaic.steps.brief import ResearchSource, RunInput
 
 MATERIALS_IN_OUTLINE = 40_000
 MATERIALS_IN_SCENE = 4_000

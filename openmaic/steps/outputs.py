@@ -28,7 +28,7 @@ from openmaic.courses.schema import (
     SceneKind, Slide,
 )  # fmt: skip
 from openmaic.models.types import Message
-from openmaic.runs.agents import BUILTIN_AGENTS
+from openmaic.steps.roster import BUILTIN_AGENTS
 
 __all__ = ["lead_of", "repair_actions", "repair_outline", "repair_roster", "write_content"]
 

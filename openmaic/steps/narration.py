@@ -18,36 +18,47 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import msgspec
+
 from openmaic.courses.schema import SceneActions
 from openmaic.media.assets import AssetQuotaExceeded, store_generated
 from openmaic.media.slots import MediaRouter
 from openmaic.models.errors import ModelNotReady, ProviderError
-from openmaic.runs.events import ResearchSource, RunResearchDone, Voice
+from openmaic.steps.brief import ResearchSource, Voice
 from openmaic.store.database import Database
 
-__all__ = ["MAX_SOURCES", "narrate", "research", "script_of"]
+__all__ = ["MAX_SOURCES", "Research", "narrate", "research", "script_of"]
 
 log = logging.getLogger(__name__)
 
 MAX_SOURCES = 5
 
 
-async def research(media: MediaRouter | None, owner: str, requirement: str) -> RunResearchDone:
+class Research(msgspec.Struct, frozen=True, kw_only=True):
+    """What the research step found: ``sources``, or nothing because no provider is set (``skipped``) or it failed
+    (``error``). A run records it as ``run.research_done``."""
+
+    sources: list[ResearchSource] = []
+    skipped: bool = False
+    error: str | None = None
+
+
+async def research(media: MediaRouter | None, owner: str, requirement: str) -> Research:
     """What the web search finds for ``requirement`` (see the module docstring)."""
     try:
         route = await media.for_owner(owner, "webSearch") if media is not None else None
     except ModelNotReady as exc:  # assigned but unusable: research fails, the run goes on without it
         log.warning("research for %s cannot run: %s", owner, exc.message)
-        return RunResearchDone(error=exc.message)
+        return Research(error=exc.message)
     if route is None:
-        return RunResearchDone(skipped=True)
+        return Research(skipped=True)
     provider, _model = route
     try:
         found = await provider.search(requirement, max_results=MAX_SOURCES)
     except ProviderError as exc:
         log.warning("research for %s failed; the outline is written without it: %s", owner, exc.message)
-        return RunResearchDone(error=exc.message)
-    return RunResearchDone(sources=[ResearchSource(title=s.title, url=s.url, content=s.content) for s in found])
+        return Research(error=exc.message)
+    return Research(sources=[ResearchSource(title=s.title, url=s.url, content=s.content) for s in found])
 
 
 def script_of(actions: SceneActions) -> str:

@@ -1,0 +1,57 @@
+"""What the steps are asked for: a run's input (the requirement, language, learner, agents, voice) and what research
+found, as plain structs that every kind of session hands to the step functions.
+
+A generation run stores its input in ``run.created`` (:mod:`openmaic.runs.events` names these types too); a Pro
+session builds a :class:`RunInput` from its course (see :mod:`openmaic.workbench.content`). The structs carry no
+tag: they are stored nested in events, so moving their definition changes no stored byte.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+__all__ = ["AgentsChoice", "LearnerProfile", "ResearchSource", "RunInput", "Voice"]
+
+
+class AgentsChoice(msgspec.Struct, frozen=True, kw_only=True):
+    """Who teaches: ``auto`` lets the ``course.agents`` slot cast the classroom (from ``preset_agent_ids`` when
+    given); ``preset`` casts ``agent_ids`` as they are."""
+
+    mode: Literal["auto", "preset"] = "auto"
+    agent_ids: list[str] = []
+    preset_agent_ids: list[str] = []
+
+
+class LearnerProfile(msgspec.Struct, frozen=True, kw_only=True):
+    nickname: str = ""
+    bio: str = ""
+
+
+class Voice(msgspec.Struct, frozen=True, kw_only=True):
+    provider_id: str
+    voice_id: str
+    speed: float | None = None
+
+
+class RunInput(msgspec.Struct, frozen=True, kw_only=True):
+    """What a caller asked for. No keys, models or URLs: those come only from the server's config."""
+
+    requirement: str
+    material_ids: list[str] = []
+    language: str = "en"
+    agents: AgentsChoice = AgentsChoice()
+    learner_profile: LearnerProfile = LearnerProfile()
+    outline_review: Literal["wait", "auto", "countdown"] = "wait"
+    interactive: bool = False
+    task_engine: bool = False
+    voice: Voice | None = None
+
+
+class ResearchSource(msgspec.Struct, frozen=True, kw_only=True):
+    """One web search result the research step found."""
+
+    title: str
+    url: str
+    content: str = ""
