@@ -126,7 +126,8 @@ async def import_stage(log: EventLog, owner: str, browser_id: str, body: StageIm
     )  # fmt: skip
     # One transaction under the owner's import lock: the assets the scenes point at exist exactly when the course
     # does, and of two imports of one stage at once the second finds the first's course.
-    async with owner_lock(log.db, owner, IMPORT_LOCK) as conn:
+    async with log.appending(owner_lock(log.db, owner, IMPORT_LOCK)) as tx:
+        conn = tx.conn
         row = await conn.fetchrow(Q.stream, t.course_id)
         if row is not None:
             if row["owner_id"] != owner:  # derived from a browser id bound to owner: only a claim could move it
@@ -141,9 +142,7 @@ async def import_stage(log: EventLog, owner: str, browser_id: str, body: StageIm
                 raise AssetQuotaExceeded(  # raised inside the transaction: nothing of this stage is stored
                     f"the asset storage is full; this course's media need {sum(len(x.data) for x in t.assets)} "
                     f"bytes of the {quota_bytes} allowed", quota=quota_bytes)
-        await conn.fetch(Q.append, *log.append_args([course, record]))
-    # Written outside the event log's append path, so watchers (the library feed) are told here.
-    log.hint([t.course_id, binding_stream(browser_id)])
+        await tx.append(course, record)
     return msgspec.structs.replace(done, imported=True)
 
 

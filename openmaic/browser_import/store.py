@@ -53,31 +53,24 @@ async def fold_on(conn: Connection | None, log: EventLog, stream_id: str, state:
 class Writer:
     """The held transaction of one write: fold, then :meth:`append` what changed (committed when the block ends)."""
 
-    def __init__(self, log: EventLog, conn: Connection) -> None:
+    def __init__(self, log: EventLog, tx: Appender) -> None:
         self.log = log
-        self.conn = conn
-        self.batches: list[StreamAppend] = []
+        self.conn = tx.conn
+        self._tx = tx
 
     async def fold(self, stream_id: str, state: S, evolve: Callable[[S, Event, int], S]) -> tuple[S, int]:
         return await fold_on(self.conn, self.log, stream_id, state, evolve)
 
     async def append(self, *batches: StreamAppend) -> None:
-        if not batches:
-            return
         try:
-            await self.conn.fetch(Q.append, *self.log.append_args(batches))
+            await self._tx.append(*batches)
         except errors.WrongExpectedSeq:
             # Another writer (outside these routes) appended since the fold: nothing of ours is written.
             raise errors.Conflict("this was changed by another request meanwhile; read it again and retry") from None
-        self.batches += batches
 
 
 @asynccontextmanager
 async def writing(log: EventLog, owner: str) -> AsyncIterator[Writer]:
-    """One write of ``owner``'s under the persistence lock; watchers are told once it committed."""
-    async with owner_lock(log.db, owner, PERSISTENCE_LOCK) as conn:
-        writer = Writer(log, conn)
-        yield writer
-    if writer.batches:
-        # Appended outside the log's append path (in our own transaction), so it counts them and tells watchers.
-        log.committed_elsewhere(writer.batches)
+    """One write of ``owner``'s under the persistence lock; watchers are told once it committed (by the log)."""
+    async with log.appending(owner_lock(log.db, owner, PERSISTENCE_LOCK)) as tx:
+        yield Writer(log, tx)

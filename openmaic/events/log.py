@@ -50,13 +50,14 @@ Cancellation of a caller blocked in ``append``:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime as dt
 import logging
 import weakref
 from collections import deque
-from collections.abc import Sequence
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, TypeVar
 
 import msgspec
@@ -66,7 +67,7 @@ from openmaic import errors, metrics
 from openmaic.events.core import SessionCancelRequested
 from openmaic.events.types import Event, Registry, registry
 from openmaic.events.wakeups import CHANNEL, RUNNABLE, Wakeups, cancel_hint
-from openmaic.store.database import Database, Record, error_for_sqlstate
+from openmaic.store.database import Connection, Database, Record, error_for_sqlstate
 from openmaic.store.queries import Q
 from openmaic.text import json_has_nul, unstorable_message
 
@@ -183,6 +184,25 @@ START: Cursor = (0, 0, 0)
 """The global-log cursor before the first event."""
 
 
+class Appender:
+    """Appends inside a caller's transaction (see :meth:`EventLog.appending`)."""
+
+    def __init__(self, log: EventLog, conn: Connection) -> None:
+        self.log = log
+        self.conn = conn
+        self.done: list[tuple[_Request, list[AppendResult]]] = []
+
+    async def append(self, *batches: StreamAppend) -> list[AppendResult]:
+        """:meth:`EventLog.append`, in this transaction: the same fences, errors and results."""
+        if not batches:
+            return []
+        req = self.log._request(batches)
+        rows = await self.conn.fetch(Q.append, *_columns((req,)))
+        results = [AppendResult(r[0], r[1], r[2], r[3]) for r in rows]
+        self.done.append((req, results))
+        return results
+
+
 class EventLog:
     def __init__(self, db: Database, wakeups: Wakeups | None = None, types: Registry = registry) -> None:
         self.db = db
@@ -208,7 +228,9 @@ class EventLog:
                 raise
 
     def append_args(self, batches: Sequence[StreamAppend]) -> tuple[list[Any], ...]:
-        """The arguments of the ``append`` query (column arrays) for these batches."""
+        """The arguments of the ``append`` query (column arrays) for these batches: for tests that must write what
+        the log would, but bypassing it (no count, no hint). Code in openmaic appends through the log only
+        (:meth:`append`, :meth:`appending`)."""
         return _columns((self._request(batches),))
 
     async def append_one(self, stream_id: str, events: Sequence[Event], **fences: Any) -> AppendResult:
@@ -244,15 +266,22 @@ class EventLog:
                         if any(isinstance(e, SessionCancelRequested) for e in b.events)]  # fmt: skip
             self.hint(ids)
 
-    def committed_elsewhere(
-        self, batches: Sequence[StreamAppend], hints: Sequence[str] = (), *, replayed: bool = False
-    ) -> None:
-        """Account for batches the caller appended in a transaction of its own (``Q.append`` with
-        :meth:`append_args`, under a lock the append had to be made under), once it has committed: count their
-        events (none when the command was ``replayed``), and tell the watchers of their streams and of ``hints``."""
-        if not replayed:
-            metrics.APPENDS.inc(sum(len(b.events) for b in batches))
-        self.hint([*dict.fromkeys(b.stream_id for b in batches), *hints])
+    @contextlib.asynccontextmanager
+    async def appending(self, transaction: AbstractAsyncContextManager[Connection]) -> AsyncIterator[Appender]:
+        """Append inside a transaction the caller opens (``transaction``, e.g. one holding an owner's lock, see
+        :func:`openmaic.store.locks.owner_lock`), so that reads and appends decide and commit together.
+
+        The block gets an :class:`Appender`: ``.conn`` for the caller's own statements, ``.append(...)`` for its
+        appends, which keep every fence and the outcome of :meth:`append` (but do not share a group commit: they
+        are the caller's transaction). Once the transaction has committed, and only then, the log does for them
+        what it does for every append (counts them, tells the watchers of their streams, the runnable hint for
+        a queued stream, the cancel hint); if the block raises, the transaction rolls back and nothing is told.
+        """
+        async with transaction as conn:
+            appender = Appender(self, conn)
+            yield appender
+        for req, results in appender.done:
+            self._committed(req, results)
 
     def hint(self, stream_ids: Sequence[str]) -> None:
         """Tell watchers here (at once) and in other processes (by NOTIFY) that these streams changed."""

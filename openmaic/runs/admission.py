@@ -47,17 +47,15 @@ class Admission:
 
 async def admit(log: EventLog, owner: str, stream_id: str, attempt: int, limit: int) -> Admission:
     """Append ``run.admitted`` for this attempt if ``owner`` has fewer than ``limit`` executing runs."""
-    async with owner_transaction(log.db, owner) as conn:
-        row = await conn.fetchrow(Q.runs_executing, owner, stream_id)
+    async with log.appending(owner_transaction(log.db, owner)) as tx:
+        row = await tx.conn.fetchrow(Q.runs_executing, owner, stream_id)
         assert row is not None
         active, now = int(row["active"]), row["now"]
         if active >= limit:
             return Admission(False, active, now)
         batch = StreamAppend(stream_id=stream_id, events=[RunAdmitted(attempt=attempt, active=active)],
                              attempt=attempt, progress=True)
-        await conn.fetch(Q.append, *log.append_args([batch]))
-    # Written outside the event log's append path: counted and hinted here.
-    log.committed_elsewhere([batch])
+        await tx.append(batch)
     return Admission(True, active, now)
 
 

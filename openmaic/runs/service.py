@@ -38,9 +38,8 @@ from openmaic.courses.events import CourseCreated, CourseDeleted, CourseDocument
 from openmaic.courses.schema import OutlineItem
 from openmaic.events.core import SessionCreated
 from openmaic.events.folds import FoldCache
-from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.events.log import AppendResult, EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
-from openmaic.events.wakeups import RUNNABLE
 from openmaic.materials import MAX_RUN_MATERIAL_BYTES, MAX_RUN_MATERIALS, material_sizes, valid_material_id
 from openmaic.models.provider import check_run_for_owner
 from openmaic.runs.admission import owner_transaction, run_counts
@@ -290,11 +289,9 @@ class RunService:
             events=[CourseCreated(title=course_title(inp.requirement), language=inp.language,
                                   requirement=inp.requirement, locked_by=run_id)],
         )
-        async with owner_transaction(self.log.db, owner) as conn:
-            self._check_limits(await run_counts(conn, owner), starting=True)
-            await conn.fetch(Q.append, *self.log.append_args([run, course]))
-        # Written outside the event log's append path (under the owner's lock): counted and hinted here.
-        self.log.committed_elsewhere([run, course], [RUNNABLE])
+        async with self.log.appending(owner_transaction(self.log.db, owner)) as tx:
+            self._check_limits(await run_counts(tx.conn, owner), starting=True)
+            await tx.append(run, course)
 
     def _check_limits(self, counts: Any, *, starting: bool) -> None:
         limits = self.config.limits
@@ -415,13 +412,10 @@ class RunService:
             return await self._outcome(run_id, command_id, r.first_seq, r.replayed)
         raise RunStateConflict("the run is changing too fast to apply this command; retry it")
 
-    async def _append_active(self, owner: str, run_id: str, batches: list[StreamAppend]) -> list[Any]:
-        async with owner_transaction(self.log.db, owner) as conn:
-            self._check_limits(await run_counts(conn, owner, exclude=run_id), starting=False)
-            rows = await conn.fetch(Q.append, *self.log.append_args(batches))
-        # Written outside the event log's append path (under the owner's lock): counted and hinted here.
-        self.log.committed_elsewhere(batches, [RUNNABLE], replayed=bool(rows) and bool(rows[0][3]))
-        return [_Appended(r[0], r[1], r[3]) for r in rows]
+    async def _append_active(self, owner: str, run_id: str, batches: list[StreamAppend]) -> list[AppendResult]:
+        async with self.log.appending(owner_transaction(self.log.db, owner)) as tx:
+            self._check_limits(await run_counts(tx.conn, owner, exclude=run_id), starting=False)
+            return await tx.append(*batches)
 
     async def _previous(self, run_id: str, command_id: str, event_type: str) -> CommandOutcome | None:
         try:
@@ -549,12 +543,6 @@ class RunService:
 
 class _AlreadyEnded(errors.OpenMaicError):
     """The run has ended, or is ending, already."""
-
-
-class _Appended(msgspec.Struct, frozen=True):
-    stream_id: str
-    first_seq: int
-    replayed: bool
 
 
 def _check_voice(voice: Voice | None) -> None:

@@ -178,6 +178,16 @@ def test_the_exception_lists_only_shrink() -> None:
     assert stale_rows == [], "no longer needed: remove from KNOWN_ROW_TYPE_EXCEPTIONS"
 
 
+def test_only_the_log_appends() -> None:
+    """No module above the log runs the append statement itself: the log counts, hints and fences every append,
+    also inside a caller's transaction (``EventLog.appending``)."""
+    raw = re.compile(r"\bQ\.append\w*\b|\.append_args\(")
+    above = [p for p in sorted(PACKAGE.rglob("*.py")) if not module_name(p).startswith("openmaic.events")]
+    found = [f"{module_name(p)}:{n}" for p in above for n, line in enumerate(p.read_text().splitlines(), 1)
+             if raw.search(line)]
+    assert found == [], "appends that bypass the event log"
+
+
 def test_the_checker_sees_a_wrong_import() -> None:
     """The checker itself: an upward import, a sibling import and a driver import elsewhere are each caught."""
     layers = read_map(MAP_DOC.read_text())
