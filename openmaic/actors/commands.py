@@ -4,12 +4,20 @@ Every command carries a client-chosen ``command_id``: repeating it returns the o
 nothing; reusing it for a different command is a conflict. Commands that depend on the stream's state (is it
 waiting? ended?) read the stream row and append with ``expected_seq`` set to what they read, retrying when the
 stream moved on in between, so a decision is never made on stale state.
+
+Two things every such command shares live here, once:
+
+* **the same 404** (:func:`owned_stream`, :func:`not_found`): a missing stream, another owner's, one of another
+  kind and (for reads of live resources) a deleted one get one answer, so it never tells which ids exist;
+* **the retry loop** (:func:`until_decided`): read, decide, append fenced by what was read; when another writer
+  moved the stream in between (``WrongExpectedSeq``), decide again on fresh state, at most :data:`RACE_BUDGET`
+  times, then give up with a Conflict the caller names.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -20,7 +28,12 @@ from openmaic.events.types import Event
 from openmaic.store.database import Record
 from openmaic.store.queries import Q
 
-_MAX_RACES = 20
+RACE_BUDGET = 50
+"""How many times a read-decide-append is decided again because other writers kept moving its stream. Each try
+is a read and an append of milliseconds; a stream that moves on fifty times during one command is being written
+far faster than any client can follow, and the client is better told to retry."""
+
+T = TypeVar("T")
 
 
 class CommandResult(msgspec.Struct, frozen=True):
@@ -35,12 +48,33 @@ class CommandResult(msgspec.Struct, frozen=True):
     replayed: bool = False
 
 
-async def owned_stream(log: EventLog, owner_id: str, stream_id: str, kind: str | None = None) -> Record:
-    """The stream row, or StreamNotFound — the same for a missing stream and another owner's."""
+def not_found(stream_id: str) -> errors.StreamNotFound:
+    """The one answer for a stream the caller may not see, whatever the reason."""
+    return errors.StreamNotFound(f"no stream {stream_id!r}", stream_id=stream_id)
+
+
+async def owned_stream(log: EventLog, owner_id: str, stream_id: str, kind: str | None = None, *,
+                       live: bool = False) -> Record:
+    """The stream row, or :func:`not_found`: the same for a missing stream, another owner's, one of another
+    ``kind`` and, with ``live``, a deleted one."""
     row = await log.stream(stream_id)
-    if row is None or row["owner_id"] != owner_id or (kind is not None and row["kind"] != kind):
-        raise errors.StreamNotFound(f"no stream {stream_id!r}", stream_id=stream_id)
+    if (row is None or row["owner_id"] != owner_id or (kind is not None and row["kind"] != kind)
+            or (live and row["deleted_at"] is not None)):
+        raise not_found(stream_id)
     return row
+
+
+async def until_decided(attempt: Callable[[], Awaitable[T]], exhausted: Callable[[], BaseException], *,
+                        races: tuple[type[BaseException], ...] = (errors.WrongExpectedSeq,)) -> T:
+    """``await attempt()`` until it returns: an attempt reads, decides and appends fenced by what it read, and a
+    fence that another writer broke in between (``races``) means deciding again on fresh state. After
+    :data:`RACE_BUDGET` lost races, raises ``exhausted()`` (a Conflict saying what could not be done)."""
+    for _ in range(RACE_BUDGET):
+        try:
+            return await attempt()
+        except races:
+            continue
+    raise exhausted()
 
 
 async def previous_result(log: EventLog, stream_id: str, command_id: str, event_type: str) -> CommandResult | None:
@@ -70,7 +104,7 @@ async def apply(
     The first event (of type ``event_type``) carries the command id. A refusal is still checked against an
     earlier identical command first, so a client retrying a command that has since changed the state gets its original answer.
     """
-    for _ in range(_MAX_RACES):
+    async def attempt() -> CommandResult:
         row = await owned_stream(log, owner_id, stream_id, kind)
         try:
             events, status = decide(row)
@@ -79,15 +113,14 @@ async def apply(
             if prev is not None:
                 return prev
             raise
-        try:
-            r = await log.append_one(
-                stream_id, events, command_id=command_id, expected_seq=row["head_seq"], status=status,
-                progress=status == "queued",
-            )
-        except errors.WrongExpectedSeq:
-            continue  # the stream moved on between our read and our write: decide again on fresh state
+        r = await log.append_one(
+            stream_id, events, command_id=command_id, expected_seq=row["head_seq"], status=status,
+            progress=status == "queued",
+        )
         return CommandResult(command_id, r.first_seq, r.replayed)
-    raise errors.Conflict("the stream is changing too fast to apply this command; retry it")
+
+    return await until_decided(
+        attempt, lambda: errors.Conflict("the stream is changing too fast to apply this command; retry it"))
 
 
 async def create_session(

@@ -26,6 +26,7 @@ import msgspec
 from quart import Blueprint, Response
 
 from openmaic import errors, materials
+from openmaic.actors.commands import owned_stream
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire, encode
 
@@ -83,9 +84,7 @@ def _full_view(m: materials.Material) -> MaterialView:
 async def _in_session(call: Call, session_id: str) -> None:
     if not session_id:
         raise errors.MissingField("Missing required field: sessionId", path="sessionId")
-    row = await call.services.log.stream(session_id)
-    if row is None or row["owner_id"] != call.user or row["kind"] != "workbench" or row["deleted_at"] is not None:
-        raise errors.NotFound(f"no session {session_id!r}")
+    await owned_stream(call.services.log, call.user, session_id, "workbench", live=True)
 
 
 @api_route(bp, "GET", "/api/materials", query=ListQuery, response=MaterialsAnswer, plain_not_found=True)

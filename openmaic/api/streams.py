@@ -6,8 +6,9 @@ through the WebSocket of :mod:`openmaic.api.stream_socket`, which carries the sa
 
 from __future__ import annotations
 
+from openmaic.actors.commands import owned_stream
 from openmaic.api.routing import Call
-from openmaic.errors import InvalidInput, StreamNotFound
+from openmaic.errors import InvalidInput
 from openmaic.store.database import Record
 
 __all__ = ["check_cursor", "visible_stream"]
@@ -16,10 +17,7 @@ __all__ = ["check_cursor", "visible_stream"]
 async def visible_stream(call: Call, stream_id: str) -> Record:
     """The stream's row if it exists for the caller; otherwise the same 404 whether it is missing, deleted, or
     someone else's (the answer must not reveal which)."""
-    row = await call.services.log.stream(stream_id)
-    if row is None or row["owner_id"] != call.owner or row["deleted_at"] is not None:
-        raise StreamNotFound(f"no stream {stream_id!r}", stream_id=stream_id)
-    return row
+    return await owned_stream(call.services.log, call.owner, stream_id, live=True)
 
 
 def check_cursor(value: int, head: int, name: str) -> int:

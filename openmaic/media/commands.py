@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from openmaic import errors
-from openmaic.actors.commands import CommandResult, previous_result
+from openmaic.actors.commands import CommandResult, owned_stream, previous_result, until_decided
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.media.events import MediaRetryRequested
 from openmaic.media.lane import LaneState, evolve as evolve_lane, lane_id
@@ -22,7 +22,6 @@ from openmaic.runs.views import media_view, media_warning
 
 __all__ = ["media_states", "media_warning", "retry_media"]
 
-_RACES = 20
 
 
 def media_states(state: RunState) -> dict[str, dict[str, Any]]:
@@ -39,10 +38,8 @@ async def retry_media(log: EventLog, owner: str, run_id: str, command_id: str, e
     """Generate one media element of a run again (see the module docstring). StreamNotFound for another owner's
     run or one without media; Conflict when the element is unknown, not failed, or final."""
     lane = lane_id(run_id)
-    for _ in range(_RACES):
-        run_row = await log.stream(run_id)
-        if run_row is None or run_row["owner_id"] != owner or run_row["kind"] != "generation":
-            raise errors.StreamNotFound(f"no stream {run_id!r}", stream_id=run_id)
+    async def attempt() -> CommandResult:
+        run_row = await owned_stream(log, owner, run_id, "generation")
         prev = await previous_result(log, lane, command_id, "media.retry_requested")
         if prev is not None:
             return prev
@@ -63,14 +60,12 @@ async def retry_media(log: EventLog, owner: str, run_id: str, command_id: str, e
         if lane_row["status"] in ("waiting", "queued"):
             wake = {"status": "queued", "wake_at": None, "progress": True}
         pending = RunMediaState(element_id=element_id, media_type=item.kind, status="pending")
-        try:
-            results = await log.append(
-                StreamAppend(stream_id=lane, events=[MediaRetryRequested(element_id=element_id)],
-                             command_id=command_id, expected_seq=lane_row["head_seq"], **wake),
-                StreamAppend(stream_id=run_id, events=[pending], expected_seq=run_row["head_seq"]),
-            )
-        except errors.WrongExpectedSeq:
-            continue
+        results = await log.append(
+            StreamAppend(stream_id=lane, events=[MediaRetryRequested(element_id=element_id)],
+                         command_id=command_id, expected_seq=lane_row["head_seq"], **wake),
+            StreamAppend(stream_id=run_id, events=[pending], expected_seq=run_row["head_seq"]),
+        )
         r = next(x for x in results if x.stream_id == lane)
         return CommandResult(command_id, r.first_seq, r.replayed)
-    raise errors.Conflict("the run is changing too fast to retry its media now; retry")
+    return await until_decided(
+        attempt, lambda: errors.Conflict("the run is changing too fast to retry its media now; retry"))

@@ -32,6 +32,7 @@ import msgspec
 import trio
 
 from openmaic import errors
+from openmaic.actors.commands import until_decided
 from openmaic.actors.kind import Core, Finish, Outcome, Step, StepContext, Wait, settle
 from openmaic.courses.events import CourseMediaSet, SceneMedia
 from openmaic.events.core import SessionCreated
@@ -309,13 +310,14 @@ async def _stopped(log_: EventLog, run_id: str, row: Record | None) -> bool:
     return run.ended not in (None, "completed")
 
 
-async def tell_run(log_: EventLog, run_id: str, lane: str, media_pass: int, *, races: int = 20) -> bool:
+async def tell_run(log_: EventLog, run_id: str, lane: str, media_pass: int) -> bool:
     """Append ``run.media_pass_done`` to the run (once per pass: the command id says which), re-queueing a run
     that is parked waiting for it; False when the run has stopped (it is told nothing more). Fenced by the run's
     head, so a run that decided to wait a moment ago is re-queued, never left parked, and a run that stopped
     meanwhile is seen stopped on the next read rather than written to after its end."""
     command_id = f"{lane}:pass:{media_pass}"
-    for _ in range(races):
+
+    async def attempt() -> bool:
         row = await log_.stream(run_id)
         if await _stopped(log_, run_id, row):
             return False
@@ -323,10 +325,9 @@ async def tell_run(log_: EventLog, run_id: str, lane: str, media_pass: int, *, r
         wake: dict[str, Any] = {}
         if row["status"] in ("waiting", "queued"):
             wake = {"status": "queued", "wake_at": None, "progress": True}
-        try:
-            await log_.append(StreamAppend(stream_id=run_id, events=[RunMediaPassDone(media_pass=media_pass)],
-                                           command_id=command_id, expected_seq=row["head_seq"], **wake))
-            return True
-        except errors.WrongExpectedSeq:
-            continue
-    raise errors.Conflict("the run is changing too fast to be told its media are done; retrying")
+        await log_.append(StreamAppend(stream_id=run_id, events=[RunMediaPassDone(media_pass=media_pass)],
+                                       command_id=command_id, expected_seq=row["head_seq"], **wake))
+        return True
+
+    return await until_decided(
+        attempt, lambda: errors.Conflict("the run is changing too fast to be told its media are done; retrying"))

@@ -32,7 +32,7 @@ from typing import Any
 import msgspec
 
 from openmaic import errors
-from openmaic.actors.commands import CommandResult, owned_stream, previous_result
+from openmaic.actors.commands import CommandResult, not_found, owned_stream, previous_result, until_decided
 from openmaic.config import Config
 from openmaic.courses.events import CourseCreated, CourseDeleted, CourseDocument, evolve_course
 from openmaic.courses.schema import OutlineItem
@@ -62,7 +62,6 @@ __all__ = [
 MAX_REQUIREMENT_CHARS = 20_000
 MAX_AGENTS = 20
 MAX_PROFILE_CHARS = 2_000
-_MAX_RACES = 50
 _NAMESPACE = uuid.UUID("6f6d6169-632d-7275-6e73-2d6964730000")
 _RUN_ID = re.compile(r"run[-_][A-Za-z0-9_-]{1,64}")
 
@@ -197,7 +196,7 @@ class RunService:
             doc = await self.course(course_id, to_seq=row["head_seq"])
             if not doc.deleted:
                 return doc
-        raise errors.StreamNotFound(f"no stream {course_id!r}", stream_id=course_id)
+        raise not_found(course_id)
 
     async def read(self, owner: str, run_id: str) -> tuple[Record, RunState]:
         """The run's stream row and its state at that row's head; StreamNotFound for a missing run or another
@@ -387,7 +386,8 @@ class RunService:
         ``activates``: the command makes the run count against the owner's active runs, so it is appended under
         the owner's run lock after a look at that limit.
         """
-        for _ in range(_MAX_RACES):
+
+        async def attempt() -> CommandOutcome:
             row = await owned_stream(self.log, owner, run_id, "generation")
             state = await self.fold(run_id, to_seq=row["head_seq"])
             try:
@@ -404,13 +404,13 @@ class RunService:
                     results = await self._append_active(owner, run_id, [main, *also])
                 else:
                     results = await self.log.append(main, *also)
-            except errors.WrongExpectedSeq:
-                continue
             except errors.CommandConflict as exc:
                 raise RunStateConflict(exc.message, **exc.details) from None
             r = next(x for x in results if x.stream_id == run_id)
             return await self._outcome(run_id, command_id, r.first_seq, r.replayed)
-        raise RunStateConflict("the run is changing too fast to apply this command; retry it")
+
+        return await until_decided(
+            attempt, lambda: RunStateConflict("the run is changing too fast to apply this command; retry it"))
 
     async def _append_active(self, owner: str, run_id: str, batches: list[StreamAppend]) -> list[AppendResult]:
         async with self.log.appending(owner_transaction(self.log.db, owner)) as tx:
@@ -517,14 +517,15 @@ class RunService:
     async def delete_course(self, owner: str, course_id: str, command_id: str) -> CommandResult:
         """Delete a course; its run, if still live, is asked to stop (it settles ``ended`` at its next step
         boundary, at once when it was waiting). StreamNotFound for a missing, deleted or another owner's course."""
-        for _ in range(_MAX_RACES):
+
+        async def attempt() -> CommandResult:
             crow = await owned_stream(self.log, owner, course_id, "course")
             prev = await previous_result(self.log, course_id, command_id, "course.deleted")
             if prev is not None:
                 return prev
             doc = await self.course(course_id, to_seq=crow["head_seq"])
             if doc.deleted:
-                raise errors.StreamNotFound(f"no stream {course_id!r}", stream_id=course_id)
+                raise not_found(course_id)
             batches = [StreamAppend(stream_id=course_id, events=[CourseDeleted()], command_id=command_id,
                                     expected_seq=crow["head_seq"])]
             run = await self.log.stream(doc.locked_by) if doc.locked_by else None
@@ -532,13 +533,12 @@ class RunService:
                 # Fenced by the run's head: had its actor just given the stream back, we must re-queue it.
                 batches.append(StreamAppend(stream_id=run["id"], events=[RunStopRequested(reason=COURSE_DELETED)],
                                             command_id=command_id, expected_seq=run["head_seq"], **_requeue(run)))
-            try:
-                results = await self.log.append(*batches)
-            except errors.WrongExpectedSeq:
-                continue
+            results = await self.log.append(*batches)
             r = next(x for x in results if x.stream_id == course_id)
             return CommandResult(command_id, r.first_seq, r.replayed)
-        raise errors.Conflict("the course is changing too fast to delete it now; retry")
+
+        return await until_decided(
+            attempt, lambda: errors.Conflict("the course is changing too fast to delete it now; retry"))
 
 
 class _AlreadyEnded(errors.OpenMaicError):

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from openmaic import errors
+from openmaic.actors.commands import until_decided
 from openmaic.courses.events import (
     CourseDocument,
     CourseRetitled,
@@ -39,9 +39,6 @@ from openmaic.workbench.content import generate_scene_content
 
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 Text = Annotated[str, msgspec.Meta(max_length=2000)]
-
-MAX_RACES = 10
-"""Re-reads of the course when concurrent writers keep moving it between a tool's read and its write."""
 
 INTERRUPTED = "interrupted: the worker stopped before this tool finished; it was not applied"
 
@@ -370,19 +367,19 @@ async def run_tool(env: ToolEnv, call: ToolCall, commit: Commit) -> ToolResult |
     try:
         args = parse_arguments(call)
         prepared = await _prepare(env, args)
-        for _ in range(MAX_RACES):
+
+        async def attempt() -> ToolResult | None:
             doc = await load_course(env.log, env.course_id)
             result, course_events = apply(env, call, args, doc, prepared)
             ok = result_event(call, ok=True, result=result)
             if not course_events:
                 return ok
             course = StreamAppend(stream_id=env.course_id, events=course_events, expected_seq=doc.seq)
-            try:
-                await commit([ok], [course])
-            except errors.WrongExpectedSeq:
-                continue  # another writer moved the course between our read and our write: apply again
+            await commit([ok], [course])  # WrongExpectedSeq: another writer moved the course; apply again
             return None
-        raise ToolFailure("the course is changing too fast to apply this edit; try again")
+
+        return await until_decided(
+            attempt, lambda: ToolFailure("the course is changing too fast to apply this edit; try again"))
     except ToolFailure as failure:
         return result_event(call, ok=False, error=failure.message)
 
