@@ -36,7 +36,7 @@ from openmaic.actors.commands import until_decided
 from openmaic.actors.kind import Core, Finish, Outcome, Step, StepContext, Wait, settle
 from openmaic.courses.events import CourseMediaSet, SceneMedia
 from openmaic.events.core import SessionCreated
-from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow
 from openmaic.events.types import Event
 from openmaic.media.assets import DEFAULT_QUOTA_BYTES, AssetQuotaExceeded, store_generated
 from openmaic.media.events import (
@@ -48,7 +48,6 @@ from openmaic.models.errors import ModelNotReady, ProviderError
 from openmaic.models.media import VideoTaskFailed, wait_video
 from openmaic.runs.events import RunMediaPassDone, RunMediaState
 from openmaic.runs.fold import RunState, evolve as evolve_run, scene_id
-from openmaic.store.database import Record
 
 __all__ = ["FINAL_CODES", "LaneState", "MediaKind", "evolve", "lane_id", "lane_items", "open_lane", "tell_run"]
 
@@ -298,13 +297,13 @@ class MediaKind:
 
 async def run_stopped(log_: EventLog, run_id: str) -> bool:
     """Whether the run has ended as stopped (its course deleted, or cancelled): its lane then closes."""
-    return await _stopped(log_, run_id, await log_.stream(run_id))
+    return await _stopped(log_, run_id, await log_.stream_row(run_id))
 
 
-async def _stopped(log_: EventLog, run_id: str, row: Record | None) -> bool:
+async def _stopped(log_: EventLog, run_id: str, row: StreamRow | None) -> bool:
     if row is None:
         return True
-    if row["status"] != "terminal":
+    if row.status != "terminal":
         return False
     run, _ = await log_.fold(run_id, RunState(), evolve_run)
     return run.ended not in (None, "completed")
@@ -318,15 +317,15 @@ async def tell_run(log_: EventLog, run_id: str, lane: str, media_pass: int) -> b
     command_id = f"{lane}:pass:{media_pass}"
 
     async def attempt() -> bool:
-        row = await log_.stream(run_id)
+        row = await log_.stream_row(run_id)
         if await _stopped(log_, run_id, row):
             return False
         assert row is not None
         wake: dict[str, Any] = {}
-        if row["status"] in ("waiting", "queued"):
+        if row.status in ("waiting", "queued"):
             wake = {"status": "queued", "wake_at": None, "progress": True}
         await log_.append(StreamAppend(stream_id=run_id, events=[RunMediaPassDone(media_pass=media_pass)],
-                                       command_id=command_id, expected_seq=row["head_seq"], **wake))
+                                       command_id=command_id, expected_seq=row.head_seq, **wake))
         return True
 
     return await until_decided(

@@ -62,14 +62,14 @@ class Replayed(msgspec.Struct, frozen=True):
 async def replay(log: EventLog, stream_id: str, to_seq: int | None = None) -> Replayed:
     """Fold ``stream_id``'s events up to ``to_seq`` (default: its head). Raises
     :class:`~openmaic.errors.StreamNotFound` for an unknown stream."""
-    row = await log.stream(stream_id)
+    row = await log.stream_row(stream_id)
     if row is None:
         raise errors.StreamNotFound(f"no stream {stream_id!r}", stream_id=stream_id)
     if to_seq is not None and to_seq < 0:
         raise errors.InvalidInput(f"--to-seq must be 0 or more, got {to_seq}")
-    state, evolve, source = fold_for(row["kind"])
+    state, evolve, source = fold_for(row.kind)
     state, seq = await log.fold(stream_id, state, evolve, to_seq=to_seq)
-    return Replayed(stream_id, row["kind"], row["owner_id"], seq, row["head_seq"], state, source)
+    return Replayed(stream_id, row.kind, row.owner_id, seq, row.head_seq, state, source)
 
 
 def summary(r: Replayed) -> str:

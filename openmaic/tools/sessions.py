@@ -119,9 +119,9 @@ async def _session(log: EventLog, session_id: str, stuck_queued_s: float) -> Ses
                               session_id)  # fmt: skip
     if rows:
         return _row(rows[0])
-    row = await log.stream(session_id)
+    row = await log.stream_row(session_id)
     if row is not None:
-        raise errors.NotFound(f"{session_id!r} is a {row['kind']} stream, not a session or run (see `openmaic replay`)")
+        raise errors.NotFound(f"{session_id!r} is a {row.kind} stream, not a session or run (see `openmaic replay`)")
     raise errors.NotFound(f"no session or run has the id {session_id!r} (`openmaic sessions list` shows them)")
 
 
@@ -165,13 +165,13 @@ async def show(log: EventLog, session_id: str, *, stuck_queued_s: float = 300.0)
 
 
 async def _owner_of(log: EventLog, session_id: str, kinds: Sequence[str]) -> tuple[str, str]:
-    row = await log.stream(session_id)
-    if row is None or row["kind"] not in SESSION_KINDS:
+    row = await log.stream_row(session_id)
+    if row is None or row.kind not in SESSION_KINDS:
         raise errors.NotFound(f"no session or run has the id {session_id!r} (`openmaic sessions list` shows them)")
-    if row["kind"] not in kinds:
-        raise errors.Conflict(f"{session_id!r} is a {row['kind']} session; only {' or '.join(kinds)} runs take this "
+    if row.kind not in kinds:
+        raise errors.Conflict(f"{session_id!r} is a {row.kind} session; only {' or '.join(kinds)} runs take this "
                               "command")  # fmt: skip
-    return row["owner_id"], row["kind"]
+    return row.owner_id, row.kind
 
 
 async def cancel(log: EventLog, session_id: str, command_id: str) -> CommandResult:

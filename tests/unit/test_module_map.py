@@ -37,7 +37,6 @@ KNOWN_ROW_TYPE_EXCEPTIONS: frozenset[str] = frozenset(
         "openmaic.api.generation_runs",
         "openmaic.api.streams",
         "openmaic.materials",
-        "openmaic.media.lane",
         "openmaic.projections.base",
         "openmaic.projections.ordering",
         "openmaic.runs.agents",
