@@ -22,7 +22,7 @@ from openmaic import metrics
 from openmaic.feeds.live import LiveEvent
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import MAX_PAGE, encode
-from openmaic.events.log import RecordedEvent
+from openmaic.events.log import PAGE_BYTES, RecordedEvent, more_after
 
 __all__ = ["PING", "Phase", "SseFraming", "SSE_HEADERS", "ViewFraming", "feed_response", "follow_sse", "sse_data"]
 
@@ -129,12 +129,13 @@ async def follow_sse(services: ApiServices, stream_id: str, start: int, framing:
     try:
         cursor = start
         while True:  # the backlog, paced by the client: the next page is read once this one is written
-            batch = await log.read_stream(stream_id, cursor, MAX_PAGE)
+            # Bounded by bytes as well as by count: a page of large events is not held whole per client.
+            batch = await log.read_stream(stream_id, cursor, MAX_PAGE, max_bytes=PAGE_BYTES)
             for chunk in _chunks(framing.frames(batch, "backlog")):
                 yield chunk
             if batch:
                 cursor = batch[-1].seq
-            if len(batch) < MAX_PAGE:
+            if not more_after(batch, MAX_PAGE, PAGE_BYTES):
                 break
         yield framing.caught_up(start, cursor)
         with feeds.subscriber(stream_id, cursor, send) as sub:

@@ -48,6 +48,7 @@ from openmaic.api.routing import Call, api_route, too_large
 from openmaic.api.services import ApiServices
 from openmaic.api.streams import check_cursor, visible_stream
 from openmaic.api.wire import MAX_PAGE, Wire, decode_json, encode
+from openmaic.events.log import PAGE_BYTES, more_after
 from openmaic.errors import DatabaseUnavailable, InvalidInput
 from openmaic.workbench import fold as session_fold
 from openmaic.workbench.views import SessionView
@@ -210,11 +211,11 @@ class _Connection:
         async with send:
             cursor = self.after
             while True:  # catching up: wait for room, the client reads history at its own pace
-                batch = await log_.read_stream(stream_id, cursor, MAX_PAGE)
+                batch = await log_.read_stream(stream_id, cursor, MAX_PAGE, max_bytes=PAGE_BYTES)
                 for e in batch:
                     await send.send(LiveEvent(e, backlog=True))
                     cursor = e.seq
-                if len(batch) < MAX_PAGE:
+                if not more_after(batch, MAX_PAGE, PAGE_BYTES):
                     break
             await send.send(encode(CaughtUp(from_=self.after, seq=cursor)))
             with feeds.subscriber(stream_id, cursor, send) as sub:

@@ -180,6 +180,17 @@ class Envelope(msgspec.Struct, frozen=True):
     recorded_at: dt.datetime
 
 
+PAGE_BYTES = 1024 * 1024
+"""The byte budget of a page that a client's catch-up reads (:meth:`EventLog.read_stream`'s ``max_bytes``):
+without it a page of 1,000 large events is held whole by every client reading it at once."""
+
+
+def more_after(page: Sequence[RecordedEvent], limit: int, max_bytes: int | None = None) -> bool:
+    """Whether a page read with ``limit`` and ``max_bytes`` may have events after it (a full page, by count or by
+    bytes; a page that is neither was the end of the stream)."""
+    return len(page) >= limit or (max_bytes is not None and sum(len(e.data) for e in page) >= max_bytes)
+
+
 def envelope(e: RecordedEvent) -> Envelope:
     return Envelope(e.stream_id, e.seq, e.type, e.v, e.data, e.attempt, e.command_id, e.recorded_at)
 
@@ -312,9 +323,13 @@ class EventLog:
             self.db.notify_soon(CHANNEL, sid)
 
     async def read_stream(
-        self, stream_id: str, after_seq: int = 0, limit: int = 1000, *, to_seq: int | None = None
+        self, stream_id: str, after_seq: int = 0, limit: int = 1000, *, to_seq: int | None = None,
+        max_bytes: int | None = None,
     ) -> list[RecordedEvent]:
-        rows = await self.db.fetch(Q.read_stream, stream_id, after_seq, limit, to_seq)
+        """At most ``limit`` events after ``after_seq`` (up to ``to_seq``); with ``max_bytes``, a page that stops
+        once its events' data reach that many characters (always one event at least: a page holds at most
+        ``max_bytes`` plus one event). :func:`more_after` says whether to read on."""
+        rows = await self.db.fetch(Q.read_stream, stream_id, after_seq, limit, to_seq, max_bytes)
         return [recorded(r) for r in rows]
 
     async def read_streams(

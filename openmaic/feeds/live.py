@@ -33,7 +33,7 @@ import trio
 
 from openmaic import metrics
 from openmaic.errors import DatabaseUnavailable, OpenMaicError, ServiceUnavailable
-from openmaic.events.log import EventLog, RecordedEvent
+from openmaic.events.log import PAGE_BYTES, EventLog, RecordedEvent
 from openmaic.events.wakeups import Wakeups
 
 __all__ = ["LiveEvent", "LiveFeeds", "Subscriber"]
@@ -215,7 +215,7 @@ class LiveFeeds:
             feed.subscribers.add(sub)
             sub._feed = feed
             return []
-        gap = await self._log.read_stream(sub.stream_id, sub.after, PAGE, to_seq=feed.cursor)
+        gap = await self._log.read_stream(sub.stream_id, sub.after, PAGE, to_seq=feed.cursor, max_bytes=PAGE_BYTES)
         if not gap:
             # The feed offered events up to its cursor, so they exist; an empty read means the log lost them.
             raise OpenMaicError(f"stream {sub.stream_id!r}: events {sub.after + 1}..{feed.cursor} are missing")

@@ -10,12 +10,18 @@ SELECT stream_id, first_seq, last_seq, replayed
                        $13::text[], $14::int[], $15::text[]);
 
 -- name: read_stream
-SELECT position, epoch, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id,
-       recorded_at, hash
-  FROM events
- WHERE stream_id = $1 AND seq > $2 AND ($4::bigint IS NULL OR seq <= $4)
- ORDER BY events.seq
- LIMIT $3;
+-- At most $3 events, and with a budget $5 (NULL: none) only while the events before each hold less than $5
+-- characters of data: a page always has one event, and at most $5 plus one event's worth. The running sum is
+-- computed as rows are pulled, so the scan stops at the LIMIT; only the page's rows leave the server.
+SELECT position, epoch, tx, stream_id, seq, type, v, data, attempt, command_id, recorded_at, hash
+  FROM (SELECT position, epoch, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id,
+               recorded_at, hash, sum(length(data::text)) OVER (ORDER BY seq) AS upto
+          FROM events
+         WHERE stream_id = $1 AND seq > $2 AND ($4::bigint IS NULL OR seq <= $4)
+         ORDER BY events.seq
+         LIMIT $3) AS page
+ WHERE $5::bigint IS NULL OR upto - length(data) < $5
+ ORDER BY seq;
 
 -- name: read_streams
 -- read_stream for many streams in one round trip: for each (stream_id, after_seq) pair, up to $3 events after it.
