@@ -42,7 +42,7 @@ async def fold_on(conn: Connection | None, log: EventLog, stream_id: str, state:
         return await log.fold(stream_id, state, evolve)
     seq = 0
     while True:
-        page = [recorded(r) for r in await conn.fetch(Q.read_stream, stream_id, seq, FOLD_PAGE, None)]
+        page = [recorded(r) for r in await conn.fetch(Q.read_stream, stream_id, seq, FOLD_PAGE, None, None)]
         for e in page:
             state = evolve(state, log.decode(e), e.seq)
             seq = e.seq
