@@ -21,7 +21,6 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import trio
 from quart import Blueprint, Response
 
 from openmaic import metrics
@@ -34,6 +33,7 @@ from openmaic.api.services import ApiServices
 from openmaic.api.wire import Success, Wire, encode
 from openmaic.courses.views import ClassroomView, classroom_view
 from openmaic.events.log import RecordedEvent
+from openmaic.events.wakeups import owner_hint
 from openmaic.runs.views import run_state
 from openmaic.store.queries import Q
 
@@ -115,30 +115,27 @@ async def delete_classroom(call: Call, id: str) -> Deleted:
 
 
 async def classroom_changes(services: ApiServices, owner: str, idle_s: float) -> AsyncIterator[dict[str, Any] | None]:
-    """The owner's classrooms, then every change; ``None`` after ``idle_s`` without one (a heartbeat). Woken by
-    any event hint (cards follow events through the projector, so it re-reads shortly after) and a 1 s poll."""
-    known: dict[str, ClassroomCard] = {}
-    first = True
-    quiet = trio.current_time()
-    with services.wakeups.watch() as w:
+    """The owner's classrooms, then every change; ``None`` after ``idle_s`` without one (a heartbeat). Every
+    client of an owner shares one reader of the cards (:mod:`openmaic.feeds.owners`), woken when the library
+    projection changes that owner's cards."""
+    known: dict[str, ClassroomCard] | None = None
+    with services.owner_feeds.follow(("classrooms", owner), owner_hint("library", owner),
+                                     lambda: cards(services, owner)) as feed:
         while True:
-            current = {c.id: c for c in await cards(services, owner)}
-            changes: list[dict[str, Any]] = []
-            if first:
-                changes.append({"type": "classrooms", "classrooms": list(current.values())})
-                first = False
-            else:
-                changes += [{"type": "classroom", "classroom": c} for cid, c in current.items() if known.get(cid) != c]
-                changes += [{"type": "removed", "id": cid} for cid in known.keys() - current.keys()]
-            known = current
-            for change in changes:
-                yield change
-                quiet = trio.current_time()
-            if trio.current_time() - quiet >= idle_s:
+            latest: list[ClassroomCard] | None = await feed.next(idle_s)
+            if latest is None:
                 yield None
-                quiet = trio.current_time()
-            if await w.wait(min(1.0, idle_s)):
-                await trio.sleep(0.1)  # let the projector apply what the hint announced
+                continue
+            current = {c.id: c for c in latest}
+            if known is None:
+                yield {"type": "classrooms", "classrooms": latest}
+            else:
+                for cid, c in current.items():
+                    if known.get(cid) != c:
+                        yield {"type": "classroom", "classroom": c}
+                for cid in known.keys() - current.keys():
+                    yield {"type": "removed", "id": cid}
+            known = current
 
 
 @api_route(bp, "GET", "/api/classrooms/events", sse=True, media_type="text/event-stream")

@@ -120,6 +120,7 @@ async def serve_api(
             if state is not None:
                 # The live feeds' tasks: started first, so every WebSocket/SSE handler finds them running.
                 await nursery.start(state.services.feeds.run)
+                await nursery.start(state.services.owner_feeds.run)
             # hypercorn reports a list of URLs when it accepts connections; we report a Listening.
             await nursery.start(_serve, app, config, sockets, shutdown_trigger, nursery.cancel_scope)
             log.info("%s listening on %s", name, listening.url)

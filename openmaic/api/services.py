@@ -13,6 +13,7 @@ from typing import Literal, Protocol
 
 from openmaic.actors.commands import CommandResult
 from openmaic.feeds.live import LiveFeeds
+from openmaic.feeds.owners import OwnerFeeds
 from openmaic.config import Config
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import Wakeups
@@ -44,8 +45,8 @@ class ApiServices:
 
     ``db`` must have been opened with ``listen=[openmaic.events.wakeups.CHANNEL]`` and ``wakeups.run(db)`` must be
     running in the same process: live streams wake on those hints (and poll as a backstop), and ``/readyz``
-    reports the listener. A handle left as ``None`` makes the routes that need it answer 503. ``feeds`` is made
-    here; :func:`~openmaic.api.server.serve_api` runs it beside hypercorn.
+    reports the listener. A handle left as ``None`` makes the routes that need it answer 503. ``feeds`` and
+    ``owner_feeds`` are made here; :func:`~openmaic.api.server.serve_api` runs them beside hypercorn.
     """
 
     db: Database
@@ -60,8 +61,10 @@ class ApiServices:
     extractor: Extractor | None = None
     """The process's budget for reading uploaded documents (shared with its workers); made here when None."""
     feeds: LiveFeeds = field(init=False)
+    owner_feeds: OwnerFeeds = field(init=False)
 
     def __post_init__(self) -> None:
         self.feeds = LiveFeeds(self.log, self.wakeups, self.config.runtime.wake_poll_s)
+        self.owner_feeds = OwnerFeeds(self.wakeups, self.config.runtime.wake_poll_s)
         if self.extractor is None:
             self.extractor = Extractor(self.config.limits.extraction)

@@ -26,6 +26,13 @@ def cancel_hint(stream_id: str) -> str:
     return f"~cancel:{stream_id}"
 
 
+def owner_hint(view: str, owner_id: str) -> str:
+    """A pseudo stream id hinted when ``view`` (a read model's per-owner list, e.g. ``library``) changed for
+    ``owner_id``: an owner's live list wakes on its own changes, not on every stream's (see
+    :mod:`openmaic.feeds.owners`)."""
+    return f"~{view}:{owner_id}"
+
+
 class Watch:
     """One waiter's view: set when any watched stream changed since its last wait."""
 

@@ -35,6 +35,7 @@ from openmaic import metrics
 from openmaic.errors import DatabaseUnavailable, OpenMaicError, ServiceUnavailable
 from openmaic.events.log import PAGE_BYTES, EventLog, RecordedEvent
 from openmaic.events.wakeups import Wakeups
+from openmaic.feeds.tasks import TaskHost
 
 __all__ = ["LiveEvent", "LiveFeeds", "Subscriber"]
 
@@ -164,7 +165,7 @@ class LiveFeeds:
         self._poll_s = poll_s
         self._feeds: dict[str, _Feed] = {}
         self._reader = _Reader(log)
-        self._nurseries: list[trio.Nursery] = []
+        self._tasks = TaskHost()
 
     @property
     def queries(self) -> int:
@@ -179,14 +180,7 @@ class LiveFeeds:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the feeds until cancelled; their subscribers are then ended with a "reconnect" error. Each app
         served on these services runs this once; new feeds start under the latest run."""
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._reader.run)
-            self._nurseries.append(nursery)
-            try:
-                task_status.started()
-                await trio.sleep_forever()
-            finally:
-                self._nurseries.remove(nursery)
+        await self._tasks.run(self._reader.run, task_status=task_status)
 
     @contextlib.contextmanager
     def subscriber(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any]) -> Iterator[Subscriber]:
@@ -205,12 +199,11 @@ class LiveFeeds:
         it must deliver itself first. Call again after delivering them and advancing ``sub.after``."""
         feed = self._feeds.get(sub.stream_id)
         if feed is None:
-            if not self._nurseries:
-                raise ServiceUnavailable("live feeds are not running in this process")
             # A new feed starts where its first subscriber is: everything before is that subscriber's own read.
-            feed = self._feeds[sub.stream_id] = _Feed(sub.stream_id, sub.after)
+            new = _Feed(sub.stream_id, sub.after)
+            self._tasks.start_soon(self._run_feed, new)  # first: it refuses when no app runs the feeds
+            feed = self._feeds[sub.stream_id] = new
             metrics.LIVE_FEEDS.inc()
-            self._nurseries[-1].start_soon(self._run_feed, feed)
         if sub.after >= feed.cursor:
             feed.subscribers.add(sub)
             sub._feed = feed

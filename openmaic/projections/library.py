@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 
 from openmaic.events.log import RecordedEvent
+from openmaic.events.wakeups import CHANNEL, owner_hint
 from openmaic.projections.base import Context, Projection, lite_decode
 from openmaic.store.database import Op
 from openmaic.store.queries import load_sql
@@ -151,8 +152,10 @@ class LibraryCards(Projection):
 
         cards: dict[str, _Card] = {}
         run_course: dict[str, str] = {}
+        loaded_owner: dict[str, str | None] = {}
         for r in await ctx.fetch(SQL.load, list(course_ids), list(run_ids)):
             card = _Card(r["id"], r["owner_id"] or r["stream_owner"])
+            loaded_owner[card.course_id] = card.owner_id
             card.deleted = r["deleted"]
             if r["stored"]:
                 card.stored = True
@@ -229,4 +232,11 @@ class LibraryCards(Projection):
             ops.append(ctx.op(SQL.mark_deleted, newly_deleted))
         if new_runs:
             ops.append(ctx.op(SQL.upsert_runs, list(new_runs), list(new_runs.values())))
+        # Each owner whose cards changed (both owners of a moved card) is told so in the same transaction: its
+        # live list wakes after the change is visible, and no other owner's does.
+        gone = set(newly_deleted)
+        changed = [c for c in cards.values() if (c.dirty and not c.deleted) or c.course_id in gone]
+        owners = {o for c in changed for o in (c.owner_id, loaded_owner.get(c.course_id)) if o is not None}
+        if owners:
+            ops.append(ctx.op(SQL.hint_owners, CHANNEL, [owner_hint("library", o) for o in sorted(owners)]))
         return ops

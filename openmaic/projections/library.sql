@@ -59,3 +59,7 @@ INSERT INTO {library_deleted} (course_id) SELECT unnest($1::text[]) ON CONFLICT 
 -- name: upsert_runs
 INSERT INTO {library_runs} (run_id, course_id) SELECT * FROM unnest($1::text[], $2::text[])
 ON CONFLICT (run_id) DO UPDATE SET course_id = EXCLUDED.course_id;
+
+-- name: hint_owners
+-- The wake-up hints of the owners whose cards this batch changes: NOTIFY is sent when the transaction commits.
+SELECT pg_notify($1, h) FROM unnest($2::text[]) AS h;
