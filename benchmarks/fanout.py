@@ -20,11 +20,11 @@ and SSE with 100 clients (one stream and 100 streams). One round appends one eve
 waits until every client has it before the next round.
 
 Two WebSocket clients: ``ws`` is trio-websocket (wsproto), ``ws-raw`` a minimal RFC 6455 reader
-(``benchmarks/_raw_ws.py``). All clients live in the benchmark process, on the same two cores as the API process
-and PostgreSQL, so the clients' own CPU is part of every figure; trio-websocket spends about as much CPU
-receiving a message as the server spends sending it, and ``ws-raw`` about a third of that. The ``srv cpu`` and
-``cli cpu`` columns show where the CPU went (per round, from /proc). Latency "from append commit to receipt" is
-the ``cmt`` columns.
+(``benchmarks/_raw_ws.py``). The clients run in a process of their own (this module with ``--clients``,
+driven over its stdin/stdout), apart from the appender and from the API process, as real clients would be;
+all of them still share the machine's two cores with the API process and PostgreSQL. The ``srv cpu`` and
+``cli cpu`` columns show where the CPU went (per round, from /proc: the API process, the clients' process).
+Latency "from append commit to receipt" is the ``cmt`` columns (the processes share one clock).
 
 Baseline, same run, same database: ``append_one`` followed by one ``read_stream`` of that event from the
 benchmark process on another pooled connection. It is the floor any reader in another process could reach:
@@ -74,23 +74,6 @@ class Stats:
     client_cpu_ms: float = 0.0  # this process's (clients and appender) CPU time per round
 
 
-class Round:
-    """The current round: which (stream, seq) each client waits for, and when each append started / returned."""
-
-    def __init__(self) -> None:
-        self.streams: set[str] = set()
-        self.sent: dict[tuple[str, int], tuple[int, int]] = {}  # (stream, seq) -> (send ns, commit ns)
-        self.pending = 0
-        self.done = trio.Event()
-        self.received: list[tuple[str, int, int]] = []  # (stream, seq, receive ns)
-
-    def got(self, stream: str, seq: int, recv_ns: int) -> None:
-        self.received.append((stream, seq, recv_ns))
-        self.pending -= 1
-        if self.pending <= 0:
-            self.done.set()
-
-
 class _FrameHead(msgspec.Struct):
     type: str
     seq: int = 0
@@ -99,23 +82,32 @@ class _FrameHead(msgspec.Struct):
 _decode_frame = msgspec.json.Decoder(_FrameHead).decode  # reads type and seq, skips the envelope
 
 
-class Bench:
-    def __init__(self, host: str, port: int, log: EventLog) -> None:
+# -- the clients' process ---------------------------------------------------------------------------------------
+#
+# Driven line by line over stdin/stdout, one JSON object each way:
+#   {"op": "connect", "kind", "streams": [...], "clients"} -> {"ok": true} once every client is caught up
+#   {"op": "arm", "clients"} -> {"ok": true}; the next `clients` events received are this round's
+#   (the driver then appends)                 -> {"received": [[stream, seq, receive ns], ...]} when all arrived
+#   {"op": "disconnect"} -> {"ok": true}
+
+
+class Clients:
+    def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
-        self.ws_base = f"ws://{host}:{port}"
-        self.log = log
-        self.round: Round | None = None
-        self.seq: dict[str, int] = {}
+        self.received: list[tuple[str, int, int]] = []
+        self.pending = 0
+        self.done = trio.Event()
 
     def deliver(self, stream: str, seq: int, recv_ns: int) -> None:
-        r = self.round
-        # Matched to its append later: a client may have the event before append_one has returned.
-        if r is not None and stream in r.streams:
-            r.got(stream, seq, recv_ns)
+        if self.pending > 0:
+            self.received.append((stream, seq, recv_ns))
+            self.pending -= 1
+            if self.pending == 0:
+                self.done.set()
 
-    async def ws_client(self, stream: str, ready: trio.Semaphore | list, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        url = f"{self.ws_base}/api/streams/{stream}/ws?after=0"
+    async def ws_client(self, stream: str, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        url = f"ws://{self.host}:{self.port}/api/streams/{stream}/ws?after=0"
         async with trio_websocket.open_websocket_url(url, message_queue_size=10_000) as ws:
             started = False
             while True:
@@ -128,7 +120,7 @@ class Bench:
                 elif frame["type"] == "event":
                     self.deliver(stream, frame["seq"], now)
 
-    async def raw_ws_client(self, stream: str, ready: list, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    async def raw_ws_client(self, stream: str, task_status=trio.TASK_STATUS_IGNORED) -> None:
         ws = await RawWebSocket.connect(self.host, self.port, f"/api/streams/{stream}/ws?after=0")
         try:
             started = False
@@ -161,33 +153,93 @@ class Bench:
                     self.deliver(stream, seq, time.time_ns())
                     seq = None
 
-    async def append(self, r: Round, stream: str, stats: Stats) -> None:
+
+class _Lines:
+    """Newline-delimited JSON over a byte stream."""
+
+    def __init__(self, receive: trio.abc.ReceiveStream, send: trio.abc.SendStream) -> None:
+        self._receive, self._send, self._buf = receive, send, b""
+
+    async def get(self) -> dict:
+        while b"\n" not in self._buf:
+            chunk = await self._receive.receive_some(1 << 16)
+            if not chunk:
+                raise EOFError("the other process closed the pipe")
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return json.loads(line)
+
+    async def put(self, obj: dict) -> None:
+        await self._send.send_all(json.dumps(obj).encode() + b"\n")
+
+
+async def clients_main(port: int) -> None:
+    """The clients' process: follows the driver's commands until its stdin ends."""
+    tune_gc()  # 1,000 connections here too: the collector's pauses must not count as the server's latency
+    raise_fd_limit()
+    pipe = _Lines(trio.lowlevel.FdStream(os.dup(0)), trio.lowlevel.FdStream(os.dup(1)))
+    c = Clients("127.0.0.1", port)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=30,
+                                 limits=httpx.Limits(max_connections=2000, max_keepalive_connections=2000)) as http:
+        while True:
+            try:
+                cmd = await pipe.get()
+            except EOFError:
+                return
+            async with trio.open_nursery() as nursery:
+                with trio.fail_after(120):
+                    streams = cmd["streams"]
+                    for i in range(cmd["clients"]):
+                        s = streams[i % len(streams)]
+                        if cmd["kind"] == "ws":
+                            await nursery.start(c.ws_client, s)
+                        elif cmd["kind"] == "ws-raw":
+                            await nursery.start(c.raw_ws_client, s)
+                        else:
+                            await nursery.start(c.sse_client, http, s)
+                await pipe.put({"ok": True})
+                while (cmd := await pipe.get())["op"] == "arm":
+                    c.received, c.pending, c.done = [], cmd["clients"], trio.Event()
+                    await pipe.put({"ok": True})
+                    with trio.move_on_after(5):
+                        await c.done.wait()
+                    got, c.pending = c.received, 0
+                    await pipe.put({"received": got})
+                nursery.cancel_scope.cancel()
+            await pipe.put({"ok": True})
+
+
+# -- the driver -------------------------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, log: EventLog, clients: _Lines) -> None:
+        self.log = log
+        self.clients = clients
+
+    async def append(self, sent: dict[tuple[str, int], tuple[int, int]], stream: str, stats: Stats) -> None:
         t0 = time.time_ns()
         res = await self.log.append_one(stream, [SessionMessagePosted(text=str(t0))])
         t1 = time.time_ns()
         stats.append_ms.append((t1 - t0) / 1e6)
-        r.sent[(stream, res.last_seq)] = (t0, t1)
+        sent[(stream, res.last_seq)] = (t0, t1)
 
-    async def run_rounds(self, streams: list[str], clients_per_stream: dict[str, int], rounds: int,
-                         stats: Stats) -> None:
+    async def run_rounds(self, streams: list[str], n_clients: int, rounds: int, stats: Stats) -> None:
         for _ in range(rounds):
-            r = Round()
-            r.streams = set(streams)
-            r.pending = sum(clients_per_stream[s] for s in streams)
-            self.round = r
+            await self.clients.put({"op": "arm", "clients": n_clients})
+            await self.clients.get()
+            sent: dict[tuple[str, int], tuple[int, int]] = {}
             async with trio.open_nursery() as n:
                 for s in streams:
-                    n.start_soon(self.append, r, s, stats)
-            with trio.move_on_after(5):
-                await r.done.wait()
-            self.round = None
-            stats.missed += max(0, r.pending)
-            for stream, seq, recv in r.received:
-                if (stream, seq) not in r.sent:
+                    n.start_soon(self.append, sent, s, stats)
+            received = (await self.clients.get())["received"]
+            stats.missed += n_clients - len(received)
+            for stream, seq, recv in received:
+                if (stream, seq) not in sent:
                     stats.missed += 1
                     continue
-                sent, committed = r.sent[(stream, seq)]
-                stats.total_ms.append((recv - sent) / 1e6)
+                t0, committed = sent[(stream, seq)]
+                stats.total_ms.append((recv - t0) / 1e6)
                 stats.after_commit_ms.append((recv - committed) / 1e6)
             await trio.sleep(0.01)
 
@@ -230,14 +282,15 @@ HEADER = (f"{'scenario':<34} {'samples':>7} {'tot p50':>8} {'tot p99':>8} {'cmt 
           f" {'app p50':>8} {'app p99':>8} {'missed':>6} {'srv cpu':>7} {'cli cpu':>7}")
 
 
-async def main(args: argparse.Namespace) -> None:
-    # The clients' process holds 1,000 connections too: tuned like the server, so that its collector's pauses
-    # are not counted as the server's latency.
-    tune_gc()
+def raise_fd_limit() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, 65536) if hard != resource.RLIM_INFINITY else 65536
     if soft < want:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))  # inherited by the server subprocess too
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))  # inherited by the subprocesses too
+
+
+async def main(args: argparse.Namespace) -> None:
+    raise_fd_limit()
     clients_list = [1, 10] if args.quick else [1, 100, 1000]
     sse_clients = 10 if args.quick else 100
     rounds = 10 if args.quick else args.rounds
@@ -293,39 +346,57 @@ async def _run(args, url, port, proc, clients_list, sse_clients, rounds) -> None
 
         print(f"fan-out: {rounds} rounds per scenario; one round = one append per stream, all clients wait for it")
         print("tot = receive - just before append_one; cmt = receive - append_one returned; app = append_one itself"
-              " (ms); srv cpu / cli cpu = CPU ms per round of the API process / of the clients' process")
+              " (ms); srv cpu / cli cpu = CPU ms per round of the API process / of the clients' process"
+              " (the clients run in a process of their own)")
         print(HEADER)
         (bs,) = await new_streams(1)
         print(row("baseline: append + read_stream", await baseline(log, bs, max(rounds, 50))), flush=True)
-        bench = Bench("127.0.0.1", port, log)
-        scenarios = [(kind, c, ns) for kind in ("ws", "ws-raw") for c in clients_list for ns in (1, 100) if ns <= c]
-        scenarios += [("sse", sse_clients, ns) for ns in (1, min(100, sse_clients))]
-        if args.only:
-            wanted = {tuple(x.split(":")) for x in args.only}
-            scenarios = [s for s in scenarios if (s[0], str(s[1]), str(s[2])) in wanted]
-        for kind, n_clients, n_streams in scenarios:
-            streams = await new_streams(n_streams)
-            per = {s: 0 for s in streams}
-            stats = Stats()
-            async with trio.open_nursery() as nursery:
-                with trio.fail_after(120):
-                    for i in range(n_clients):
-                        s = streams[i % n_streams]
-                        per[s] += 1
-                        if kind == "ws":
-                            await nursery.start(bench.ws_client, s, [])
-                        elif kind == "ws-raw":
-                            await nursery.start(bench.raw_ws_client, s, [])
-                        else:
-                            await nursery.start(bench.sse_client, http, s)
-                server0, client0 = process_cpu_s(proc.pid), process_cpu_s()
-                await bench.run_rounds(streams, per, rounds, stats)
-                stats.server_cpu_ms = (process_cpu_s(proc.pid) - server0) / rounds * 1000
-                stats.client_cpu_ms = (process_cpu_s() - client0) / rounds * 1000
-                nursery.cancel_scope.cancel()
-            label = f"{kind}: {n_clients} clients, {n_streams} stream{'s' if n_streams > 1 else ''}"
-            print(row(label, stats), flush=True)
-            await trio.sleep(0.5)
+        child = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "benchmarks.fanout", "--clients", str(port)], cwd=ROOT,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        try:
+            await _scenarios(args, log, new_streams, proc, child, clients_list, sse_clients, rounds)
+        finally:
+            await child.stdin.aclose()
+            with trio.move_on_after(10):
+                await child.wait()
+            if child.returncode is None:
+                child.kill()
+
+
+async def _scenarios(args, log, new_streams, proc, child, clients_list, sse_clients, rounds) -> None:
+    pipe = _Lines(child.stdout, child.stdin)
+    bench = Bench(log, pipe)
+    scenarios = [(kind, c, ns) for kind in ("ws", "ws-raw") for c in clients_list for ns in (1, 100) if ns <= c]
+    scenarios += [("sse", sse_clients, ns) for ns in (1, min(100, sse_clients))]
+    if args.only:
+        wanted = {tuple(x.split(":")) for x in args.only}
+        scenarios = [s for s in scenarios if (s[0], str(s[1]), str(s[2])) in wanted]
+    for kind, n_clients, n_streams in scenarios:
+        streams = await new_streams(n_streams)
+        stats = Stats()
+        await pipe.put({"op": "connect", "kind": kind, "streams": streams, "clients": n_clients})
+        await pipe.get()
+        profiler = None
+        if args.py_spy:
+            # The API process sampled during the rounds only (not while clients connect): py-spy's raw format,
+            # one line per distinct stack with its sample count (see --py-spy).
+            out = f"{args.py_spy_out}-{kind}-{n_clients}-{n_streams}.txt"
+            profiler = subprocess.Popen([args.py_spy, "record", "-p", str(proc.pid), "-r", "250", "-f", "raw",
+                                         "-o", out, "--nonblocking"], stdout=subprocess.DEVNULL)  # fmt: skip
+            await trio.sleep(1)
+        server0, client0 = process_cpu_s(proc.pid), process_cpu_s(child.pid)
+        await bench.run_rounds(streams, n_clients, rounds, stats)
+        stats.server_cpu_ms = (process_cpu_s(proc.pid) - server0) / rounds * 1000
+        stats.client_cpu_ms = (process_cpu_s(child.pid) - client0) / rounds * 1000
+        if profiler is not None:
+            profiler.send_signal(signal.SIGINT)
+            profiler.wait()
+        await pipe.put({"op": "disconnect"})
+        await pipe.get()
+        label = f"{kind}: {n_clients} clients, {n_streams} stream{'s' if n_streams > 1 else ''}"
+        print(row(label, stats), flush=True)
+        await trio.sleep(0.5)
 
 
 if __name__ == "__main__":
@@ -334,4 +405,12 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="a smoke run: few clients and rounds")
     parser.add_argument("--only", nargs="+", metavar="KIND:CLIENTS:STREAMS",
                         help="run only these scenarios, e.g. ws:1000:1 sse:100:100")
-    trio.run(main, parser.parse_args())
+    parser.add_argument("--py-spy", metavar="PATH", help="sample the API process with this py-spy during the rounds")
+    parser.add_argument("--py-spy-out", default="fanout-profile", metavar="PREFIX",
+                        help="where --py-spy writes (PREFIX-KIND-CLIENTS-STREAMS.txt)")
+    parser.add_argument("--clients", type=int, metavar="PORT", help=argparse.SUPPRESS)  # the clients' process
+    parsed = parser.parse_args()
+    if parsed.clients:
+        trio.run(clients_main, parsed.clients)
+    else:
+        trio.run(main, parsed)
