@@ -30,6 +30,7 @@ from hypercorn.typing import ASGIReceiveCallable, ASGISendCallable, ASGISendEven
 from hypercorn.utils import wrap_app
 from quart_trio import QuartTrio
 
+from openmaic.api.direct_frames import SEND_KEY
 from openmaic.api.errors import AddressInUse
 from openmaic.api.routing import STATE_KEY, ApiState
 
@@ -78,6 +79,8 @@ class _RecycleShielded:
 
     async def __call__(self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable) -> None:
         if scope["type"] != "http":
+            if scope["type"] == "websocket":
+                scope[SEND_KEY] = send  # the direct road of live events to this socket (openmaic.api.direct_frames)
             await self.app(scope, receive, send)
             return
 

@@ -20,7 +20,8 @@ Three tasks per connection, one nursery:
 * the *pump* reads the stream's history into the connection's send queue (``server.ws_send_queue`` frames), then
   joins the stream's live feed (:mod:`openmaic.feeds.live`), which puts each new event in that queue;
 * the *reader* decodes commands, dispatches them, and queues their answers;
-* the *writer* (the handler's own task) takes frames from the queue and writes them to the socket.
+* the *writer* (the handler's own task) takes frames from the queue and writes them to the socket (an event's
+  frame straight to the socket when it can, :mod:`openmaic.api.direct_frames`).
 
 While catching up, the pump waits for room in the queue: the client asked for history and reads it at its own
 pace. Once live, the feed never waits: a full queue means the client cannot keep up with the stream, and the
@@ -40,6 +41,7 @@ from quart import Blueprint
 from openmaic import metrics
 from openmaic.api import agent_sessions, classrooms, generation_runs
 from openmaic.api.commands import CommandTable
+from openmaic.api.direct_frames import DirectFrames, text_frame
 from openmaic.api.errors import ServiceUnavailable, describe
 from openmaic.concurrency import collapse_groups
 from openmaic.feeds.live import LiveEvent
@@ -195,6 +197,7 @@ class _Connection:
     async def _write(self, receive: trio.MemoryReceiveChannel[bytes | LiveEvent]) -> None:
         # The one consumer of the queue: events pass the view here, in seq order, backlog and live alike.
         decode = self.services.log.decode
+        direct = DirectFrames.of(self.ws)  # None: every frame goes the ordinary way
         async with receive:
             async for item in receive:
                 if isinstance(item, LiveEvent):
@@ -202,7 +205,10 @@ class _Connection:
                     frame = self.view.client_frame(item.event, item.encoded(decode), phase)
                     if frame is None:
                         continue
-                    await self.ws.send(encode(EventFrame(seq=item.seq, event=frame)).decode())
+                    text = encode(EventFrame(seq=item.seq, event=frame))
+                    # The same bytes either way, in queue order (this task is the connection's one writer).
+                    if direct is None or not await direct.send(text_frame(text)):
+                        await self.ws.send(text.decode())
                 else:
                     await self.ws.send(item.decode())
 
