@@ -153,7 +153,7 @@ STUCK_REASONS = {
 async def _sample_stuck(db: Database, stuck_queued_s: float) -> None:
     # The operators' list itself (`openmaic sessions list --stuck`), counted: one definition of "stuck".
     rows = await db.fetch(Q.sessions_list, list(SESSION_KINDS), None, None, None, True, stuck_queued_s, 100_000,
-                          None)  # fmt: skip
+                          None, False, None, None)  # fmt: skip
     counts = dict.fromkeys(STUCK_REASONS, 0)
     for r in rows:
         counts[r["stuck"]] = counts.get(r["stuck"], 0) + 1

@@ -12,6 +12,7 @@ its ``commandId``, and the same id again answers the first result and writes not
 
 from __future__ import annotations
 
+import datetime as dt
 import hmac
 import ipaddress
 from typing import Annotated, Literal
@@ -19,9 +20,10 @@ from typing import Annotated, Literal
 import msgspec
 from quart import Blueprint
 
+from openmaic.api.pages import MAX_LIMIT, cursor_of, read_cursor
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import CommandId, Success, Wire
-from openmaic.errors import OpenMaicError
+from openmaic.errors import InvalidInput, OpenMaicError
 from openmaic.kinds import SESSION_KINDS
 from openmaic.tools import sessions
 
@@ -47,11 +49,15 @@ class SessionsQuery(Wire, forbid_unknown_fields=True):
     state: str | None = None
     stuck: bool = False
     """Only stuck ones: running with an expired lease nobody claimed, queued too long, or paused."""
-    limit: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 100
+    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LIMIT)] = 100
+    cursor: str = ""
+    """``nextCursor`` of the page before (:mod:`openmaic.api.pages`)."""
 
 
 class SessionList(Success):
     sessions: list[sessions.SessionRow]
+    next_cursor: str | None = None
+    """The ``cursor`` of the next page; null on the last."""
 
 
 class SessionDetail(Success):
@@ -90,14 +96,29 @@ def _require_operator(call: Call) -> None:
                         "(OPENMAIC_ADMIN_TOKEN) is set")  # fmt: skip
 
 
-@api_route(bp, "GET", "/api/admin/sessions", query=SessionsQuery, response=SessionList, auth=False, errors=(403,))
+@api_route(bp, "GET", "/api/admin/sessions", query=SessionsQuery, response=SessionList, auth=False, errors=(400, 403))
 async def list_sessions(call: Call) -> SessionList:
     """Sessions and runs, newest activity first: state, attempt, lease holder and expiry, last event age."""
     _require_operator(call)
     q: SessionsQuery = call.query
+    # A session without events yet sorts last; its cursor says so with an empty time.
+    after = read_cursor(q.cursor, (str, str))
+    if after is not None:
+        after = [_cursor_time(after[0]), after[1]]
     rows = await sessions.list_sessions(call.services.log, owner=q.owner, kind=q.kind, state=q.state, stuck=q.stuck,
-                                        stuck_queued_s=call.services.config.runtime.stuck_queued_s, limit=q.limit)  # fmt: skip
-    return SessionList(sessions=rows)
+                                        stuck_queued_s=call.services.config.runtime.stuck_queued_s, limit=q.limit + 1,
+                                        after=after)  # fmt: skip
+    page = rows[: q.limit]
+    last = page[-1] if len(rows) > q.limit else None
+    nxt = None if last is None else cursor_of(last.last_at.isoformat() if last.last_at else "", last.id)
+    return SessionList(sessions=page, next_cursor=nxt)
+
+
+def _cursor_time(text: str) -> dt.datetime | None:
+    try:
+        return dt.datetime.fromisoformat(text) if text else None
+    except ValueError:
+        raise InvalidInput("cursor: not a cursor this server gave; start again without it", path="cursor") from None
 
 
 @api_route(bp, "GET", "/api/admin/sessions/{id}", response=SessionDetail, auth=False, errors=(403, 404))

@@ -24,6 +24,7 @@ import msgspec
 from quart import Blueprint
 
 from openmaic.api.persistence import import_fence
+from openmaic.api.pages import WholeByDefault, page_of
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire
 from openmaic.browser_import import folders
@@ -46,6 +47,9 @@ class StageEntry(Wire):
 
 class Stages(Wire):
     stages: list[StageEntry]
+    """Newest first; every one unless ``?limit=`` asks for a page (:mod:`openmaic.api.pages`)."""
+    next_cursor: str | None = None
+    """The ``cursor`` of the next page; null on the last."""
 
 
 class FolderView(Wire):
@@ -58,6 +62,9 @@ class FolderView(Wire):
 
 class Folders(Wire):
     folders: list[FolderView]
+    """In order; every one unless ``?limit=`` asks for a page."""
+    next_cursor: str | None = None
+    """The ``cursor`` of the next page; null on the last."""
 
 
 class FolderCreated(Wire):
@@ -77,9 +84,9 @@ def _view(f: folders.Folder) -> FolderView:
     return FolderView(id=f.id, name=f.name, order=f.order, created_at=f.created_at, updated_at=f.updated_at)
 
 
-@api_route(bp, "GET", "/api/stages", response=Stages, error_style="json", errors=(409,))
+@api_route(bp, "GET", "/api/stages", query=WholeByDefault, response=Stages, error_style="json", errors=(400, 409))
 async def list_stages(call: Call) -> Stages:
-    """Your courses, with the folder each is filed in."""
+    """Your courses, newest first, with the folder each is filed in (?limit=&cursor=: a page of them)."""
     await import_fence(call)
     db = call.services.db
     filed = await db.fetch(Q.browser_documents_of_owner, call.user)
@@ -93,14 +100,17 @@ async def list_stages(call: Call) -> Stages:
     known = {r["course_id"] for r in filed}
     stages += [StageEntry(id=cid, course_id=cid, name=c["title"], updated_at=c["updated_at"])
                for cid, c in cards.items() if cid not in known]
-    return Stages(stages=stages)
+    page, nxt = page_of(stages, lambda s: (s.updated_at, s.id), call.query, (dt.datetime, str), descending=True)
+    return Stages(stages=page, next_cursor=nxt)
 
 
-@api_route(bp, "GET", "/api/folders", response=Folders, error_style="json", errors=(409,))
+@api_route(bp, "GET", "/api/folders", query=WholeByDefault, response=Folders, error_style="json", errors=(400, 409))
 async def list_folders(call: Call) -> Folders:
-    """Your library's folders, in order."""
+    """Your library's folders, in order (?limit=&cursor=: a page of them)."""
     await import_fence(call)
-    return Folders(folders=[_view(f) for f in await folders.list_folders(call.services.db, call.user)])
+    found = await folders.list_folders(call.services.db, call.user)
+    page, nxt = page_of(found, lambda f: (f.order, f.id), call.query, (int, str))
+    return Folders(folders=[_view(f) for f in page], next_cursor=nxt)
 
 
 @api_route(bp, "POST", "/api/folders", body=NewFolder, response=FolderCreated, status=201, error_style="json",

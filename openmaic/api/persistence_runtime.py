@@ -7,6 +7,9 @@
 * ``POST …/sessions/{id}/records {id, sessionId, createdAt, payload, sceneId?, actionIndex?, subAnchor?,
   expectedLastSeq?, sessionTransition?}`` → 201 the record with its ``seq`` (200 when it exists exactly so).
 * ``GET …/sessions/{id}/records[?sceneId=]`` → the records in ``seq`` order.
+
+The two lists are bare arrays, whole unless ``?limit=`` asks for a page; then ``X-Next-Cursor`` (and ``Link``)
+give the next page's ``?cursor=`` (:mod:`openmaic.api.pages`).
 * ``PATCH …/sessions/{id}/status {status, updatedAt, expectedLastSeq?}`` → 204.
 * ``GET /api/persistence/runtime/stages/{stageId}/learners/{learnerKey}/sessions`` → the sessions, oldest first.
 
@@ -15,15 +18,17 @@ Fenced by ``X-OpenMAIC-Legacy-Import`` like every persistence route.
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Any
 
 import msgspec
-from quart import Blueprint
+from quart import Blueprint, Response
 
 from openmaic import errors
+from openmaic.api.pages import WholeByDefault, cursor_of, next_page_headers, page_of, read_cursor
 from openmaic.api.persistence import import_fence
 from openmaic.api.routing import Call, api_route
-from openmaic.api.wire import Wire
+from openmaic.api.wire import Wire, encode
 from openmaic.browser_import import runtime
 
 __all__ = ["bp"]
@@ -75,7 +80,7 @@ class StatusChange(Wire):
     expected_last_seq: Annotated[int, msgspec.Meta(ge=0)] | None | Unset = UNSET
 
 
-class RecordsQuery(Wire):
+class RecordsQuery(WholeByDefault):
     scene_id: Id | None = None
 
 
@@ -119,11 +124,14 @@ async def append_record(call: Call, session_id: str) -> tuple[dict[str, Any], in
 
 
 @api_route(bp, "GET", "/api/persistence/runtime/sessions/{session_id}/records", query=RecordsQuery,
-           response=list[dict[str, Any]], error_style="json", errors=(404, 409))
-async def list_records(call: Call, session_id: str) -> list[dict[str, Any]]:
-    """The records of one of your runtime sessions, in order (sceneId: only that scene's)."""
+           response=list[dict[str, Any]], error_style="json", errors=(400, 404, 409))
+async def list_records(call: Call, session_id: str) -> Response:
+    """The records of one of your runtime sessions, in order (sceneId: only that scene's); every one unless
+    ?limit= asks for a page (X-Next-Cursor: the next page's ?cursor=, since the answer is a bare array)."""
     await import_fence(call)
-    return await runtime.list_records(call.services.log, call.user, session_id, call.query.scene_id)
+    found = await runtime.list_records(call.services.log, call.user, session_id, call.query.scene_id)
+    page, nxt = page_of(found, lambda r: (r["seq"],), call.query, (int,))
+    return _bare(call, page, nxt)
 
 
 @api_route(bp, "PATCH", "/api/persistence/runtime/sessions/{session_id}/status", body=StatusChange,
@@ -137,8 +145,18 @@ async def set_session_status(call: Call, session_id: str) -> None:
 
 
 @api_route(bp, "GET", "/api/persistence/runtime/stages/{stage_id}/learners/{learner_key}/sessions",
-           response=list[dict[str, Any]], error_style="json", errors=(409,))
-async def list_sessions(call: Call, stage_id: str, learner_key: str) -> list[dict[str, Any]]:
-    """Your runtime sessions on one course under one learner key, oldest first."""
+           query=WholeByDefault, response=list[dict[str, Any]], error_style="json", errors=(400, 409))
+async def list_sessions(call: Call, stage_id: str, learner_key: str) -> Response:
+    """Your runtime sessions on one course under one learner key, oldest first; every one unless ?limit= asks
+    for a page (X-Next-Cursor as for records)."""
     await import_fence(call)
-    return await runtime.sessions_of(call.services.log, call.user, stage_id, learner_key)
+    q: WholeByDefault = call.query
+    after = read_cursor(q.cursor, (dt.datetime, str))
+    found, nxt = await runtime.sessions_of(call.services.log, call.user, stage_id, learner_key, limit=q.limit,
+                                           after=after)
+    return _bare(call, found, None if nxt is None else cursor_of(*nxt))
+
+
+def _bare(call: Call, items: list[dict[str, Any]], next_cursor: str | None) -> Response:
+    return Response(encode(items), 200, next_page_headers(call.request.path, call.query, next_cursor),
+                    content_type="application/json")

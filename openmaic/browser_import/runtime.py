@@ -26,6 +26,7 @@ The rules, as OpenMAIC's runtime store keeps them:
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -230,12 +231,19 @@ async def list_records(log: EventLog, owner: str, session_id: str, scene_id: str
     return [r for r in state.records if scene_id is None or r.get("sceneId") == scene_id]
 
 
-async def sessions_of(log: EventLog, owner: str, stage_id: str, learner_key: str) -> list[dict[str, Any]]:
-    """``owner``'s sessions on course ``stage_id`` filed under ``learner_key`` (oldest first)."""
-    rows = await log.db.fetch(Q.runtime_sessions_of_stage, owner, stage_id, learner_key, MAX_LISTED)
+async def sessions_of(log: EventLog, owner: str, stage_id: str, learner_key: str, *, limit: int | None = None,
+                      after: Sequence[Any] | None = None) -> tuple[list[dict[str, Any]], tuple[Any, str] | None]:
+    """``owner``'s sessions on course ``stage_id`` filed under ``learner_key`` (oldest first): at most ``limit``
+    (:data:`MAX_LISTED` when None) after the one whose ``(created_at, stream id)`` is ``after``, and that key of
+    the last one given when more follow."""
+    want = MAX_LISTED if limit is None else limit
+    start = (None, None) if after is None else tuple(after)
+    rows = await log.db.fetch(Q.runtime_sessions_of_stage, owner, stage_id, learner_key, want + 1, *start)
+    more = limit is not None and len(rows) > want
+    rows = rows[:want]
     out = []
     for row in rows:
         state, _ = await fold_on(None, log, row["stream_id"], RuntimeSession(), evolve_session)
         if state.session is not None:
             out.append(state.session)
-    return out
+    return out, (rows[-1]["created_at"], rows[-1]["stream_id"]) if more else None

@@ -80,7 +80,7 @@ SELECT pg_snapshot_xmin(s)::text AS xmin,
 -- projector has seen it) and the age of its last event. Filters, each NULL for any: $2 owner, $3 kind, $4 state
 -- (the read model's or the scheduling one), $8 one stream's id. $5: stuck ones only, where stuck means running with
 -- an expired lease that no worker has claimed since, queued and due for longer than $6 seconds, or paused. $7 rows
--- at most.
+-- at most. $9: a page after the row whose (last_at, id) is ($10, $11) (keyset; $10 NULL: a row without events).
 SELECT *
   FROM (SELECT s.id, s.kind, s.owner_id, coalesce(l.status, s.status) AS state, s.status, s.attempt,
                s.lease_worker, extract(epoch FROM s.lease_expires_at - now())::float8 AS lease_left_s,
@@ -97,8 +97,11 @@ SELECT *
          WHERE s.kind = ANY($1::text[])
            AND ($2::text IS NULL OR s.owner_id = $2) AND ($3::text IS NULL OR s.kind = $3)
            AND ($4::text IS NULL OR l.status = $4 OR s.status = $4) AND ($8::text IS NULL OR s.id = $8)) AS x
- WHERE NOT $5 OR x.stuck IS NOT NULL
- ORDER BY x.last_at DESC NULLS LAST, x.id
+ WHERE (NOT $5 OR x.stuck IS NOT NULL)
+   AND (NOT $9::boolean
+        OR CASE WHEN $10::timestamptz IS NULL THEN x.last_at IS NULL AND x.id < $11::text
+                ELSE x.last_at < $10 OR (x.last_at = $10 AND x.id < $11::text) OR x.last_at IS NULL END)
+ ORDER BY x.last_at DESC NULLS LAST, x.id DESC
  LIMIT $7;
 
 -- name: stream
@@ -550,11 +553,12 @@ INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner
 
 -- name: runtime_sessions_of_stage
 -- An owner's own learner key ($3 = $1) also names the keys of the anonymous owners claimed into it: their sessions
--- moved with the claim and keep the key they were filed under.
-SELECT stream_id FROM runtime_sessions
+-- moved with the claim and keep the key they were filed under. A page after the session ($5, $6) when given (keyset).
+SELECT stream_id, created_at FROM runtime_sessions
  WHERE owner_id = $1 AND stage_id = $2
    AND (learner_key = $3
         OR ($3 = $1 AND learner_key IN (SELECT c.from_owner_id FROM owner_claims c WHERE c.to_owner_id = $1)))
+   AND ($5::timestamptz IS NULL OR (created_at, stream_id) > ($5::timestamptz, $6::text))
  ORDER BY created_at, stream_id LIMIT $4;
 
 -- name: library_folders_of_owner

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
@@ -57,6 +58,8 @@ class SessionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
     title: str
     stuck: str | None = None
     """Why it counts as stuck (a key of :data:`STUCK_REASONS`), or None."""
+    last_at: dt.datetime | None = None
+    """When its last event was recorded (the list's order: newest first)."""
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -98,9 +101,13 @@ async def list_sessions(
     stuck: bool = False,
     stuck_queued_s: float = 300.0,
     limit: int = 100,
+    after: Sequence[Any] | None = None,
 ) -> list[SessionRow]:
+    """Newest activity first, at most ``limit``, after the row whose ``(last_at, id)`` is ``after`` (a page:
+    the ``(last_at, id)`` of the last row given)."""
+    start = (False, None, None) if after is None else (True, *after)
     rows = await log.db.fetch(Q.sessions_list, list(SESSION_KINDS), owner, kind, state, stuck, stuck_queued_s, limit,
-                              None)  # fmt: skip
+                              None, *start)  # fmt: skip
     return [_row(r) for r in rows]
 
 
@@ -110,13 +117,13 @@ def _row(r: object) -> SessionRow:
     return SessionRow(id=get("id"), kind=get("kind"), owner=get("owner_id"), state=get("state"), status=get("status"),
                       attempt=get("attempt"), lease_worker=get("lease_worker"),
                       lease_left_s=get("lease_left_s") if held else None, idle_s=get("idle_s"), title=get("title"),
-                      stuck=get("stuck"))  # fmt: skip
+                      stuck=get("stuck"), last_at=get("last_at"))  # fmt: skip
 
 
 async def _session(log: EventLog, session_id: str, stuck_queued_s: float) -> SessionRow:
     # The list's own query, narrowed to the one stream: show and list never disagree about a session.
     rows = await log.db.fetch(Q.sessions_list, list(SESSION_KINDS), None, None, None, False, stuck_queued_s, 1,
-                              session_id)  # fmt: skip
+                              session_id, False, None, None)  # fmt: skip
     if rows:
         return _row(rows[0])
     row = await log.stream_row(session_id)

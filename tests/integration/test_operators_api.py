@@ -117,3 +117,23 @@ async def test_the_public_api_never_serves_the_operators_routes(db):
     async with running_api(db, blueprints=resource_blueprints()) as api, api.client() as client:
         assert (await client.get("/api/admin/sessions")).status_code == 404
         assert not [p for p in (await client.get("/api/openapi.json")).json()["paths"] if p.startswith("/api/admin")]
+
+
+async def test_the_operators_list_comes_in_pages_each_session_once(db):
+    async with admin_listener(db) as (client, services):
+        made = [(await WorkbenchSessions(services.log, SessionCommands(services.log))
+                 .create_session("bob", f"c-{i}", message="hi")).id for i in range(5)]  # fmt: skip
+        whole = (await client.get("/api/admin/sessions")).json()
+        assert sorted(s["id"] for s in whole["sessions"]) == sorted(made) and whole["nextCursor"] is None
+        seen, params = [], {"limit": 2}
+        while True:
+            r = await client.get("/api/admin/sessions", params=params)
+            assert r.status_code == 200 and len(r.json()["sessions"]) <= 2, r.text
+            seen += [s["id"] for s in r.json()["sessions"]]
+            if r.json()["nextCursor"] is None:
+                break
+            params = {"limit": 2, "cursor": r.json()["nextCursor"]}
+        assert seen == [s["id"] for s in whole["sessions"]] and len(set(seen)) == 5, seen
+        for bad in ("W10", "WyJub3QtYS10aW1lIiwieCJd", "nope!"):
+            r = await client.get("/api/admin/sessions", params={"cursor": bad})
+            assert r.status_code == 400 and r.json()["details"]["path"] == "cursor", (bad, r.text)
