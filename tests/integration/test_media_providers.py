@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import trio
 
-from openmaic.config import ConfigError, ProviderConfig, Secret
+from openmaic.config import ProviderConfig, Secret
+from openmaic.errors import ConfigError
 from openmaic.models.errors import ProviderError
 from openmaic.models.media import VideoTaskFailed, build_media_provider, sniff, wait_video
 from openmaic.models.openai_media import SPEECH_INPUT_CHARS, speech_pieces
