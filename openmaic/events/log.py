@@ -500,9 +500,33 @@ def _columns(requests: Sequence[_Request]) -> tuple[list[Any], ...]:
             counts, types, versions, datas)
 
 
+UNIQUE_VIOLATION = "23505"
+
+
 async def _send_alone(req: _Request) -> list[AppendResult]:
-    """One request as one ``openmaic_append`` call: its error is raised, as PostgreSQL raised it."""
-    rows = await req.log.db.fetch(Q.append, *_columns((req,)))
+    """One request as one statement: its error is raised, as PostgreSQL raised it.
+
+    The common request (one existing stream, some events) goes as ``append_one``, one plain statement; when that
+    writes nothing (a missing stream, a refused fence, a repeated command id), ``openmaic_append`` decides the
+    outcome: the error to raise, or the replay's original seqs. Either statement commits alone, so the request is
+    applied by exactly one of them.
+    """
+    db = req.log.db
+    if len(req.batches) == 1 and req.types and req.batches[0].create is None:
+        b = req.batches[0]
+        unset = b.wake_at is _UNSET
+        try:
+            row = await db.fetchrow(
+                Q.append_one, b.stream_id, b.attempt, b.expected_seq, b.command_id, b.status, not unset,
+                None if unset else b.wake_at, b.release, b.progress, req.types, req.versions, req.datas,
+            )
+        except errors.DatabaseError as exc:
+            if exc.details.get("sqlstate") != UNIQUE_VIOLATION:
+                raise
+        else:
+            if row is not None:
+                return [AppendResult(b.stream_id, row[0], row[1], False)]
+    rows = await db.fetch(Q.append, *_columns((req,)))
     return [AppendResult(r[0], r[1], r[2], r[3]) for r in rows]
 
 

@@ -9,6 +9,52 @@ SELECT stream_id, first_seq, last_seq, replayed
                        $8::boolean[], $9::timestamptz[], $10::boolean[], $11::boolean[], $12::int[],
                        $13::text[], $14::int[], $15::text[]);
 
+-- name: append_one
+-- The common append in one statement: one existing stream, at least one event, no creation. The stream's row is
+-- locked in `head` with the fences in its WHERE (re-checked on the newest row version if another appender got the
+-- lock first), the seqs and the hash chain come from that locked row, and the events, the new head and the
+-- scheduling columns are written by the same statement: the same effects as openmaic_append (0001/0009) for that
+-- request, without a PL/pgSQL call. It returns no row when the stream is missing or a fence refuses ($2 attempt,
+-- $3 expected head_seq), and a repeated command id ($4) fails on events' unique (stream_id, command_id): in both
+-- cases nothing was written and the caller asks openmaic_append (`append`) for the exact outcome (the error, or
+-- the replay's original seqs). $5 status, $6/$7 set wake_at, $8 release the lease, $9 progress; $10/$11/$12 the
+-- events' types, versions and JSON.
+WITH RECURSIVE
+head AS (
+    SELECT s.id, s.head_seq, s.head_hash
+      FROM streams s
+     WHERE s.id = $1 AND ($2::bigint IS NULL OR s.attempt = $2) AND ($3::bigint IS NULL OR s.head_seq = $3)
+       FOR UPDATE),
+chain (i, seq, hash) AS (
+    SELECT 1, h.head_seq + 1, openmaic_event_hash(h.head_hash, h.head_seq + 1, ($10::text[])[1], ($12::text[])[1])
+      FROM head h
+    UNION ALL
+    SELECT c.i + 1, c.seq + 1,
+           openmaic_event_hash(c.hash, c.seq + 1, ($10::text[])[c.i + 1], ($12::text[])[c.i + 1])
+      FROM chain c
+     WHERE c.i < cardinality($10::text[])),
+written AS (
+    INSERT INTO events (stream_id, seq, type, v, data, attempt, command_id, command_last_seq, hash, epoch)
+    SELECT $1, c.seq, ($10::text[])[c.i], ($11::int[])[c.i], (($12::text[])[c.i])::json, $2::bigint,
+           CASE WHEN c.i = 1 THEN $4::text END,
+           CASE WHEN c.i = 1 AND $4::text IS NOT NULL THEN c.seq + cardinality($10::text[]) - 1 END,
+           c.hash, ep.epoch
+      FROM chain c, (SELECT openmaic_epoch() AS epoch) ep),
+moved AS (
+    UPDATE streams s SET
+           head_seq = h.head_seq + cardinality($10::text[]),
+           head_hash = (SELECT c.hash FROM chain c WHERE c.i = cardinality($10::text[])),
+           status = coalesce($5::text, s.status),
+           wake_at = CASE WHEN $6::boolean THEN $7::timestamptz ELSE s.wake_at END,
+           lease_worker = CASE WHEN $8::boolean THEN NULL ELSE s.lease_worker END,
+           lease_expires_at = CASE WHEN $8::boolean THEN NULL ELSE s.lease_expires_at END,
+           unattended_attempts = CASE WHEN $9::boolean THEN 0 ELSE s.unattended_attempts END,
+           updated_at = now()
+      FROM head h
+     WHERE s.id = h.id
+    RETURNING h.head_seq + 1 AS first_seq, s.head_seq AS last_seq)
+SELECT first_seq, last_seq FROM moved;
+
 -- name: read_stream
 -- At most $3 events, and with a budget $5 (NULL: none) only while the events before each hold less than $5
 -- characters of data: a page always has one event, and at most $5 plus one event's worth. The running sum is

@@ -11,6 +11,7 @@ from openmaic import errors
 from openmaic.events.core import SessionCreated, SessionEnded, SessionMessagePosted
 from openmaic.events.hashchain import ChainBreak, verify_chain
 from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.store.database import open_database
 from openmaic.store.queries import Q
 
 
@@ -50,6 +51,69 @@ async def test_sixteen_concurrent_appenders_get_gap_free_seqs(db):
     row = await log.stream("s")
     assert row["head_seq"] == seqs[-1]
     assert verify_chain(await chain_of(log, "s")) == row["head_hash"]
+
+
+async def test_two_processes_appending_to_one_stream_keep_seqs_gap_free_and_the_chain_whole(db, db_url):
+    # Two pools, as two processes: each one's lone appends go as one statement (append_one) that waits on the
+    # other's row lock, so it must take the seq and the previous hash from the row version it locked.
+    log = EventLog(db)
+    await create(log, "s")
+    await db.execute("UPDATE streams SET attempt = 7 WHERE id = 's'")
+    results = []
+
+    async def appender(other_db, i: int) -> None:
+        other = EventLog(other_db)
+        for j in range(25):
+            n = random.randint(1, 4)
+            results.append(await other.append_one(
+                "s", [SessionMessagePosted(text=f"{i}/{j}/{k}") for k in range(n)], attempt=7,
+                command_id=f"{i}-{j}",
+            ))
+
+    async with open_database(db_url, min_size=1, max_size=2) as db2:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(appender, db, 1)
+            nursery.start_soon(appender, db2, 2)
+    events = await log.read_stream("s", limit=10_000)
+    assert [e.seq for e in events] == list(range(1, len(events) + 1))
+    # each append got a contiguous range of its own, and its command's extent is that range
+    ranges = sorted((r.first_seq, r.last_seq) for r in results)
+    assert [a for a, _ in ranges] == [2] + [b + 1 for _, b in ranges[:-1]] and ranges[-1][1] == events[-1].seq
+    extents = await db.fetch("SELECT seq, command_last_seq FROM events WHERE stream_id = 's' AND command_id IS NOT NULL"
+                             " ORDER BY seq")
+    assert [tuple(r) for r in extents] == ranges
+    assert not any(r.replayed for r in results)
+    assert all(e.attempt == 7 for e in events[1:])
+    row = await log.stream("s")
+    assert row["head_seq"] == events[-1].seq
+    assert verify_chain(await chain_of(log, "s")) == row["head_hash"]
+
+
+async def test_a_lone_append_writes_what_openmaic_append_writes(db):
+    # The one-statement path and openmaic_append must store the same rows: same seqs, hashes, attempt, command
+    # extent, epoch and scheduling columns.
+    log = EventLog(db)
+    for sid in ("fast", "function"):
+        await create(log, sid)
+        await db.execute("UPDATE streams SET attempt = 4, lease_worker = 'w', unattended_attempts = 3 WHERE id = $1",
+                         sid)
+    events = [SessionMessagePosted(text="a"), SessionMessagePosted(text="b"), SessionEnded(status="completed")]
+    fences = dict(attempt=4, expected_seq=1, command_id="cmd", status="terminal", release=True, progress=True)
+    fast = await log.append_one("fast", events, **fences)
+    (function,) = [r for r in await db.fetch(Q.append, *log.append_args([StreamAppend(stream_id="function",
+                                                                                       events=events, **fences)]))]
+    assert (fast.first_seq, fast.last_seq, fast.replayed) == (function["first_seq"], function["last_seq"], False)
+    columns = ("seq, type, v, data::text, attempt, command_id, command_last_seq, hash, epoch")
+    assert (await db.fetch(f"SELECT {columns} FROM events WHERE stream_id = 'fast' ORDER BY seq")) == (
+        await db.fetch(f"SELECT {columns} FROM events WHERE stream_id = 'function' ORDER BY seq"))
+    heads = ("head_seq, head_hash, status, wake_at, attempt, lease_worker, lease_expires_at, unattended_attempts")
+    assert (await db.fetchrow(f"SELECT {heads} FROM streams WHERE id = 'fast'")) == (
+        await db.fetchrow(f"SELECT {heads} FROM streams WHERE id = 'function'"))
+    # and a replay of the command, though the one statement cannot see it, gets the original seqs
+    again = await log.append_one("fast", events, **fences)
+    assert (again.first_seq, again.last_seq, again.replayed) == (fast.first_seq, fast.last_seq, True)
+    with pytest.raises(errors.StreamNotFound):
+        await log.append_one("missing", events)
 
 
 async def test_stale_attempt_is_refused_and_writes_nothing(db):
