@@ -15,14 +15,16 @@ What it measures, all against one database and one ``events`` table:
     pipelined, one round trip).
   - **ours** (*a*): ``EventLog.append_one`` as the product calls it from trio (control-plane write, no fence),
     one task per stream: encode the events, queue the request; the log's group commit sends what is queued
-    as one statement (a lone request as one ``openmaic_append`` call, several as one
+    as one statement (a lone request as the one-statement ``append_one``, several as one
     ``openmaic_append_group`` call: row locks, seq allocation, hash chain, insert), one trio→asyncio crossing
-    and one pooled connection per call, up to four calls in flight; then a coalesced NOTIFY hint. The report
+    per call on a connection the group commit's worker holds while work keeps coming, up to four calls in
+    flight; then a coalesced NOTIFY hint. The report
     gives the requests each call carried.
   - **ours, attempt fence**: the same with ``attempt=`` (a worker's write).
   - diagnostic rows that split the gap: ``EventLog.append_one`` with group commit off (every append its own
-    call from its caller's task, as before group commit); ``openmaic_append()`` called from inside asyncio on
-    a held connection with pre-encoded arguments (the SQL function's own cost, no Python-side overhead); and,
+    call from its caller's task, as before group commit); ``openmaic_append()`` and the ``append_one``
+    statement called from inside asyncio on a held connection with pre-encoded arguments (the SQL's own cost,
+    no Python-side overhead); and,
     for batches, a one-statement ``INSERT … SELECT FROM unnest(…)`` (another way to drive raw asyncpg).
 
   Every variant writes to fresh streams of its own. Each runs for a fixed window (``--seconds``) after a
@@ -242,6 +244,9 @@ async def _raw_loop(pool: asyncpg.Pool, mode: str, sid: str, groups: list[Group]
                 await conn.execute(
                     INSERT_UNNEST, sid, list(range(seq + 1, seq + n + 1)), g.types, g.versions, g.datas, FAKE_HASH
                 )
+            elif mode == "onestmt":
+                await conn.fetchrow(Q.append_one, sid, None, None, None, None, False, None, False, False, g.types,
+                                    g.versions, g.datas)
             elif mode == "function":
                 await conn.fetch(
                     Q.append, [sid], [None], [None], [None], [None], [None], [None], [False], [None], [False],
@@ -281,6 +286,7 @@ VARIANTS = [
     Variant("fenced", "    EventLog.append_one, attempt fence"),
     Variant("alone", "    EventLog.append_one, no group commit *"),
     Variant("function", "    openmaic_append() from asyncio *"),
+    Variant("onestmt", "    append_one statement from asyncio *"),
     Variant("unnest", "    raw INSERT…SELECT unnest (1 stmt) *", batches_only=True),
 ]
 
@@ -323,6 +329,7 @@ async def bench_appends(
         "fenced": ours_worker(log, fenced=True),
         "alone": ours_worker(log, fenced=False),
         "function": asyncio_worker(pool, "function"),
+        "onestmt": asyncio_worker(pool, "onestmt"),
         "unnest": asyncio_worker(pool, "unnest"),
     }
     for batch in args.batches:
@@ -644,12 +651,12 @@ async def amain(args: argparse.Namespace, url: str) -> None:
     print_append_tables(args, results)
     print(
         "\n(a) is the product path: concurrent appends queue and share database calls (group commit: one crossing,"
-        f"\n    one pooled connection, one transaction per call; up to {GroupCommit.max_calls} calls in flight; a lone append"
-        "\n    goes at once);"
+        f"\n    one connection the worker holds, one transaction per call; up to {GroupCommit.max_calls} calls in flight;"
+        "\n    a lone append goes at once, as the one-statement append_one);"
         "\n(b) runs its whole window inside one asyncio coroutine per stream on a held connection, no crossing."
         "\n* diagnostic rows: 'no group commit' is (a) with every append its own call (one crossing and one pooled"
-        "\n  connection per append); openmaic_append() driven like (b) (held connection, pre-encoded arguments)"
-        "\n  isolates the SQL function's cost from the client side; INSERT…SELECT unnest is a one-statement raw batch."
+        "\n  connection per append); openmaic_append() and append_one driven like (b) (held connection, pre-encoded"
+        "\n  arguments) isolate the SQL's cost from the client side; INSERT…SELECT unnest is a one-statement raw batch."
     )
     state = "the whole log" if read.ours_complete else f"stopped after {read.ours_seconds:.0f} s (--read-seconds)"
     print(f"\nread_all in pages of 1000 over the log ({read.total:,} events):")

@@ -67,7 +67,7 @@ from openmaic import errors, metrics
 from openmaic.events.core import SessionCancelRequested
 from openmaic.events.types import Event, Registry, registry
 from openmaic.events.wakeups import CHANNEL, RUNNABLE, Wakeups, cancel_hint
-from openmaic.store.database import Connection, Database, Record, error_for_sqlstate
+from openmaic.store.database import CANCEL_GRACE_S, Connection, Database, Record, error_for_sqlstate
 from openmaic.store.queries import Q
 from openmaic.text import json_has_nul, unstorable_message
 
@@ -503,15 +503,15 @@ def _columns(requests: Sequence[_Request]) -> tuple[list[Any], ...]:
 UNIQUE_VIOLATION = "23505"
 
 
-async def _send_alone(req: _Request) -> list[AppendResult]:
+async def _send_alone(req: _Request, conn: Connection | None = None) -> list[AppendResult]:
     """One request as one statement: its error is raised, as PostgreSQL raised it.
 
     The common request (one existing stream, some events) goes as ``append_one``, one plain statement; when that
     writes nothing (a missing stream, a refused fence, a repeated command id), ``openmaic_append`` decides the
     outcome: the error to raise, or the replay's original seqs. Either statement commits alone, so the request is
-    applied by exactly one of them.
+    applied by exactly one of them. On ``conn`` (a connection the caller holds) or a pooled one.
     """
-    db = req.log.db
+    db: Database | Connection = req.log.db if conn is None else conn
     if len(req.batches) == 1 and req.types and req.batches[0].create is None:
         b = req.batches[0]
         unset = b.wake_at is _UNSET
@@ -552,6 +552,11 @@ class GroupCommit:
     runs. 0 sends every append alone from its caller's task (no grouping)."""
     max_requests = 64
     """Requests per call."""
+    linger_s = 0.05
+    """How long a worker keeps its pooled connection once no work is queued: consecutive calls (a writer appending
+    again as soon as its append returns) then reuse it, with no pool acquire and release per call. Only where the
+    pool can spare a connection per worker twice over, so a small pool (a CLI's one connection) is never held
+    from the database's other users; 0 gives the connection back after every call."""
     max_events = 400
     """Events per call (a larger request goes alone): a few milliseconds of server work. Bounding it bounds
     the latency a call adds for its smallest request, and splits a burst of large batches over the calls in
@@ -631,13 +636,14 @@ class GroupCommit:
         if start is None:
             return False
         for i in range(max(1, self.max_calls)):
-            if not start(self._worker, name=f"openmaic group commit {i}"):
+            if not start(self._worker, db, name=f"openmaic group commit {i}"):
                 break
             self._workers += 1
         self._running = self._workers > 0
         return self._running
 
-    async def _worker(self) -> None:
+    async def _worker(self, db: Database) -> None:
+        hold = self.linger_s > 0 and db.statistics()["max"] >= 2 * self.max_calls
         try:
             while True:
                 # A closing database stops its workers here, after a call in flight has finished for its callers
@@ -646,6 +652,8 @@ class GroupCommit:
                 group = self._take()
                 if group is None:
                     await self._idle.park()
+                elif hold:
+                    await self._execute_held(db, group)
                 else:
                     await self._execute(group)
         finally:
@@ -698,7 +706,32 @@ class GroupCommit:
             self._idle.unpark()
         return group or None
 
-    async def _execute(self, group: list[_Request]) -> None:
+    async def _execute_held(self, db: Database, group: list[_Request]) -> None:
+        """Send ``group`` on a pooled connection this worker then keeps while work keeps coming (see
+        :attr:`linger_s`): no pool acquire and release per call."""
+        sent = False
+        try:
+            # A call cancelled (once every caller has gone) is cancelled on the server, as a pooled one is.
+            async with db.connection(cancel_grace=CANCEL_GRACE_S) as conn:
+                sent = True
+                await self._execute(group, conn)
+                while not conn.broken:
+                    group = self._take()
+                    if group is not None:
+                        await self._execute(group, conn)
+                        continue
+                    with trio.move_on_after(self.linger_s) as idle:
+                        await self._idle.park()
+                    if idle.cancelled_caught:
+                        break
+        except errors.OpenMaicError:
+            if sent:
+                raise  # pragma: no cover - a call settles its own errors; only acquiring can fail here
+            # No connection to be had (the server refuses, the pool is closing): each request gets the error a
+            # lone call gets, from a pooled call of its own.
+            await self._execute(group)
+
+    async def _execute(self, group: list[_Request], conn: Connection | None = None) -> None:
         call = _Call(group)
         for req in group:
             req.state = _IN_FLIGHT
@@ -710,9 +743,9 @@ class GroupCommit:
         try:
             with call.scope:
                 if len(group) == 1:
-                    await self._send_one(group[0])
+                    await self._send_one(group[0], conn)
                 else:
-                    await self._send_group(group)
+                    await self._send_group(group, conn)
         finally:
             self._in_flight -= 1
             for req in group:
@@ -732,16 +765,16 @@ class GroupCommit:
             req.log._committed(req, results)
         req.done.set()
 
-    async def _send_one(self, req: _Request) -> None:
+    async def _send_one(self, req: _Request, conn: Connection | None = None) -> None:
         try:
-            results = await _send_alone(req)
+            results = await _send_alone(req, conn)
         except Exception as exc:  # the request's own outcome: a fence, a conflict, a lost connection, …
             self._settle(req, None, exc)
         else:
             self._settle(req, results, None)
 
-    async def _send_group(self, group: list[_Request]) -> None:
-        db = group[0].log.db
+    async def _send_group(self, group: list[_Request], conn: Connection | None = None) -> None:
+        db: Database | Connection = group[0].log.db if conn is None else conn
         try:
             rows = await db.fetch(
                 Q.append_group, [len(r.streams) for r in group], [len(r.types) for r in group], *_columns(group)
@@ -762,7 +795,7 @@ class GroupCommit:
                     "a group of %d appends failed as a whole; sending them one by one", len(group), exc_info=True
                 )
             for req in group:
-                await self._send_one(req)
+                await self._send_one(req, conn)
             return
         results: list[list[AppendResult]] = [[] for _ in group]
         failures: list[BaseException | None] = [None] * len(group)

@@ -322,21 +322,29 @@ class Connection:
     driver level is marked broken and terminated on release; the server then rolls back its transaction.
     """
 
-    def __init__(self, raw: asyncpg.Connection) -> None:
+    def __init__(self, raw: asyncpg.Connection, cancel_grace: float = 0.0) -> None:
         self._raw = raw
+        self._grace = cancel_grace
         self.broken = False
+        self.cancelling = False
+        """A statement was cancelled with a grace: asyncpg's cancel request may still be on its way to the server."""
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         try:
             # Cancelled mid-statement, the connection is terminated at once rather than cancelled: asyncpg's cancel
             # would leave a connection that outlives the unit unusable, and may never return (see the module doc).
+            # With a grace, the statement is cancelled as a pooled unit's is (the server ends it: a statement
+            # waiting on a lock writes nothing, where a terminated client is noticed only once the lock is
+            # granted and the statement has committed), the connection is terminated if the cancel has not come
+            # back by then, and it is terminated on release in any case (broken).
             result = await _aio_or_abort(functools.partial(fn, **kwargs) if kwargs else fn, *args,
-                                         abort=self.terminate, grace=0.0)
+                                         abort=self.terminate, grace=self._grace)
         except errors.DatabaseUnavailable:
             self.broken = True
             raise
         except trio.Cancelled:
             self.broken = True
+            self.cancelling = self._grace > 0
             raise
         return result
 
@@ -489,11 +497,13 @@ class Database:
         await self._unit(_copy_records, table, records, columns)
 
     @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[Connection]:
-        """Hold one pooled connection across several units (e.g. a session advisory lock)."""
+    async def connection(self, *, cancel_grace: float = 0.0) -> AsyncIterator[Connection]:
+        """Hold one pooled connection across several units (e.g. a session advisory lock). A statement on it that
+        is cancelled terminates the connection at once, or with ``cancel_grace``, is cancelled on the server first
+        and the connection terminated only once that grace has passed (see :class:`Connection`)."""
 
         raw = await self._run(self._pool.acquire)
-        conn = Connection(raw)
+        conn = Connection(raw, cancel_grace)
         try:
             yield conn
         finally:
@@ -513,7 +523,15 @@ class Database:
                         await conn._call(raw.execute, raw.get_reset_query())
                 if _detached(raw):
                     return
-                if conn.broken and not raw.is_closed():
+                if conn.cancelling and not raw.is_closed():
+                    # As a pooled unit's connection is given back: the pool waits (bounded) for the cancel request
+                    # to be answered, which terminating now would withdraw, letting the statement run on.
+                    try:
+                        await _aio(functools.partial(self._pool.release, raw, timeout=CANCEL_GRACE_S))
+                        return
+                    except errors.OpenMaicError:
+                        log.warning("releasing a cancelled connection", exc_info=True)
+                if conn.broken and not _detached(raw) and not raw.is_closed():
                     raw.terminate()
                 try:
                     await _aio(self._pool.release, raw)
