@@ -296,6 +296,8 @@ class Results:
     appends: dict[tuple[int, int, str], Measured] = field(default_factory=dict)
     """(batch, streams, variant) → events/s and client CPU per append"""
     notes: list[str] = field(default_factory=list)
+    eventsourcing: str | None = None
+    """the eventsourcing recorder's lines, when it ran (``--eventsourcing``)"""
 
 
 async def settle(db: Database, results: Results) -> None:
@@ -357,6 +359,24 @@ async def bench_appends(
                 per_call = f"  {m.per_call:.1f} appends/call" if m.per_call else ""
                 print(f"  {batch:>3} ev/append  {streams:>2} streams  {v.key:<9} {m.rate:>12,.0f} events/s"
                       f"  client CPU {m.client_cpu_us:6.0f} µs/append{ratio}{per_call}", file=sys.stderr, flush=True)
+            if batch == 1 and streams == 1 and args.eventsourcing:
+                await settle(db, results)
+                results.eventsourcing = await run_eventsourcing(args)
+                print(f"    1 ev/append   1 streams  eventsourcing: {results.eventsourcing}", file=sys.stderr, flush=True)
+
+
+async def run_eventsourcing(args: argparse.Namespace) -> str:
+    """``benchmarks/_eventsourcing_recorder.py`` with the interpreter ``--eventsourcing`` names, against this run's
+    server, right after our one-stream single-event cells: its two lines (its own raw INSERT, the recorder)."""
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_eventsourcing_recorder.py")
+    done = await trio.run_process(
+        [args.eventsourcing, script, "--seconds", str(args.seconds), "--warmup", str(args.warmup)],
+        env={**os.environ, "DATABASE_URL": args.url}, capture_stdout=True, capture_stderr=True, check=False,
+    )
+    if done.returncode != 0:
+        return f"failed ({done.returncode}): {done.stderr.decode(errors='replace').strip().splitlines()[-1:]}"
+    lines = [line.strip() for line in done.stdout.decode().splitlines() if line.startswith("(")]
+    return "; ".join(" ".join(line.split()) for line in lines)
 
 
 # -- reads and decoding --------------------------------------------------------------------------------------------
@@ -550,7 +570,7 @@ def _table(heads: Sequence[str], rows: Sequence[tuple[str, Sequence[str]]], widt
 
 
 TARGETS = {1: 0.75, 100: 1.0}
-"""Target a/b for our append path, by events per append (single events: at 8 streams)."""
+"""Target a/b for our append path, by events per append, at every concurrency."""
 
 
 def print_append_tables(args: argparse.Namespace, results: Results) -> None:
@@ -560,6 +580,7 @@ def print_append_tables(args: argparse.Namespace, results: Results) -> None:
             f"{batch}-event batches (events/s; appends/s = events/s ÷ {batch})"
         )
         print(f"\n{title}, ratio a/b to the baseline in the same column:")
+        es = results.eventsourcing if batch == 1 else None
         variants = [v for v in VARIANTS if not (v.batches_only and batch == 1)]
         _table(heads, [
             (v.label, [_cell(results.appends.get((batch, s, v.key)), results.appends.get((batch, s, "raw")),
@@ -575,8 +596,9 @@ def print_append_tables(args: argparse.Namespace, results: Results) -> None:
                 if a and b:
                     r = a.rate / b.rate
                     verdicts.append(f"{s} streams {r:.2f} {'met' if r >= target else 'BELOW'}")
-            where = " (set at 8 streams)" if batch == 1 else ""
-            print(f"target for (a): a/b >= {target:.2f}{where} — " + "; ".join(verdicts))
+            print(f"target for (a): a/b >= {target:.2f} — " + "; ".join(verdicts))
+        if es is not None:
+            print(f"eventsourcing's PostgreSQL recorder, 1 stream, same server, right after our 1-stream cells: {es}")
     print("\n(a) group commit: appends per database call (calls made by the group commit over the window):")
     rows = []
     for batch in args.batches:
@@ -604,6 +626,7 @@ def print_append_tables(args: argparse.Namespace, results: Results) -> None:
 
 async def amain(args: argparse.Namespace, url: str) -> None:
     results = Results()
+    args.url = url
     load_before = os.getloadavg()
     pool_size = max(args.streams) + 4
     async with open_loop():
@@ -696,6 +719,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--read-seconds", type=float, default=30.0, help="time limit for read_all over the log (default 30)")
     p.add_argument("--decode-events", type=int, default=200_000, help="stored events to decode (default 200000)")
     p.add_argument("--quick", action="store_true", help="short windows: a smoke run, not a measurement")
+    p.add_argument("--eventsourcing", metavar="PYTHON", default="",
+                   help="also run benchmarks/_eventsourcing_recorder.py with this interpreter (an environment holding "
+                        "eventsourcing[postgres] and asyncpg) at one stream, in this run")
     args = p.parse_args(argv)
     args.streams = [int(s) for s in args.streams.split(",") if s]
     args.batches = [int(s) for s in args.batches.split(",") if s]
