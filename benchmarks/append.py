@@ -69,7 +69,8 @@ from openmaic.events.core import (
     ToolCalled,
     ToolResult,
 )
-from openmaic.events.log import START, EventLog, GroupCommit, RecordedEvent, group_commit, recorded
+from openmaic.events.group_commit import GroupCommit, group_commit
+from openmaic.events.log import START, EventLog, RecordedEvent, recorded
 from openmaic.events.types import Event, registry
 from openmaic.store.database import DEFAULT_SERVER_SETTINGS, Database, open_database, open_loop
 from openmaic.store.migrations import migrate

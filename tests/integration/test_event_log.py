@@ -436,7 +436,7 @@ async def until(predicate, timeout: float = 10.0) -> None:
 
 
 def one_call_at_a_time(db):
-    from openmaic.events.log import group_commit
+    from openmaic.events.group_commit import group_commit
 
     gc = group_commit(db)
     gc.max_calls = 1
