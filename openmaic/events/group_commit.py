@@ -434,6 +434,12 @@ class GroupCommit:
             # No connection to be had (the server refuses, the pool is closing): each request gets the error a
             # lone call gets, from a pooled call of its own.
             await self._execute(group)
+        except BaseException:
+            if not sent:
+                # Cancelled while acquiring (the database is closing): the group was taken but not sent, so it
+                # goes back to the head of the queue, in order, for the last worker to return to its callers.
+                self._queue.extendleft(reversed(group))
+            raise
 
     async def _execute(self, group: list[AppendRequest], conn: Connection | None = None) -> None:
         call = _Call(group)
