@@ -44,40 +44,23 @@ import trio_asyncio
 
 from openmaic import errors
 from openmaic.concurrency import collapse_groups
+from openmaic.store.backoff import Backoff
+from openmaic.store.bounds import (  # noqa: F401 - the bounds, applied here; importers use them from either module
+    CANCEL_GRACE_S,
+    CLIENT_MARGIN_S,
+    CONNECTION_LIMIT,
+    CONNECTION_LIMIT_MESSAGE,
+    DEFAULT_SERVER_SETTINGS,
+    REFUSED_RECENTLY_S,
+    STATEMENT_TIMEOUT_S,
+    lease_bounded_settings,
+)
 from openmaic.store.queries import Q
+from openmaic.store.subscriptions import Subscription, chunk_payloads
 
 log = logging.getLogger(__name__)
 
 Record = asyncpg.Record
-
-STATEMENT_TIMEOUT_S = 30.0
-"""The server ends any statement of ours that runs longer (a migration lifts it for its own transaction)."""
-
-CLIENT_MARGIN_S = 5.0
-"""The client waits this much longer than :data:`STATEMENT_TIMEOUT_S` before it gives a statement up itself: the
-server normally ends it first, with a clean error on a reusable connection."""
-
-CANCEL_GRACE_S = 0.5
-"""How long a cancelled call may take to come back before its connection is terminated. A cancel that reaches the
-server takes milliseconds; one that has not come back by then most likely never will, and terminating a connection
-that was merely slow costs only a new connection (the server rolls back what it had open)."""
-
-#: Session settings on every connection of ours (the keepalive and user-timeout settings act on TCP connections only).
-DEFAULT_SERVER_SETTINGS = {
-    "application_name": "openmaic",
-    # A transaction left idle (a stuck or vanished client) holds its row locks and the global log's visibility horizon
-    # for every projector, so the server ends it. Below any lease TTL (services pass half the configured TTL, see
-    # lease_bounded_settings): the transaction of a worker cut off mid-transaction is gone before another worker can
-    # take its streams over.
-    "idle_in_transaction_session_timeout": "5000",
-    "statement_timeout": str(int(STATEMENT_TIMEOUT_S * 1000)),
-    # A client gone without a word is found by keepalive probes after ~11 s idle, and sooner when the server has
-    # data it cannot get acknowledged: its session ends, and with it its locks (a projector's advisory locks too).
-    "tcp_keepalives_idle": "5",
-    "tcp_keepalives_interval": "2",
-    "tcp_keepalives_count": "3",
-    "tcp_user_timeout": "10000",
-}
 
 #: SQLSTATEs raised on purpose by our own SQL functions (see migrations).
 _OWN_SQLSTATES: dict[str, type[errors.OpenMaicError]] = {
@@ -91,17 +74,6 @@ _OWN_SQLSTATES: dict[str, type[errors.OpenMaicError]] = {
     "22021": errors.InvalidInput,
     "22P05": errors.InvalidInput,
 }
-
-CONNECTION_LIMIT = "connection_limit"
-"""``details["reason"]`` of the :class:`errors.DatabaseUnavailable` raised when PostgreSQL refuses a new connection
-at its connection limit (SQLSTATE 53300)."""
-CONNECTION_LIMIT_MESSAGE = (
-    "the database is at its connection limit and refuses new connections; retry in a few seconds (an operator "
-    "raises PostgreSQL's max_connections or the role's or database's CONNECTION LIMIT, or runs fewer server "
-    "processes)"
-)
-REFUSED_RECENTLY_S = 5.0
-"""How long after a refusal at the connection limit :meth:`Database.refused_recently` says so (readiness)."""
 
 _CONNECTION_ERRORS = (
     OSError,
@@ -233,16 +205,6 @@ Op = tuple[str, Sequence[Any]]
 """One statement of a transaction: SQL and its arguments."""
 
 
-def lease_bounded_settings(lease_ttl_s: float) -> dict[str, str]:
-    """Session settings for a process that holds leases of ``lease_ttl_s``: a transaction it leaves idle (because it
-    was cut off mid-transaction) is ended within half a lease, so its row locks are gone before another worker can
-    take its streams over. Never below a second: our transactions never wait on anything but the server, yet a
-    loaded machine may schedule a process late between two statements, and ending a live transaction then would
-    fail a request for nothing (with a lease that short, a takeover waits at most that second for the locks)."""
-    idle_ms = min(float(DEFAULT_SERVER_SETTINGS["idle_in_transaction_session_timeout"]), lease_ttl_s * 500)
-    return {"idle_in_transaction_session_timeout": str(int(max(idle_ms, 1000)))}
-
-
 # The operations of pooled units of work (asyncio coroutines: they run inside Database._unit).
 
 
@@ -274,41 +236,6 @@ async def _transaction(conn: Any, ops: Sequence[Op], isolation: str) -> list[lis
 
 async def _copy_records(conn: Any, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
     await conn.copy_records_to_table(table, records=records, columns=list(columns))
-
-
-class Subscription:
-    """Notifications for one consumer, coalesced: a set of payloads plus a 'resync' flag.
-
-    The set is bounded: past ``max_pending`` payloads it collapses into ``resync`` (re-read everything), so a
-    slow consumer costs bounded memory and never misses a wake-up, only its precision.
-    """
-
-    def __init__(self, max_pending: int = 10_000) -> None:
-        self._pending: set[tuple[str, str]] = set()
-        self._resync = False
-        self._max = max_pending
-        self._wakeup = trio.Event()
-
-    def _push(self, channel: str, payload: str) -> None:
-        if not self._resync:
-            self._pending.add((channel, payload))
-            if len(self._pending) > self._max:
-                self._pending.clear()
-                self._resync = True
-        self._wakeup.set()
-
-    def _push_resync(self) -> None:
-        self._pending.clear()
-        self._resync = True
-        self._wakeup.set()
-
-    async def wait(self) -> tuple[set[tuple[str, str]], bool]:
-        """Wait for notifications; returns ``(channel, payload)`` pairs and whether to re-read everything."""
-        await self._wakeup.wait()
-        pending, resync = self._pending, self._resync
-        self._pending, self._resync = set(), False
-        self._wakeup = trio.Event()
-        return pending, resync
 
 
 class Connection:
@@ -591,7 +518,7 @@ class Database:
                         sender = None
                         sender = await self._run(self._connect)
                     for channel, payloads in pending.items():
-                        for chunk in _chunk_payloads(sorted(payloads)):
+                        for chunk in chunk_payloads(sorted(payloads)):
                             # Cancelled (the database closing), the connection is terminated at once: nobody
                             # waits for a hint.
                             await _aio_or_abort(sender.execute, Q.notify_many, channel, chunk,
@@ -701,58 +628,6 @@ class Database:
     def listener_backend_pid(self) -> int | None:
         raw = self._listener_raw
         return None if raw is None or raw.is_closed() else raw.get_server_pid()
-
-
-class Backoff:
-    """Retry pacing for a loop that serves the process (a sender, a listener, a supervisor): it must outlive any
-    refusal of the database, so it waits and tries again — 0.1 s doubling to ``cap`` — and logs once when the
-    trouble starts and once when it ends, not at every attempt."""
-
-    def __init__(self, what: str, meanwhile: str = "", *, first: float = 0.1, cap: float = 5.0) -> None:
-        self.what = what
-        self.meanwhile = meanwhile
-        self.first = first
-        self.cap = cap
-        self.delay = first
-        self.failures = 0
-        self._said = ""
-
-    async def failed(self, exc: BaseException) -> None:
-        """Log (see :meth:`note`) and sleep before the next attempt."""
-        self.note(exc)
-        await trio.sleep(self.delay)
-        self.delay = min(self.delay * 2, self.cap)
-
-    def note(self, exc: BaseException) -> None:
-        """Count a failure; log it when it is the first of a run or says something new (a lost connection, then
-        a refused one), so that a long outage is a few lines, not one per attempt."""
-        self.failures += 1
-        said = f"{type(exc).__name__}: {exc}"
-        if said != self._said:
-            self._said = said
-            log.warning("%s: %s; retrying%s", self.what, exc, f" ({self.meanwhile})" if self.meanwhile else "")
-
-    def succeeded(self) -> None:
-        if self.failures:
-            log.info("%s: working again after %d failed attempts", self.what, self.failures)
-        self.failures = 0
-        self.delay = self.first
-        self._said = ""
-
-
-def _chunk_payloads(payloads: Sequence[str], limit: int = 7900) -> Iterator[list[str]]:
-    """Group payloads so each NOTIFY stays under PostgreSQL's 8000-byte payload limit."""
-    chunk: list[str] = []
-    size = 0
-    for p in payloads:
-        n = len(p.encode()) + 1
-        if chunk and size + n > limit:
-            yield chunk
-            chunk, size = [], 0
-        chunk.append(p)
-        size += n
-    if chunk:
-        yield chunk
 
 
 @contextlib.asynccontextmanager
