@@ -249,31 +249,46 @@ class Connection:
     driver level is marked broken and terminated on release; the server then rolls back its transaction.
     """
 
-    def __init__(self, raw: asyncpg.Connection, cancel_grace: float = 0.0) -> None:
+    def __init__(self, raw: asyncpg.Connection, cancel_grace: float = 0.0,
+                 release: Callable[..., Any] | None = None) -> None:
         self._raw = raw
         self._grace = cancel_grace
+        self._release = release
         self.broken = False
-        self.cancelling = False
-        """A statement was cancelled with a grace: asyncpg's cancel request may still be on its way to the server."""
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        call = functools.partial(fn, **kwargs) if kwargs else fn
+        if self._grace > 0 and self._release is not None:
+            call = functools.partial(self._cancelled_as_pooled, call)
         try:
             # Cancelled mid-statement, the connection is terminated at once rather than cancelled: asyncpg's cancel
             # would leave a connection that outlives the unit unusable, and may never return (see the module doc).
-            # With a grace, the statement is cancelled as a pooled unit's is (the server ends it: a statement
-            # waiting on a lock writes nothing, where a terminated client is noticed only once the lock is
-            # granted and the statement has committed), the connection is terminated if the cancel has not come
-            # back by then, and it is terminated on release in any case (broken).
-            result = await _aio_or_abort(functools.partial(fn, **kwargs) if kwargs else fn, *args,
-                                         abort=self.terminate, grace=self._grace)
+            # With a grace, the statement is cancelled as a pooled unit's is (see _cancelled_as_pooled), and the
+            # connection terminated if that has not come back by then.
+            result = await _aio_or_abort(call, *args, abort=self.terminate, grace=self._grace)
         except errors.DatabaseUnavailable:
             self.broken = True
             raise
         except trio.Cancelled:
             self.broken = True
-            self.cancelling = self._grace > 0
             raise
         return result
+
+    async def _cancelled_as_pooled(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)``; cancelled, the connection goes back to the pool before the cancellation ends the call, as a
+        pooled unit's does: the pool waits for the server to answer asyncpg's cancel request, so the statement has
+        been ended when the caller learns it was cancelled (a statement waiting on a lock writes nothing; a client
+        that terminated its connection instead is noticed only once the lock is granted and the statement has
+        committed)."""
+        try:
+            return await fn(*args)
+        except asyncio.CancelledError:
+            assert self._release is not None
+            try:
+                await self._release(self._raw, timeout=self._grace)
+            finally:
+                self._release = None  # given back (or terminated by the pool): nothing more to do on release
+            raise
 
     async def fetch(self, sql: str, *args: Any) -> list[Record]:
         return await self._call(self._raw.fetch, sql, *args)
@@ -430,7 +445,7 @@ class Database:
         and the connection terminated only once that grace has passed (see :class:`Connection`)."""
 
         raw = await self._run(self._pool.acquire)
-        conn = Connection(raw, cancel_grace)
+        conn = Connection(raw, cancel_grace, self._pool.release)
         try:
             yield conn
         finally:
@@ -450,14 +465,6 @@ class Database:
                         await conn._call(raw.execute, raw.get_reset_query())
                 if _detached(raw):
                     return
-                if conn.cancelling and not raw.is_closed():
-                    # As a pooled unit's connection is given back: the pool waits (bounded) for the cancel request
-                    # to be answered, which terminating now would withdraw, letting the statement run on.
-                    try:
-                        await _aio(functools.partial(self._pool.release, raw, timeout=CANCEL_GRACE_S))
-                        return
-                    except errors.OpenMaicError:
-                        log.warning("releasing a cancelled connection", exc_info=True)
                 if conn.broken and not _detached(raw) and not raw.is_closed():
                     raw.terminate()
                 try:
