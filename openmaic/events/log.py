@@ -28,8 +28,8 @@ from openmaic.store.queries import Q
 from openmaic.text import json_has_nul, unstorable_message
 
 __all__ = [  # the append's own types live with the group commit, which sends them; they are the log's API
-    "CANCEL_REQUESTED", "FOLD_PAGE", "START", "AppendResult", "Cursor", "Envelope", "EventLog", "Horizon",
-    "NewStream", "RecordedEvent", "StreamAppend", "envelope", "recorded",
+    "CANCEL_REQUESTED", "FOLD_PAGE", "START", "AppendResult", "Appender", "Cursor", "Envelope", "EventLog", "Horizon",
+    "NewStream", "RecordedEvent", "StreamAppend", "StreamRow", "envelope", "recorded",
 ]
 
 Cursor = tuple[int, int, int]
