@@ -508,40 +508,23 @@ class Database:
         self._notify_wakeup.set()
 
     async def _notify_forever(self, min_interval: float = 0.005) -> None:
-        """Send the queued hints, on a connection of the sender's own (outside the pool, as the listener's is): a
-        flush then costs one crossing and one statement, not a pool acquire and release besides, and never waits
-        for a pooled connection behind the appends it announces."""
         retry = Backoff("NOTIFY sender", "hints are dropped meanwhile; waiters find the work by polling")
-        sender: asyncpg.Connection | None = None
-        try:
-            while True:
-                # The pause lets a burst of appends share one NOTIFY; local watchers were poked already.
-                await trio.sleep(min_interval)
-                await self._notify_wakeup.wait()
-                self._notify_wakeup = trio.Event()
-                pending, self._notify_pending = self._notify_pending, {}
-                try:
-                    if sender is None or sender.is_closed():
-                        sender = None
-                        sender = await self._run(self._connect)
-                    for channel, payloads in pending.items():
-                        for chunk in chunk_payloads(sorted(payloads)):
-                            # Cancelled (the database closing), the connection is terminated at once: nobody
-                            # waits for a hint.
-                            await _aio_or_abort(sender.execute, Q.notify_many, channel, chunk,
-                                                abort=sender.terminate, grace=0.0)
-                except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
-                    # A hint is never the carrier (every waiter also polls), so the rest of this flush is dropped,
-                    # and the sender backs off rather than retrying every few milliseconds while the server refuses.
-                    if isinstance(exc, errors.DatabaseUnavailable) and sender is not None:
-                        sender.terminate()  # lost or in doubt: the next flush connects afresh
-                        sender = None
-                    await retry.failed(exc)
-                else:
-                    retry.succeeded()
-        finally:
-            if sender is not None:
-                sender.terminate()  # nothing is in flight here: no goodbye to wait for
+        while True:
+            # The pause lets a burst of appends share one NOTIFY; local watchers were poked already.
+            await trio.sleep(min_interval)
+            await self._notify_wakeup.wait()
+            self._notify_wakeup = trio.Event()
+            pending, self._notify_pending = self._notify_pending, {}
+            try:
+                for channel, payloads in pending.items():
+                    for chunk in chunk_payloads(sorted(payloads)):
+                        await self.execute(Q.notify_many, channel, chunk)
+            except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
+                # A hint is never the carrier (every waiter also polls), so the rest of this flush is dropped,
+                # and the sender backs off rather than retrying every few milliseconds while the server refuses.
+                await retry.failed(exc)
+            else:
+                retry.succeeded()
 
     # -- LISTEN: one dedicated connection, reconnecting ----------------------------------------------------------
 
@@ -561,14 +544,10 @@ class Database:
     def _on_listener_terminated(self, _conn: Any) -> None:
         self._listener_lost.set()
 
-    async def _connect(self) -> asyncpg.Connection:
-        """A connection of its own, outside the pool, with the pool's session settings (an asyncio coroutine)."""
-        return await asyncpg.connect(self.dsn, server_settings=self._server_settings, timeout=10,
-                                     command_timeout=self._command_timeout)
-
     async def _connect_listener(self) -> asyncpg.Connection:
         async def unit() -> asyncpg.Connection:
-            conn = await self._connect()
+            conn = await asyncpg.connect(self.dsn, server_settings=self._server_settings, timeout=10,
+                                         command_timeout=self._command_timeout)
             try:
                 for channel in sorted(self._channels):
                     await conn.add_listener(channel, self._on_notification)
