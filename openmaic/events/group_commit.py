@@ -7,8 +7,8 @@ crossing, one transaction, one WAL flush. A lone request goes out at once (nothi
 one-statement ``append_one`` when it names one existing stream, else as an ``openmaic_append`` call. Per call,
 the client pays a crossing, the driver's encoding and a few task wake-ups, and the server a transaction and a
 flush; for a one-event append these cost more than the append itself, and a group pays them once. A worker
-keeps its pooled connection while calls keep coming (:attr:`GroupCommit.linger_s`), so consecutive calls pay
-no pool acquire and release.
+can keep its pooled connection while calls keep coming (:attr:`GroupCommit.linger_s`, off by default), so that
+consecutive calls pay no pool acquire and release.
 
 * Each request keeps its own outcome: it commits all of its streams or none, and a failed fence
   (StaleAttempt, WrongExpectedSeq), CommandConflict, StreamNotFound or StreamExists fails that request only
@@ -256,11 +256,13 @@ class GroupCommit:
     runs. 0 sends every append alone from its caller's task (no grouping)."""
     max_requests = 64
     """Requests per call."""
-    linger_s = 0.05
-    """How long a worker keeps its pooled connection once no work is queued: consecutive calls (a writer appending
-    again as soon as its append returns) then reuse it, with no pool acquire and release per call. Only where the
-    pool can spare a connection per worker twice over, so a small pool (a CLI's one connection) is never held
-    from the database's other users; 0 gives the connection back after every call."""
+    linger_s = 0.0
+    """How long a worker keeps its pooled connection once no work is queued (0: it gives it back after every call,
+    the default). Held, consecutive calls (a writer appending again as soon as its append returns) reuse it, with
+    no pool acquire and release per call; only where the pool can spare a connection per worker twice over. Off by
+    default: a held connection is one fewer for the process's other requests when the server is at its connection
+    limit (tests/security/test_connection_limit.py), and a PostgreSQL restart under live clients
+    (tests/faults/test_live_clients.py) failed with it on; see docs/benchmarks.md."""
     max_events = 400
     """Events per call (a larger request goes alone): a few milliseconds of server work. Bounding it bounds
     the latency a call adds for its smallest request, and splits a burst of large batches over the calls in
