@@ -4,7 +4,8 @@
 caller's :class:`SseFraming` (the run's OpenMAIC client events, see :mod:`openmaic.api.generation_runs`). The
 response is pulled: the next events are read only once the previous ones were written, so a slow reader costs no
 memory. After the backlog the follower joins the stream's live feed (:mod:`openmaic.feeds.live`); a reader
-found more than ``server.ws_send_queue`` events behind the stream's head once live is too slow to follow it:
+found more than ``server.ws_send_queue`` events (or ``server.ws_send_queue_bytes`` bytes) behind the stream's
+head once live is too slow to follow it:
 the response ends, and the client resumes from its last seq (an ``EventSource`` does so by itself, sending
 ``Last-Event-ID``). A comment ``: ping`` is written whenever nothing was written for ``server.sse_ping_s``.
 """
@@ -20,6 +21,7 @@ from quart import Response
 
 from openmaic import metrics
 from openmaic.feeds.live import LiveEvent
+from openmaic.feeds.queues import open_send_queue
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import MAX_PAGE, encode
 from openmaic.events.log import PAGE_BYTES, RecordedEvent, more_after
@@ -125,7 +127,7 @@ async def follow_sse(services: ApiServices, stream_id: str, start: int, framing:
     metrics.SSE_CLIENTS.inc()
     # Live events wait here while the previous write is in progress; a full queue means the client cannot keep
     # up, the feed drops it, and the response ends: the client resumes from its last seq.
-    send, receive = trio.open_memory_channel[LiveEvent](services.config.server.ws_send_queue)
+    send, receive = open_send_queue(services.config.server.ws_send_queue, services.config.server.ws_send_queue_bytes)
     try:
         cursor = start
         while True:  # the backlog, paced by the client: the next page is read once this one is written

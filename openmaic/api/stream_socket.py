@@ -17,7 +17,8 @@ route's 413, up to twice that size; a larger one closes the connection with 1009
 
 Three tasks per connection, one nursery:
 
-* the *pump* reads the stream's history into the connection's send queue (``server.ws_send_queue`` frames), then
+* the *pump* reads the stream's history into the connection's send queue (``server.ws_send_queue`` frames and
+  ``server.ws_send_queue_bytes`` bytes, :mod:`openmaic.feeds.queues`), then
   joins the stream's live feed (:mod:`openmaic.feeds.live`), which puts each new event in that queue;
 * the *reader* decodes commands, dispatches them, and queues their answers;
 * the *writer* (the handler's own task) takes frames from the queue and writes them to the socket (an event's
@@ -45,6 +46,7 @@ from openmaic.api.direct_frames import DirectFrames, text_frame
 from openmaic.api.errors import ServiceUnavailable, describe
 from openmaic.concurrency import collapse_groups
 from openmaic.feeds.live import LiveEvent
+from openmaic.feeds.queues import QueueReceive, QueueSend, open_send_queue
 from openmaic.api.identity import accept_websocket
 from openmaic.api.routing import Call, api_route, too_large
 from openmaic.api.services import ApiServices
@@ -173,8 +175,9 @@ class _Connection:
     async def run(self) -> None:
         close_code: int | None = None
         try:
-            # The send queue: bounded, so a connection never holds more than this many frames in memory.
-            send, receive = trio.open_memory_channel[bytes | LiveEvent](self.services.config.server.ws_send_queue)
+            # The send queue: bounded by frames and by bytes, so a connection never holds more in memory.
+            server = self.services.config.server
+            send, receive = open_send_queue(server.ws_send_queue, server.ws_send_queue_bytes)
             with collapse_groups():
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._pump, send.clone(), nursery.cancel_scope)
@@ -194,7 +197,7 @@ class _Connection:
             with trio.move_on_after(CLOSE_GRACE_S):
                 await self.ws.close(close_code, reason)
 
-    async def _write(self, receive: trio.MemoryReceiveChannel[bytes | LiveEvent]) -> None:
+    async def _write(self, receive: QueueReceive) -> None:
         # The one consumer of the queue: events pass the view here, in seq order, backlog and live alike.
         decode = self.services.log.decode
         direct = DirectFrames.of(self.ws)  # None: every frame goes the ordinary way
@@ -212,7 +215,7 @@ class _Connection:
                 else:
                     await self.ws.send(item.decode())
 
-    async def _pump(self, send: trio.MemorySendChannel[bytes | LiveEvent], connection: trio.CancelScope) -> None:
+    async def _pump(self, send: QueueSend, connection: trio.CancelScope) -> None:
         log_, feeds, stream_id = self.services.log, self.services.feeds, self.stream_id
         async with send:
             cursor = self.after
@@ -239,7 +242,7 @@ class _Connection:
                 return
             raise sub.error or ServiceUnavailable("the stream's live feed ended; reconnect")
 
-    async def _read_commands(self, send: trio.MemorySendChannel[bytes]) -> None:
+    async def _read_commands(self, send: QueueSend) -> None:
         async with send:
             while True:
                 message = await self.ws.receive()

@@ -180,6 +180,11 @@ class ServerConfig(_Section):
     port: Port = 8000
     sse_ping_s: PosFloat = 25.0
     ws_send_queue: PosInt = 1000
+    """Frames a WebSocket or SSE client's send queue holds at most; a live client whose queue is full is dropped
+    (WebSocket 1013, the SSE response ends) and resumes from its last seq."""
+    ws_send_queue_bytes: PosInt = 8 * 1024 * 1024
+    """Bytes that queue holds at most (an event counted by its data), beyond which it is full as well; one event
+    larger than this still passes alone."""
     data_dir: str = ".openmaic"
     allow_local_endpoints: bool = False
     """Whether a provider an owner adds on the Models page may point at a local or private address (a deployment

@@ -6,7 +6,7 @@ backstop), reads the new events once, and offers each to every subscriber's boun
 append to a stream with N subscribers costs one query, one encoding per wire format (:meth:`LiveEvent.encoded`)
 and N queue puts, not N wake-ups, N queries and N encodings. A feed ends when its last subscriber leaves.
 
-A subscriber whose queue is full cannot keep up with the stream: the feed drops it and marks it
+A subscriber whose queue is full (by frames or by bytes, :mod:`openmaic.feeds.queues`) cannot keep up with the stream: the feed drops it and marks it
 :attr:`~Subscriber.too_slow`, and its connection ends (WebSocket close 1013, end of the SSE response). The client
 resumes from the last seq it has, so nothing is lost, and the server holds at most a queue's worth per client.
 
@@ -35,6 +35,7 @@ from openmaic import metrics
 from openmaic.errors import DatabaseUnavailable, OpenMaicError, ServiceUnavailable
 from openmaic.events.log import PAGE_BYTES, EventLog, RecordedEvent
 from openmaic.events.wakeups import Wakeups
+from openmaic.feeds.queues import QueueSend
 from openmaic.feeds.tasks import TaskHost
 
 __all__ = ["LiveEvent", "LiveFeeds", "Subscriber"]
@@ -74,7 +75,7 @@ class LiveEvent:
 class Subscriber:
     """A client following one stream: its queue (the send side), and how its subscription ended."""
 
-    def __init__(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any]) -> None:
+    def __init__(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any] | QueueSend) -> None:
         self.stream_id = stream_id
         self.after = after
         """The last seq this subscriber has; the feed offers only later ones. Advance it while reading a gap."""
@@ -183,7 +184,8 @@ class LiveFeeds:
         await self._tasks.run(self._reader.run, task_status=task_status)
 
     @contextlib.contextmanager
-    def subscriber(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any]) -> Iterator[Subscriber]:
+    def subscriber(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any] | QueueSend,
+                   ) -> Iterator[Subscriber]:
         """A subscriber for the block's duration; it leaves its feed (if it joined one) when the block ends."""
         sub = Subscriber(stream_id, after, send)
         try:
