@@ -259,13 +259,14 @@ class EventLog:
         return [recorded(r) for r in rows]
 
     async def read_streams(
-        self, cursors: Sequence[tuple[str, int]], limit: int = 1000
+        self, cursors: Sequence[tuple[str, int]], limit: int = 1000, *, max_bytes: int | None = None,
     ) -> dict[str, list[RecordedEvent]]:
         """:meth:`read_stream` for several streams in one query: ``{stream_id: events}`` for each
-        ``(stream_id, after_seq)`` cursor (at most ``limit`` events per stream; streams with none are absent)."""
+        ``(stream_id, after_seq)`` cursor (at most ``limit`` events and, with ``max_bytes``, about that many
+        characters of data per stream, as :meth:`read_stream` pages; streams with none are absent)."""
         if not cursors:
             return {}
-        rows = await self.db.fetch(Q.read_streams, [c[0] for c in cursors], [c[1] for c in cursors], limit)
+        rows = await self.db.fetch(Q.read_streams, [c[0] for c in cursors], [c[1] for c in cursors], limit, max_bytes)
         out: dict[str, list[RecordedEvent]] = {}
         for r in rows:
             out.setdefault(r["stream_id"], []).append(recorded(r))

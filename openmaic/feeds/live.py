@@ -33,7 +33,7 @@ import trio
 
 from openmaic import metrics
 from openmaic.errors import DatabaseUnavailable, OpenMaicError, ServiceUnavailable
-from openmaic.events.log import PAGE_BYTES, EventLog, RecordedEvent
+from openmaic.events.log import PAGE_BYTES, EventLog, RecordedEvent, more_after
 from openmaic.events.wakeups import Wakeups
 from openmaic.feeds.queues import QueueSend
 from openmaic.feeds.tasks import TaskHost
@@ -142,7 +142,8 @@ class _Reader:
                 continue  # another reader (a second app served on the same services) took it
             self.queries += 1
             try:
-                found = await self._log.read_streams([(r.stream_id, r.after) for r in batch], PAGE)
+                found = await self._log.read_streams([(r.stream_id, r.after) for r in batch], PAGE,
+                                                     max_bytes=PAGE_BYTES)
             except BaseException as exc:
                 # Every request of the batch gets an answer, even when this reader is cancelled: a feed of
                 # another run (a second app on the same services) must not wait for it forever.
@@ -266,5 +267,5 @@ class LiveFeeds:
                         feed.subscribers.discard(sub)  # its consumer is gone; it leaves on its own
                         sub._feed = None
                 feed.cursor = seq
-            if len(batch) < PAGE:
+            if not more_after(batch, PAGE, PAGE_BYTES):
                 return

@@ -70,15 +70,19 @@ SELECT position, epoch, tx, stream_id, seq, type, v, data, attempt, command_id, 
  ORDER BY seq;
 
 -- name: read_streams
--- read_stream for many streams in one round trip: for each (stream_id, after_seq) pair, up to $3 events after it.
-SELECT e.position, e.epoch, e.tx::text AS tx, e.stream_id, e.seq, e.type, e.v, e.data::text AS data, e.attempt,
-       e.command_id, e.recorded_at, e.hash
+-- read_stream for many streams in one round trip: for each (stream_id, after_seq) pair, up to $3 events after it,
+-- and with a budget $4 (NULL: none) per stream as read_stream's $5: one event at least, $4 plus one at most.
+SELECT e.position, e.epoch, e.tx, e.stream_id, e.seq, e.type, e.v, e.data, e.attempt, e.command_id, e.recorded_at,
+       e.hash
   FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS c(stream_id, after_seq, ord)
  CROSS JOIN LATERAL (
-       SELECT * FROM events
+       SELECT position, epoch, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id,
+              recorded_at, hash, sum(length(data::text)) OVER (ORDER BY seq) AS upto
+         FROM events
         WHERE events.stream_id = c.stream_id AND events.seq > c.after_seq
         ORDER BY events.seq
         LIMIT $3) AS e
+ WHERE $4::bigint IS NULL OR e.upto - length(e.data) < $4
  ORDER BY c.ord, e.seq;
 
 -- name: read_all

@@ -278,6 +278,23 @@ async def test_read_streams_reads_each_cursor_like_read_stream_in_one_query(db):
     assert await log.read_streams([]) == {}
 
 
+async def test_read_streams_pages_each_stream_by_bytes_as_read_stream_does(db):
+    log = EventLog(db)
+    for sid in ("big", "small"):
+        await create(log, sid)
+    await log.append_one("big", [SessionMessagePosted(text=str(i) * 10_000) for i in range(6)])
+    await log.append_one("small", [SessionMessagePosted(text=str(i)) for i in range(6)])
+    budget = 25_000  # each big event's data is a little over 10,000 characters: three fit while under the budget
+    found = await log.read_streams([("big", 1), ("small", 1)], 1000, max_bytes=budget)
+    for sid in ("big", "small"):
+        expected = await log.read_stream(sid, 1, 1000, max_bytes=budget)
+        assert [e.seq for e in found[sid]] == [e.seq for e in expected]
+    assert [e.seq for e in found["big"]] == [2, 3, 4], "a big stream's page stops at the budget"
+    assert [e.seq for e in found["small"]] == [2, 3, 4, 5, 6, 7], "another stream's page is its own"
+    one = await log.read_streams([("big", 1)], 1000, max_bytes=1)
+    assert [e.seq for e in one["big"]] == [2], "one event at least"
+
+
 async def test_read_all_sees_every_committed_event_once_under_racing_transactions(db):
     """8 appenders hold their transactions open 0–200 ms, some roll back; a tailing reader misses nothing."""
     log = EventLog(db)

@@ -11,7 +11,7 @@ import trio.testing
 
 from openmaic.errors import ServiceUnavailable
 from openmaic.events.core import SessionCreated, SessionMessagePosted
-from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.events.log import PAGE_BYTES, EventLog, NewStream, StreamAppend
 from openmaic.events.wakeups import Wakeups
 from openmaic.feeds.live import LiveEvent, LiveFeeds
 from tests.runtime import wait_for
@@ -228,3 +228,22 @@ async def test_a_failing_read_ends_the_feed_and_its_subscribers_and_a_later_join
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_a_burst_larger_than_a_page_of_bytes_reaches_a_subscriber_whole_and_in_order(db):
+    async with running_feeds(db) as (feeds, log, _):
+        await create(log, "s")
+        send, receive = trio.open_memory_channel[Any](1000)
+        with feeds.subscriber("s", 1, send) as sub:
+            assert await feeds.join(sub) == []
+            # Each event is 100 kB: the burst is several of the feed's byte-bounded pages.
+            burst = 3 * PAGE_BYTES // 100_000
+            await log.append_one("s", [SessionMessagePosted(text="x" * 100_000) for _ in range(burst)])
+            got: list[LiveEvent] = []
+
+            async def all_arrived() -> bool:
+                got.extend(drain(receive))
+                return len(got) >= burst
+
+            await wait_for(all_arrived, timeout=20)
+            assert [e.seq for e in got] == list(range(2, burst + 2))
