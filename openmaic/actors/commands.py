@@ -23,9 +23,8 @@ import msgspec
 
 from openmaic import errors
 from openmaic.events.core import SessionCancelRequested, SessionCreated, SessionMessagePosted
-from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow
 from openmaic.events.types import Event
-from openmaic.store.database import Record
 from openmaic.store.queries import Q
 
 RACE_BUDGET = 50
@@ -54,12 +53,12 @@ def not_found(stream_id: str) -> errors.StreamNotFound:
 
 
 async def owned_stream(log: EventLog, owner_id: str, stream_id: str, kind: str | None = None, *,
-                       live: bool = False) -> Record:
+                       live: bool = False) -> StreamRow:
     """The stream row, or :func:`not_found`: the same for a missing stream, another owner's, one of another
     ``kind`` and, with ``live``, a deleted one."""
-    row = await log.stream(stream_id)
-    if (row is None or row["owner_id"] != owner_id or (kind is not None and row["kind"] != kind)
-            or (live and row["deleted_at"] is not None)):
+    row = await log.stream_row(stream_id)
+    if (row is None or row.owner_id != owner_id or (kind is not None and row.kind != kind)
+            or (live and row.deleted_at is not None)):
         raise not_found(stream_id)
     return row
 
@@ -95,7 +94,7 @@ async def apply(
     stream_id: str,
     command_id: str,
     event_type: str,
-    decide: Callable[[Record], tuple[Sequence[Event], str | None]],
+    decide: Callable[[StreamRow], tuple[Sequence[Event], str | None]],
     *,
     kind: str | None = None,
 ) -> CommandResult:
@@ -114,7 +113,7 @@ async def apply(
                 return prev
             raise
         r = await log.append_one(
-            stream_id, events, command_id=command_id, expected_seq=row["head_seq"], status=status,
+            stream_id, events, command_id=command_id, expected_seq=row.head_seq, status=status,
             progress=status == "queued",
         )
         return CommandResult(command_id, r.first_seq, r.replayed)
@@ -149,8 +148,8 @@ async def create_session(
         if command_id is not None:
             prev = await previous_result(log, stream_id, command_id, "session.created")
             if prev is not None:
-                row = await log.stream(stream_id)
-                if row is not None and row["owner_id"] == owner_id:
+                row = await log.stream_row(stream_id)
+                if row is not None and row.owner_id == owner_id:
                     return prev
         raise
     main = next(r for r in results if r.stream_id == stream_id)
@@ -167,21 +166,21 @@ class Commands:
     async def post_message(
         self, owner_id: str, stream_id: str, command_id: str, text: str, delivery: str = "queued"
     ) -> CommandResult:
-        def decide(row: Record) -> tuple[Sequence[Event], str | None]:
-            if row["kind"] not in self.message_kinds:
-                raise errors.Conflict(f"a {row['kind']} session does not take messages")
+        def decide(row: StreamRow) -> tuple[Sequence[Event], str | None]:
+            if row.kind not in self.message_kinds:
+                raise errors.Conflict(f"a {row.kind} session does not take messages")
             # A running actor picks the message up at its next boundary; an idle or ended one is re-queued.
-            status = None if row["status"] in ("running", "queued") else "queued"
+            status = None if row.status in ("running", "queued") else "queued"
             return [SessionMessagePosted(text=text, delivery=delivery)], status
 
         return await apply(self.log, owner_id, stream_id, command_id, "session.message_posted", decide)
 
     async def cancel(self, owner_id: str, stream_id: str, command_id: str) -> CommandResult:
-        def decide(row: Record) -> tuple[Sequence[Event], str | None]:
-            if row["status"] == "terminal":
+        def decide(row: StreamRow) -> tuple[Sequence[Event], str | None]:
+            if row.status == "terminal":
                 raise errors.Conflict("this session has already ended; there is nothing to cancel")
             # A waiting session has no actor to notice the request: queue it, and a worker settles it.
-            status = "queued" if row["status"] == "waiting" else None
+            status = "queued" if row.status == "waiting" else None
             return [SessionCancelRequested()], status
 
         return await apply(self.log, owner_id, stream_id, command_id, "session.cancel_requested", decide)

@@ -54,8 +54,8 @@ def sessions_of(call: Call) -> WorkbenchSessions:
 
 
 def meta(owner: str, row: Any, state: Any) -> SessionMeta:
-    return session_meta(row["id"], owner, state, attempt=row["attempt"], created_at=row["created_at"],
-                        updated_at=row["updated_at"])
+    return session_meta(row.id, owner, state, attempt=row.attempt, created_at=row.created_at,
+                        updated_at=row.updated_at)
 
 
 async def _check_materials(services: ApiServices, owner: str, material_ids: Sequence[str]) -> None:
@@ -136,7 +136,7 @@ async def _page(call: Call) -> tuple[list[tuple[Any, Any]], dict[str, str]]:
     q: PageQuery = call.query
     found = await sessions_of(call).of_owner(call.user, q.limit + 1, read_cursor(q.cursor, (dt.datetime, str)))
     page = found[: q.limit]
-    nxt = cursor_of(page[-1][0]["created_at"], page[-1][0]["id"]) if len(found) > q.limit else None
+    nxt = cursor_of(page[-1][0].created_at, page[-1][0].id) if len(found) > q.limit else None
     return page, next_page_headers(call.request.path, q, nxt)
 
 
@@ -152,7 +152,7 @@ async def list_sessions(call: Call) -> Response:
 async def session_statuses(call: Call) -> Response:
     """The status of each of your sessions, by id, a page at a time as GET /api/agent/sessions."""
     page, headers = await _page(call)
-    return Response(encode({row["id"]: pro_status(s.status) for row, s in page}), 200, headers,
+    return Response(encode({row.id: pro_status(s.status) for row, s in page}), 200, headers,
                     content_type="application/json")
 
 
@@ -274,7 +274,7 @@ async def session_events(call: Call, id: str) -> Response:
     row, _ = await sessions.read(call.user, id)
     value = (call.request.headers.get("Last-Event-ID") or call.query.last_event_id).strip()
     start = int(value) if _DIGITS.fullmatch(value) else 0
-    start = start if start <= row["head_seq"] else 0
+    start = start if start <= row.head_seq else 0
     state = await sessions.sessions.state(id, start)
     framing = SessionFraming(SessionView(state), call.services.log.decode)
 
@@ -299,7 +299,7 @@ async def _owner_session_events(services: ApiServices, owner: str) -> AsyncItera
     try:
         yield b"event: caught_up\ndata: %s\n\n" % encode({"type": "caught_up"})
         known: dict[str, tuple[str, str | None, bool]] = {
-            row["id"]: (pro_status(s.status), s.title, bool(s.seq)) for row, s in await sessions.of_owner(owner)}
+            row.id: (pro_status(s.status), s.title, bool(s.seq)) for row, s in await sessions.of_owner(owner)}
         quiet = trio.current_time()
         ping_s = services.config.server.sse_ping_s
         while True:
@@ -307,7 +307,7 @@ async def _owner_session_events(services: ApiServices, owner: str) -> AsyncItera
             with services.wakeups.watch(RUNNABLE, *known) as watch:
                 frames = []
                 for row, s in await sessions.of_owner(owner):
-                    sid, now = row["id"], (pro_status(s.status), s.title, bool(s.seq))
+                    sid, now = row.id, (pro_status(s.status), s.title, bool(s.seq))
                     before = known.get(sid)
                     if before is None:
                         frames.append(("session_created", {"sessionId": sid, "session": meta(owner, row, s)}))

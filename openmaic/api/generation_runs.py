@@ -36,7 +36,7 @@ from openmaic.api.pages import PageQuery, cursor_of, read_cursor
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import CommandId, Success, Wire, encode
-from openmaic.events.log import RecordedEvent
+from openmaic.events.log import RecordedEvent, StreamRow, StreamSummary
 from openmaic.events.wakeups import RUNNABLE
 from openmaic.media.commands import retry_media
 from openmaic.owners.claims import claimed_into, is_anonymous
@@ -45,7 +45,6 @@ from openmaic.runs.events import AgentsChoice, LearnerProfile, RunInput, Voice
 from openmaic.runs.outline_input import outline_items
 from openmaic.runs.service import RunService, RunStateConflict
 from openmaic.runs.views import RunDetail, RunView, run_detail, run_state, run_view
-from openmaic.store.database import Record
 
 __all__ = ["RUN_COMMANDS", "RunFraming", "bp", "client_view_from", "runs_of_services"]
 
@@ -166,8 +165,8 @@ class EventsQuery(Wire):
     """Send the events after this seq (``Last-Event-ID`` wins; malformed means from the start)."""
 
 
-def view_of(row: Record, state: Any) -> RunView:
-    return run_view(row["id"], state, created_at=row["created_at"], updated_at=row["updated_at"])
+def view_of(row: StreamRow | StreamSummary, state: Any) -> RunView:
+    return run_view(row.id, state, created_at=row.created_at, updated_at=row.updated_at)
 
 
 def start_input(body: StartRun) -> RunInput:
@@ -360,7 +359,7 @@ async def run_events(call: Call, id: str) -> Response:
     phase}); caught_up after the backlog; Last-Event-ID resumes."""
     runs = runs_of(call)
     row, _ = await runs.read(call.user, id)
-    start = _cursor(call, row["head_seq"])
+    start = _cursor(call, row.head_seq)
     framing = RunFraming(id, await client_view_from(runs, id, start), call.services.log.decode)
     response = Response(follow_sse(call.services, id, start, framing), 200, dict(SSE_HEADERS))
     response.timeout = None  # a live stream has no end; quart would otherwise cut it after 60 s
@@ -391,9 +390,9 @@ async def owner_run_changes(services: ApiServices, owner: str, idle_s: float) ->
                     changes.append({"type": "runs", "runs": [view_of(r, s) for r, s in current]})
                     first = False
                 else:
-                    seen = {r["id"] for r, _ in current}
+                    seen = {r.id for r, _ in current}
                     changes += [{"type": "run", "run": view_of(r, s)} for r, s in current
-                                if known.get(r["id"]) != s.seq]  # fmt: skip
+                                if known.get(r.id) != s.seq]  # fmt: skip
                     for gone in sorted(known.keys() - seen):
                         # Its last change: completed, ended, or ending (then it reads as it is until it ends).
                         try:
@@ -404,7 +403,7 @@ async def owner_run_changes(services: ApiServices, owner: str, idle_s: float) ->
                 for change in changes:
                     yield change
                     quiet_since = trio.current_time()
-                ids = {r["id"]: s.seq for r, s in current}
+                ids = {r.id: s.seq for r, s in current}
                 moved = ids.keys() != known.keys()
                 known = ids
                 if moved:

@@ -106,7 +106,7 @@ async def generate_classroom(call: Call) -> tuple[JobView, int]:
     inp = RunInput(requirement=body.requirement, material_ids=list(body.material_ids), language="",
                    outline_review="auto")
     row, state = await runs_of(call).start(call.user, inp)
-    return job_view(row["id"], state, origin(call.request)), 202
+    return job_view(row.id, state, origin(call.request)), 202
 
 
 @api_route(bp, "GET", "/api/generate-classroom/{job_id}", response=JobView, errors=(400, 404))
@@ -118,4 +118,4 @@ async def classroom_job(call: Call, job_id: str) -> JobView:
         row, state = await runs_of(call).read(call.user, job_id)
     except errors.NotFound:
         raise JobNotFound() from None
-    return job_view(row["id"], state, origin(call.request))
+    return job_view(row.id, state, origin(call.request))

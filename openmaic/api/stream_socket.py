@@ -126,7 +126,7 @@ ServerFrame = EventFrame | CaughtUp | Ack | ErrorFrame
 
 async def _view_for(services: ApiServices, row: Any, after: int) -> tuple[Any, CommandTable | None]:
     """The client view of the stream from seq ``after``, and its command table (None: it takes no commands)."""
-    kind, sid = row["kind"], row["id"]
+    kind, sid = row.kind, row.id
     if kind == "generation":
         runs = generation_runs.runs_of_services(services)
         view = generation_runs.RunFraming(sid, await generation_runs.client_view_from(runs, sid, after),
@@ -149,7 +149,7 @@ async def stream_socket(call: Call, id: str) -> None:
     after=<last seq received>.
     """
     row = await visible_stream(call, id)
-    after = check_cursor(call.query.after, row["head_seq"], "after")
+    after = check_cursor(call.query.after, row.head_seq, "after")
     view, commands = await _view_for(call.services, row, after)
     ws = call.request
     await accept_websocket(ws)

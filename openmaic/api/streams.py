@@ -9,12 +9,12 @@ from __future__ import annotations
 from openmaic.actors.commands import owned_stream
 from openmaic.api.routing import Call
 from openmaic.errors import InvalidInput
-from openmaic.store.database import Record
+from openmaic.events.log import StreamRow
 
 __all__ = ["check_cursor", "visible_stream"]
 
 
-async def visible_stream(call: Call, stream_id: str) -> Record:
+async def visible_stream(call: Call, stream_id: str) -> StreamRow:
     """The stream's row if it exists for the caller; otherwise the same 404 whether it is missing, deleted, or
     someone else's (the answer must not reveal which)."""
     return await owned_stream(call.services.log, call.owner, stream_id, live=True)

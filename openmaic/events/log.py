@@ -29,7 +29,7 @@ from openmaic.text import json_has_nul, unstorable_message
 
 __all__ = [  # the append's own types live with the group commit, which sends them; they are the log's API
     "CANCEL_REQUESTED", "FOLD_PAGE", "START", "AppendResult", "Appender", "Cursor", "Envelope", "EventLog", "Horizon",
-    "NewStream", "RecordedEvent", "StreamAppend", "StreamRow", "envelope", "recorded",
+    "NewStream", "RecordedEvent", "StreamAppend", "StreamRow", "StreamSummary", "envelope", "recorded",
 ]
 
 Cursor = tuple[int, int, int]
@@ -68,6 +68,18 @@ class StreamRow(msgspec.Struct, frozen=True, kw_only=True):
     created_at: dt.datetime
     updated_at: dt.datetime
     deleted_at: dt.datetime | None
+
+
+class StreamSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """A stream as a listing reads it (:meth:`EventLog.summaries`): enough to fold it to its head, show it and
+    page on by ``(created_at, id)``, typed here for the same reason as :class:`StreamRow`."""
+
+    id: str
+    head_seq: int
+    status: str
+    attempt: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
 
 
 class RecordedEvent(msgspec.Struct, frozen=True):
@@ -296,6 +308,13 @@ class EventLog:
         """The stream's row, typed, or None when there is no such stream."""
         r = await self.db.fetchrow(Q.stream, stream_id)
         return None if r is None else StreamRow(**dict(r.items()))
+
+    async def summaries(self, statement: str, *args: Any) -> list[StreamSummary]:
+        """The rows of a listing ``statement`` (one that selects the columns of :class:`StreamSummary` from
+        ``streams``), typed."""
+        return [StreamSummary(id=r["id"], head_seq=r["head_seq"], status=r["status"], attempt=r["attempt"],
+                              created_at=r["created_at"], updated_at=r["updated_at"])
+                for r in await self.db.fetch(statement, *args)]
 
     def decode(self, e: RecordedEvent) -> Event:
         return self.types.decode(e.type, e.v, e.data, stream_id=e.stream_id, seq=e.seq)

@@ -43,10 +43,10 @@ async def retry_media(log: EventLog, owner: str, run_id: str, command_id: str, e
         prev = await previous_result(log, lane, command_id, "media.retry_requested")
         if prev is not None:
             return prev
-        lane_row = await log.stream(lane)
+        lane_row = await log.stream_row(lane)
         if lane_row is None:
             raise errors.Conflict(f"the run has no media element {element_id!r}", element_id=element_id)
-        lane_state, _ = await log.fold(lane, LaneState(), evolve_lane, to_seq=lane_row["head_seq"])
+        lane_state, _ = await log.fold(lane, LaneState(), evolve_lane, to_seq=lane_row.head_seq)
         item = lane_state.item(element_id)
         settled = lane_state.settled.get(element_id)
         if item is None:
@@ -57,13 +57,13 @@ async def retry_media(log: EventLog, owner: str, run_id: str, command_id: str, e
             raise errors.Conflict(f"media element {element_id!r} {what}; only a failed element can be retried",
                                   element_id=element_id)
         wake: dict[str, Any] = {}
-        if lane_row["status"] in ("waiting", "queued"):
+        if lane_row.status in ("waiting", "queued"):
             wake = {"status": "queued", "wake_at": None, "progress": True}
         pending = RunMediaState(element_id=element_id, media_type=item.kind, status="pending")
         results = await log.append(
             StreamAppend(stream_id=lane, events=[MediaRetryRequested(element_id=element_id)],
-                         command_id=command_id, expected_seq=lane_row["head_seq"], **wake),
-            StreamAppend(stream_id=run_id, events=[pending], expected_seq=run_row["head_seq"]),
+                         command_id=command_id, expected_seq=lane_row.head_seq, **wake),
+            StreamAppend(stream_id=run_id, events=[pending], expected_seq=run_row.head_seq),
         )
         r = next(x for x in results if x.stream_id == lane)
         return CommandResult(command_id, r.first_seq, r.replayed)

@@ -38,7 +38,7 @@ from openmaic.courses.events import CourseCreated, CourseDeleted, CourseDocument
 from openmaic.courses.schema import OutlineItem
 from openmaic.events.core import SessionCreated
 from openmaic.events.folds import FoldCache
-from openmaic.events.log import AppendResult, EventLog, NewStream, StreamAppend
+from openmaic.events.log import AppendResult, EventLog, NewStream, StreamAppend, StreamRow, StreamSummary
 from openmaic.events.types import Event
 from openmaic.materials import MAX_RUN_MATERIAL_BYTES, MAX_RUN_MATERIALS, material_sizes, valid_material_id
 from openmaic.models.provider import check_run_for_owner
@@ -51,7 +51,6 @@ from openmaic.runs.events import (
 )  # fmt: skip
 from openmaic.runs.fold import RunState, evolve, next_step
 from openmaic.runs.views import COURSE_DELETED, DISCARDED, run_state
-from openmaic.store.database import Record
 from openmaic.store.queries import Q
 
 __all__ = [
@@ -160,9 +159,9 @@ def _refuse_stopping(s: RunState) -> None:
         raise RunStateConflict("the run has ended", state="ended")
 
 
-def _requeue(row: Record) -> dict[str, Any]:
+def _requeue(row: StreamRow) -> dict[str, Any]:
     """Scheduling for a command that makes a parked run runnable (a running one is left as it is)."""
-    if row["status"] in ("waiting", "queued"):
+    if row.status in ("waiting", "queued"):
         return {"status": "queued", "wake_at": None, "progress": True}
     return {}
 
@@ -190,60 +189,60 @@ class RunService:
         """The owner's course, folded to the head of its row; StreamNotFound for a missing, deleted or another
         owner's course (the same answer for all three)."""
         row = await owned_stream(self.log, owner, course_id, "course")
-        if row["deleted_at"] is None:
+        if row.deleted_at is None:
             # Folded from the course stream (through the fold cache): authoritative and never behind, unlike a
             # projection; to the head of the row just read, so the document and its seq agree.
-            doc = await self.course(course_id, to_seq=row["head_seq"])
+            doc = await self.course(course_id, to_seq=row.head_seq)
             if not doc.deleted:
                 return doc
         raise not_found(course_id)
 
-    async def read(self, owner: str, run_id: str) -> tuple[Record, RunState]:
+    async def read(self, owner: str, run_id: str) -> tuple[StreamRow, RunState]:
         """The run's stream row and its state at that row's head; StreamNotFound for a missing run or another
         owner's."""
         row = await owned_stream(self.log, owner, run_id, "generation")
         # Folded to the head seq of the row just read, so the state and the scheduling status agree.
-        return row, await self.fold(run_id, to_seq=row["head_seq"])
+        return row, await self.fold(run_id, to_seq=row.head_seq)
 
-    async def in_progress(self, owner: str) -> list[tuple[Record, RunState]]:
+    async def in_progress(self, owner: str) -> list[tuple[StreamSummary, RunState]]:
         """The owner's runs that have not completed or ended (nor are ending), oldest first."""
         return (await self.in_progress_page(owner))[0]
 
     async def in_progress_page(self, owner: str, limit: int | None = None, after: Sequence[Any] | None = None,
-                               ) -> tuple[list[tuple[Record, RunState]], tuple[Any, str] | None]:
+                               ) -> tuple[list[tuple[StreamSummary, RunState]], tuple[Any, str] | None]:
         """Of :meth:`in_progress`, those among the next ``limit`` runs after the one whose ``(created_at, id)``
         is ``after``; and the key of the last run looked at when more follow."""
         start = (None, None) if after is None else tuple(after)
-        rows = await self.log.db.fetch(Q.runs_in_progress, owner, *start, None if limit is None else limit + 1)
+        rows = await self.log.summaries(Q.runs_in_progress, owner, *start, None if limit is None else limit + 1)
         more = limit is not None and len(rows) > limit
         rows = rows[:limit] if more else rows
         out = []
         for row in rows:
-            state = await self.fold(row["id"], to_seq=row["head_seq"])
+            state = await self.fold(row.id, to_seq=row.head_seq)
             if state.state not in ("completed", "ended") and not state.stop_requested:
                 out.append((row, state))
-        return out, ((rows[-1]["created_at"], rows[-1]["id"]) if more else None)
+        return out, ((rows[-1].created_at, rows[-1].id) if more else None)
 
     async def snapshot(self, owner: str, run_id: str) -> RunSnapshot:
         """The run's snapshot (this server's own shape); StreamNotFound for a missing run or another owner's."""
         row, state = await self.read(owner, run_id)
         return self._snapshot(row, state)
 
-    def _snapshot(self, row: Record, s: RunState) -> RunSnapshot:
+    def _snapshot(self, row: StreamRow, s: RunState) -> RunSnapshot:
         review = s.input.outline_review if s.input is not None else "wait"
         awaiting = s.state == "awaiting_outline_confirmation"
         return RunSnapshot(
-            id=row["id"], state=s.state, step=s.step, course_id=s.course_id,
+            id=row.id, state=s.state, step=s.step, course_id=s.course_id,
             title=s.title or (course_title(s.input.requirement) if s.input is not None else ""),
             outline_review=review, outline_revision=s.outline_revision, outline=list(s.outline),
             scenes_total=s.scenes_total, scenes_completed=s.scenes_completed, error=s.error,
             countdown_until=s.countdown_until if awaiting and review == "countdown" else None,
-            status=row["status"], head_seq=s.seq, created_at=row["created_at"],
+            status=row.status, head_seq=s.seq, created_at=row.created_at,
         )
 
     # -- start --------------------------------------------------------------------------------------------------
 
-    async def start(self, owner: str, inp: RunInput) -> tuple[Record, RunState]:
+    async def start(self, owner: str, inp: RunInput) -> tuple[StreamRow, RunState]:
         """Start a run and its course (queued for a worker); every start is a new run.
 
         Refusals, in this order (nothing is written): MissingField for a blank requirement; InvalidInput (400,
@@ -307,13 +306,13 @@ class RunService:
                 limit=limits.waiting_runs_per_owner)  # fmt: skip
 
     async def _replayed(self, owner: str, run_id: str, command_id: str) -> RunSnapshot | None:
-        row = await self.log.stream(run_id)
+        row = await self.log.stream_row(run_id)
         if row is None:
             return None
-        if row["owner_id"] != owner or row["kind"] != "generation":
+        if row.owner_id != owner or row.kind != "generation":
             raise errors.CommandConflict(f"command_id {command_id!r} cannot create a run", command_id=command_id)
         await previous_result(self.log, run_id, command_id, "session.created")
-        return self._snapshot(row, await self.fold(run_id, to_seq=row["head_seq"]))
+        return self._snapshot(row, await self.fold(run_id, to_seq=row.head_seq))
 
     async def _validated(self, owner: str, inp: RunInput) -> RunInput:
         """``inp`` checked, with its requirement trimmed, its ids deduplicated and its language settled."""
@@ -378,7 +377,7 @@ class RunService:
 
     async def _command(
         self, owner: str, run_id: str, command_id: str, event_type: str,
-        decide: Callable[[Record, RunState], tuple[Sequence[Event], Sequence[StreamAppend]]],
+        decide: Callable[[StreamRow, RunState], tuple[Sequence[Event], Sequence[StreamAppend]]],
         *, activates: bool = False,
     ) -> CommandOutcome:
         """Decide on the run folded to the head seq just read; append fenced by that seq; decide again on a race.
@@ -389,7 +388,7 @@ class RunService:
 
         async def attempt() -> CommandOutcome:
             row = await owned_stream(self.log, owner, run_id, "generation")
-            state = await self.fold(run_id, to_seq=row["head_seq"])
+            state = await self.fold(run_id, to_seq=row.head_seq)
             try:
                 events, also = decide(row, state)
             except errors.OpenMaicError:
@@ -398,7 +397,7 @@ class RunService:
                     return prev
                 raise
             main = StreamAppend(stream_id=run_id, events=events, command_id=command_id,
-                                expected_seq=row["head_seq"], **_requeue(row))
+                                expected_seq=row.head_seq, **_requeue(row))
             try:
                 if activates:
                     results = await self._append_active(owner, run_id, [main, *also])
@@ -443,7 +442,7 @@ class RunService:
         if edited is not None:
             check_outline(edited, what="outlines")
 
-        def decide(row: Record, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
+        def decide(row: StreamRow, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
             _refuse_stopping(s)
             if s.state != "awaiting_outline_confirmation":
                 raise RunStateConflict(f"the run is {s.state.replace('_', ' ')}; only a run awaiting outline "
@@ -464,7 +463,7 @@ class RunService:
         """Re-run the step a paused run failed on (that step only); RunStateConflict (409) unless the run is
         paused; TooManyRuns (429) at the owner's limit of active runs."""
 
-        def decide(row: Record, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
+        def decide(row: StreamRow, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
             _refuse_stopping(s)
             if s.state != "paused":
                 raise RunStateConflict(f"the run is {s.state.replace('_', ' ')}; only a paused run can be retried",
@@ -479,7 +478,7 @@ class RunService:
         """Stop a countdown: the outline then waits for a confirmation (``outlineReview: countdown`` becomes
         ``wait``). RunStateConflict (409) unless the run awaits confirmation under a countdown."""
 
-        def decide(row: Record, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
+        def decide(row: StreamRow, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
             _refuse_stopping(s)
             countdown = s.input is not None and s.input.outline_review == "countdown" and not s.outline_held
             if s.state != "awaiting_outline_confirmation" or not countdown:
@@ -495,7 +494,7 @@ class RunService:
         exists or it completed."""
         command_id = f"discard-{run_id}"
 
-        def decide(row: Record, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
+        def decide(row: StreamRow, s: RunState) -> tuple[Sequence[Event], Sequence[StreamAppend]]:
             if s.stop_requested or s.state == "ended":
                 raise _AlreadyEnded()
             if s.state == "completed":
@@ -510,7 +509,7 @@ class RunService:
             out = await self._command(owner, run_id, command_id, "run.stop_requested", decide)
         except _AlreadyEnded:
             row, s = await self.read(owner, run_id)
-            return CommandOutcome(command_id=command_id, seq=row["head_seq"], replayed=True, state="ended",
+            return CommandOutcome(command_id=command_id, seq=row.head_seq, replayed=True, state="ended",
                                   outline_revision=s.outline_revision)
         return msgspec.structs.replace(out, state="ended")
 
@@ -523,16 +522,16 @@ class RunService:
             prev = await previous_result(self.log, course_id, command_id, "course.deleted")
             if prev is not None:
                 return prev
-            doc = await self.course(course_id, to_seq=crow["head_seq"])
+            doc = await self.course(course_id, to_seq=crow.head_seq)
             if doc.deleted:
                 raise not_found(course_id)
             batches = [StreamAppend(stream_id=course_id, events=[CourseDeleted()], command_id=command_id,
-                                    expected_seq=crow["head_seq"])]
-            run = await self.log.stream(doc.locked_by) if doc.locked_by else None
-            if run is not None and run["owner_id"] == owner and run["status"] != "terminal":
+                                    expected_seq=crow.head_seq)]
+            run = await self.log.stream_row(doc.locked_by) if doc.locked_by else None
+            if run is not None and run.owner_id == owner and run.status != "terminal":
                 # Fenced by the run's head: had its actor just given the stream back, we must re-queue it.
-                batches.append(StreamAppend(stream_id=run["id"], events=[RunStopRequested(reason=COURSE_DELETED)],
-                                            command_id=command_id, expected_seq=run["head_seq"], **_requeue(run)))
+                batches.append(StreamAppend(stream_id=run.id, events=[RunStopRequested(reason=COURSE_DELETED)],
+                                            command_id=command_id, expected_seq=run.head_seq, **_requeue(run)))
             results = await self.log.append(*batches)
             r = next(x for x in results if x.stream_id == course_id)
             return CommandResult(command_id, r.first_seq, r.replayed)

@@ -476,7 +476,7 @@ SELECT count(*) AS count FROM events WHERE stream_id = $1 AND type = 'session.me
 -- name: runs_in_progress
 -- An owner's runs that have not ended, oldest first (a run's own events say whether it is ending).
 -- A page after the run ($2, $3) when given (keyset); $4 NULL: every one.
-SELECT id, head_seq, status, created_at, updated_at FROM streams
+SELECT id, head_seq, status, attempt, created_at, updated_at FROM streams
  WHERE owner_id = $1 AND kind = 'generation' AND status <> 'terminal' AND deleted_at IS NULL
    AND ($2::timestamptz IS NULL OR (created_at, id) > ($2::timestamptz, $3::text))
  ORDER BY created_at, id

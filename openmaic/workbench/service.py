@@ -34,8 +34,7 @@ from openmaic.config import LimitsConfig
 from openmaic.courses.events import CourseCreated
 from openmaic.events.core import SessionMessagePosted
 from openmaic.events.folds import FoldCache
-from openmaic.events.log import EventLog, NewStream, StreamAppend
-from openmaic.store.database import Record
+from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow, StreamSummary
 from openmaic.store.queries import Q
 from openmaic.workbench import fold
 from openmaic.workbench.content import NEW_COURSE_TITLE
@@ -128,7 +127,7 @@ class WorkbenchSessions:
         sid = session_id_for(owner, command_id)
 
         async def attempt() -> SessionSnapshot:
-            row = await self.log.stream(sid)
+            row = await self.log.stream_row(sid)
             if row is not None:
                 return await self.snapshot(owner, sid)
             course, also = await self._course_for(owner, sid, course_id)
@@ -161,7 +160,7 @@ class WorkbenchSessions:
                                       create=NewStream("course", owner))]
         row = await owned_stream(self.log, owner, course_id, kind="course")
         doc = await fold_course(self.log, course_id)
-        if doc.deleted or row["deleted_at"] is not None:
+        if doc.deleted or row.deleted_at is not None:
             raise not_found(course_id)
         if doc.locked_by is not None:
             raise errors.Conflict(
@@ -176,35 +175,35 @@ class WorkbenchSessions:
     async def snapshot(self, owner: str, session_id: str) -> SessionSnapshot:
         """The session's current snapshot; StreamNotFound (404) when it is missing or another owner's."""
         row = await owned_stream(self.log, owner, session_id, kind=KIND)
-        state = await self.sessions.state(session_id, row["head_seq"])
+        state = await self.sessions.state(session_id, row.head_seq)
         return SessionSnapshot(
             id=session_id, status=state.status, course_id=state.course_id, head_seq=state.seq,
             error=state.error, turns=state.turns, question=state.question,
-            pending_messages=len(state.undelivered), created_at=row["created_at"],
+            pending_messages=len(state.undelivered), created_at=row.created_at,
         )
 
     # -- OpenMAIC's Pro sessions ---------------------------------------------------------------------------------
 
-    async def start(self, owner: str, prompt: str, stage_id: str | None = None) -> tuple[Record, SessionState]:
+    async def start(self, owner: str, prompt: str, stage_id: str | None = None) -> tuple[StreamRow, SessionState]:
         """A new session with ``prompt`` as its first message (on the course ``stage_id``, or a new one); not
         idempotent, as OpenMAIC's start is not."""
         _check_text(prompt, "prompt")  # named as the route's field, before create_session checks it as "message"
         snap = await self.create_session(owner, f"start-{uuid.uuid4()}", stage_id, prompt)
         return await self.read(owner, snap.id)
 
-    async def read(self, owner: str, session_id: str) -> tuple[Record, SessionState]:
+    async def read(self, owner: str, session_id: str) -> tuple[StreamRow, SessionState]:
         """The session's row and its state at that row's head; StreamNotFound for a missing session or another
         owner's."""
         row = await owned_stream(self.log, owner, session_id, kind=KIND)
-        return row, await self.sessions.state(session_id, row["head_seq"])
+        return row, await self.sessions.state(session_id, row.head_seq)
 
     async def of_owner(self, owner: str, limit: int = MAX_LISTED, after: Sequence[Any] | None = None,
-                       ) -> list[tuple[Record, SessionState]]:
+                       ) -> list[tuple[StreamSummary, SessionState]]:
         """The owner's sessions, newest first: at most ``limit``, after the one whose ``(created_at, id)`` is
         ``after``."""
         start = (None, None) if after is None else tuple(after)
-        rows = await self.log.db.fetch(Q.workbench_sessions_of_owner, owner, limit, *start)
-        return [(row, await self.sessions.state(row["id"], row["head_seq"])) for row in rows]
+        rows = await self.log.summaries(Q.workbench_sessions_of_owner, owner, limit, *start)
+        return [(row, await self.sessions.state(row.id, row.head_seq)) for row in rows]
 
     async def set_title(self, owner: str, session_id: str, title: str | None) -> str | None:
         """Set (or with None, clear) the session's title."""

@@ -159,7 +159,7 @@ async def test_another_owners_session_and_agents_are_the_same_404_as_unknown_one
         sessions = WorkbenchSessions(log, Commands(log, message_kinds=["workbench"]))
         row, _ = await sessions.start("someone-else", "their own course")
         await create_agent(db, "someone-else", Agent(id="oak", name="Their Oak", role="teacher"))
-    theirs = row["id"]
+    theirs = row.id
     for sid in (theirs, "nope"):
         for method, path, body in [("GET", "", None), ("PATCH", "", {"title": "mine now"}), ("POST", "/cancel", None),
                                    ("POST", "/messages", {"text": "hi"}), ("GET", "/events", None)]:

@@ -438,19 +438,19 @@ async def test_starts_past_the_active_limit_are_a_429_and_write_nothing(log):
     assert await log.db.fetchval("SELECT count(*) FROM streams") == streams
     await svc.start("bob", RunInput(requirement=requirement()))  # another owner is not affected
     with pytest.raises(errors.StreamNotFound):
-        await svc.snapshot("bob", first["id"])
+        await svc.snapshot("bob", first.id)
 
 
 async def test_runs_waiting_for_their_owner_count_against_the_waiting_limit(db_url, log):
     svc = service(log, active=5, waiting=2)
-    waiting = [(await svc.start(OWNER, RunInput(requirement=requirement(t))))[0]["id"] for t in ("a", "b")]
+    waiting = [(await svc.start(OWNER, RunInput(requirement=requirement(t))))[0].id for t in ("a", "b")]
     async with open_generation_worker(db_url, config(active=5)):
         for run_id in waiting:
             await wait_state(svc, run_id, "awaiting_outline_confirmation")
 
         async def parked() -> bool:
             rows = [(await svc.read(OWNER, r))[0] for r in waiting]
-            return all(row["status"] == "waiting" for row in rows)
+            return all(row.status == "waiting" for row in rows)
 
         await wait_for(parked, timeout=10)
     with pytest.raises(TooManyRuns) as exc:

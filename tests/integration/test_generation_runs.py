@@ -126,7 +126,7 @@ async def test_a_run_started_reviewed_edited_and_completed_through_the_routes(se
         row, _ = await RunService(EventLog(db), default_config()).start("someone-else", RunInput(requirement="x"))
     theirs = await client.get(f"/api/classrooms/{_course_of(row)}")
     assert (theirs.status_code, theirs.text) == (404, "Not found")
-    for rid in (row["id"], "run-AAAAAAAAAAAAAAAA", "not%20a%20run"):
+    for rid in (row.id, "run-AAAAAAAAAAAAAAAA", "not%20a%20run"):
         for method, path, body in [("GET", "", None), ("DELETE", "", None), ("GET", "/events", None),
                                    ("POST", "/confirm-outline", {"commandId": "x", "outlineRevision": 1}),
                                    ("POST", "/retry", {"commandId": "x"}), ("POST", "/hold-outline", {"commandId": "x"})]:
@@ -135,7 +135,7 @@ async def test_a_run_started_reviewed_edited_and_completed_through_the_routes(se
 
 
 def _course_of(row) -> str:
-    return "course-" + row["id"].removeprefix("run-")
+    return "course-" + row.id.removeprefix("run-")
 
 
 async def test_hold_outline_stops_the_countdown(server):

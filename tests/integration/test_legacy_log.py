@@ -121,7 +121,7 @@ async def test_an_old_log_folds_and_reads_with_todays_code(db, tmp_path):
         else:
             assert (job.status, job.error) == ("failed", "The classroom was deleted before its generation finished")
         row, _ = await svc.read(OWNER, run_id)
-        view = run_view(run_id, s, created_at=row["created_at"], updated_at=row["updated_at"])
+        view = run_view(run_id, s, created_at=row.created_at, updated_at=row.updated_at)
         assert view.state == ("ended" if s is ended else "completed")
 
     # the client view of run A, from its start: OpenMAIC's vocabulary, each at its own seq, in order

@@ -132,7 +132,7 @@ async def test_the_skill_flow_in_single_user_mode(single_user, db_url):
     # another owner's job: the same JSON 404 as an unknown one
     async with open_database(db_url, max_size=2) as db:
         row, _ = await RunService(EventLog(db), default_config()).start("someone-else", RunInput(requirement="x"))
-    theirs = await client.get(f"/api/generate-classroom/{row['id']}")
+    theirs = await client.get(f"/api/generate-classroom/{row.id}")
     unknown = await client.get("/api/generate-classroom/run-AAAAAAAAAAAAAAAA")
     for r in (theirs, unknown):
         assert api_error(r, 404, "INVALID_REQUEST") == "Classroom generation job not found"

@@ -33,15 +33,10 @@ KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset(
 # (importer, imported name) pairs that import the driver's row type above the log today.
 KNOWN_ROW_TYPE_EXCEPTIONS: frozenset[str] = frozenset(
     {
-        "openmaic.actors.commands",
-        "openmaic.api.generation_runs",
-        "openmaic.api.streams",
         "openmaic.materials",
         "openmaic.projections.base",
         "openmaic.projections.ordering",
         "openmaic.runs.agents",
-        "openmaic.runs.service",
-        "openmaic.workbench.service",
     }
 )
 
