@@ -25,7 +25,6 @@ from openmaic import errors
 from openmaic.events.core import SessionCancelRequested, SessionCreated, SessionMessagePosted
 from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow
 from openmaic.events.types import Event
-from openmaic.store.queries import Q
 
 RACE_BUDGET = 50
 """How many times a read-decide-append is decided again because other writers kept moving its stream. Each try
@@ -78,14 +77,14 @@ async def until_decided(attempt: Callable[[], Awaitable[T]], exhausted: Callable
 
 async def previous_result(log: EventLog, stream_id: str, command_id: str, event_type: str) -> CommandResult | None:
     """The original result of an already-applied command (or a conflict when the id was used otherwise)."""
-    row = await log.db.fetchrow(Q.command_previous, stream_id, command_id)
-    if row is None:
+    first = await log.command_event(stream_id, command_id)
+    if first is None:
         return None
-    if row["type"] != event_type:
+    if first.type != event_type:
         raise errors.CommandConflict(
-            f"command_id {command_id!r} was already used for {row['type']} on this stream", command_id=command_id
+            f"command_id {command_id!r} was already used for {first.type} on this stream", command_id=command_id
         )
-    return CommandResult(command_id, row["seq"], True)
+    return CommandResult(command_id, first.seq, True)
 
 
 async def apply(

@@ -29,7 +29,7 @@ from openmaic.text import json_has_nul, unstorable_message
 
 __all__ = [  # the append's own types live with the group commit, which sends them; they are the log's API
     "CANCEL_REQUESTED", "FOLD_PAGE", "START", "AppendResult", "Appender", "Cursor", "Envelope", "EventLog", "Horizon",
-    "NewStream", "RecordedEvent", "StreamAppend", "StreamRow", "StreamSummary", "envelope", "recorded",
+    "NewStream", "RecordedEvent", "StreamAppend", "CommandEvent", "StreamRow", "StreamSummary", "envelope", "recorded",
 ]
 
 Cursor = tuple[int, int, int]
@@ -80,6 +80,13 @@ class StreamSummary(msgspec.Struct, frozen=True, kw_only=True):
     attempt: int
     created_at: dt.datetime
     updated_at: dt.datetime
+
+
+class CommandEvent(msgspec.Struct, frozen=True):
+    """The first event a command id wrote on a stream (:meth:`EventLog.command_event`)."""
+
+    seq: int
+    type: str
 
 
 class RecordedEvent(msgspec.Struct, frozen=True):
@@ -308,6 +315,11 @@ class EventLog:
         """The stream's row, typed, or None when there is no such stream."""
         r = await self.db.fetchrow(Q.stream, stream_id)
         return None if r is None else StreamRow(**dict(r.items()))
+
+    async def command_event(self, stream_id: str, command_id: str) -> CommandEvent | None:
+        """The first event ``command_id`` wrote on the stream, or None when it wrote none there."""
+        r = await self.db.fetchrow(Q.command_previous, stream_id, command_id)
+        return None if r is None else CommandEvent(seq=r["seq"], type=r["type"])
 
     async def summaries(self, statement: str, *args: Any) -> list[StreamSummary]:
         """The rows of a listing ``statement`` (one that selects the columns of :class:`StreamSummary` from
