@@ -18,6 +18,7 @@ import httpx
 
 from openmaic.courses.schema import json_schema
 from openmaic.models.openai import decode_arguments
+from openmaic.models.chat_driver import ChatDriver
 from openmaic.models.retry import RetryableFailure, Sleep, Transport
 from openmaic.models.sse import ServerSentEvent, json_payload, read_events
 from openmaic.models.structured import complete_structured, output_name
@@ -170,7 +171,7 @@ async def read_stream(
     return turn.result()
 
 
-class AnthropicProvider:
+class AnthropicProvider(ChatDriver):
     """A provider of kind ``anthropic``."""
 
     def __init__(
@@ -188,9 +189,6 @@ class AnthropicProvider:
         self._url = self.base_url + ("/messages" if self.base_url.endswith("/v1") else "/v1/messages")
         self.max_tokens = max_tokens or getattr(cfg, "max_tokens", None) or DEFAULT_MAX_TOKENS
         self._transport = Transport(name, cfg, http=http, sleep=sleep, rng=rng)
-
-    def __repr__(self) -> str:
-        return f"<AnthropicProvider {self.name!r} {self.base_url}>"
 
     def _headers(self) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "text/event-stream", "anthropic-version": API_VERSION}
@@ -220,20 +218,8 @@ class AnthropicProvider:
 
         return await self._transport.stream(self._url, self._headers(), body, consume, on_retry=on_retry)
 
-    async def stream_turn(
-        self,
-        model: str,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        *,
-        on_delta: Callable[[str], None],
-        on_retry: Callable[[], None] | None = None,
-    ) -> TurnResult:
-        """One streamed turn; see ``Provider.stream_turn``."""
-        body = self._body(model, messages)
-        if tools:
-            body["tools"] = encode_tools(tools)
-        return await self._turn(body, on_delta, on_retry)
+    def _encode_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return encode_tools(tools)
 
     async def complete(
         self,

@@ -16,6 +16,7 @@ import httpx
 import msgspec
 
 from openmaic.courses.schema import json_schema
+from openmaic.models.chat_driver import ChatDriver
 from openmaic.models.retry import RetryableFailure, Sleep, Transport
 from openmaic.models.sse import ServerSentEvent, json_payload, read_events
 from openmaic.models.structured import complete_structured, output_name
@@ -176,7 +177,7 @@ async def read_stream(response: httpx.Response, on_delta: Callable[[str], None] 
     return turn.result()
 
 
-class OpenAIProvider:
+class OpenAIProvider(ChatDriver):
     """A provider of kind ``openai``."""
 
     def __init__(
@@ -192,9 +193,6 @@ class OpenAIProvider:
         self.base_url = (cfg.base_url or DEFAULT_BASE_URL).rstrip("/")
         self._url = self.base_url + "/chat/completions"
         self._transport = Transport(name, cfg, http=http, sleep=sleep, rng=rng)
-
-    def __repr__(self) -> str:
-        return f"<OpenAIProvider {self.name!r} {self.base_url}>"
 
     def _headers(self) -> dict[str, str]:
         return self._transport.bearer_headers(**{"content-type": "application/json", "accept": "text/event-stream"})
@@ -218,20 +216,8 @@ class OpenAIProvider:
             "stream_options": {"include_usage": True},
         }
 
-    async def stream_turn(
-        self,
-        model: str,
-        messages: list[Message],
-        tools: list[ToolSpec],
-        *,
-        on_delta: Callable[[str], None],
-        on_retry: Callable[[], None] | None = None,
-    ) -> TurnResult:
-        """One streamed turn; see ``Provider.stream_turn``."""
-        body = self._body(model, messages)
-        if tools:
-            body["tools"] = encode_tools(tools)
-        return await self._turn(body, on_delta, on_retry)
+    def _encode_tools(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return encode_tools(tools)
 
     async def complete(
         self,
