@@ -13,19 +13,14 @@ statement, release). That matters twice:
 Where a caller needs a connection across several crossings (a session advisory lock, a cursor), the context
 managers below run their exits inside ``trio.CancelScope(shield=True)`` for the same reason.
 
-Every call is bounded, statement and cancel, because a silent partition (packets dropped, no reset: a failover that
-moves the address, a dead link) would otherwise hang it for good: asyncpg cancels a statement by sending a cancel
-request and then waits for the server's answer on the old connection, which never comes. So:
+Every call is bounded, statement and cancel (why, and the bounds: :mod:`openmaic.store.bounds`); this module applies
+the bounds: a call cancelled from trio whose connection has not come back within :data:`CANCEL_GRACE_S` has its
+connection terminated, which ends the call at once.
 
-* the server ends any statement after ``statement_timeout`` (:data:`STATEMENT_TIMEOUT_S`), and the client gives up a
-  little later (asyncpg's ``command_timeout``, which also bounds its own cancel requests);
-* a call cancelled from trio whose connection has not come back within :data:`CANCEL_GRACE_S` has its connection
-  terminated, which ends the call at once (the server rolls back whatever that connection had open);
-* the server notices a client that vanished without a word (TCP keepalives, ``tcp_user_timeout``) and ends a
-  transaction left idle (``idle_in_transaction_session_timeout``, below any lease TTL), so a cut-off process's
-  locks do not outlive its leases.
-
-Driver errors are translated into :mod:`openmaic.errors` in exactly one place, :func:`translated`.
+Driver errors are translated into :mod:`openmaic.errors` in exactly one place, :func:`translated` (what each SQLSTATE
+means: :mod:`openmaic.store.sqlstates`). What does not touch the driver lives beside this module: the NOTIFY sender
+(:mod:`~openmaic.store.hints`), the listener's subscriptions and reconnect policy (:mod:`~openmaic.store.listener`),
+the statement methods and typed rows (:mod:`~openmaic.store.gateway`), retry pacing (:mod:`~openmaic.store.backoff`).
 """
 
 from __future__ import annotations
@@ -34,7 +29,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
@@ -44,7 +38,7 @@ import trio_asyncio
 
 from openmaic import errors
 from openmaic.concurrency import collapse_groups
-from openmaic.store.backoff import Backoff
+from openmaic.store.backoff import Backoff  # noqa: F401 - importers use it from either module
 from openmaic.store.bounds import (  # noqa: F401 - the bounds, applied here; importers use them from either module
     CANCEL_GRACE_S,
     CLIENT_MARGIN_S,
@@ -53,27 +47,20 @@ from openmaic.store.bounds import (  # noqa: F401 - the bounds, applied here; im
     DEFAULT_SERVER_SETTINGS,
     REFUSED_RECENTLY_S,
     STATEMENT_TIMEOUT_S,
+    Refusals,
     lease_bounded_settings,
+    session_bounds,
 )
+from openmaic.store.gateway import Gateway
+from openmaic.store.hints import HintSender
+from openmaic.store.listener import Listener
 from openmaic.store.queries import Q
-from openmaic.store.subscriptions import Subscription, chunk_payloads
+from openmaic.store.sqlstates import error_for_sqlstate  # noqa: F401 - also importable from here, as it always was
+from openmaic.store.subscriptions import Subscription
 
 log = logging.getLogger(__name__)
 
 Record = asyncpg.Record
-
-#: SQLSTATEs raised on purpose by our own SQL functions (see migrations).
-_OWN_SQLSTATES: dict[str, type[errors.OpenMaicError]] = {
-    "OM001": errors.StaleAttempt,
-    "OM002": errors.WrongExpectedSeq,
-    "OM003": errors.CommandConflict,
-    "OM004": errors.StreamNotFound,
-    "OM005": errors.StreamExists,
-    "OM010": errors.DatabaseError,
-    # Text PostgreSQL cannot store (a NUL character, a byte sequence invalid in UTF-8) is the caller's input.
-    "22021": errors.InvalidInput,
-    "22P05": errors.InvalidInput,
-}
 
 _CONNECTION_ERRORS = (
     OSError,
@@ -91,24 +78,9 @@ def translate(exc: BaseException) -> BaseException:
     if isinstance(exc, errors.OpenMaicError):
         return exc
     if isinstance(exc, asyncpg.PostgresError):
-        state = getattr(exc, "sqlstate", None) or ""
-        own = _OWN_SQLSTATES.get(state)
-        if own is errors.InvalidInput:
-            new: BaseException = errors.InvalidInput(
-                "the input contains text that cannot be stored (such as a NUL character); remove it and retry"
-            )
-        elif own is not None:
-            detail = getattr(exc, "detail", None)
-            new = own(str(exc), stream_id=detail) if detail else own(str(exc))
-        elif state == "53300":
-            # "too many clients": the server is up but refuses new connections for now (max_connections, a
-            # role's or database's connection limit). Transient, like a restart: callers retry. The server's own
-            # words stay in __cause__ (and the logs); the message is one a client can act on.
-            new = errors.DatabaseUnavailable(CONNECTION_LIMIT_MESSAGE, reason=CONNECTION_LIMIT)
-        elif isinstance(exc, _CONNECTION_ERRORS) or state.startswith("08") or state in ("57P01", "57P02", "57P03"):
-            new = errors.DatabaseUnavailable(f"PostgreSQL connection lost: {exc}")
-        else:
-            new = errors.DatabaseError(f"PostgreSQL refused a statement ({state}): {exc}", sqlstate=state)
+        new: BaseException = error_for_sqlstate(getattr(exc, "sqlstate", None) or "", str(exc),
+                                                getattr(exc, "detail", None) or None,
+                                                connection_lost=isinstance(exc, _CONNECTION_ERRORS))
     elif isinstance(exc, asyncpg.InternalClientError):
         # asyncpg found a pooled connection in a state it cannot use. Seen when the server ends a connection
         # (restart, pg_terminate_backend): its unsolicited FATAL arrives before the close, and a statement started
@@ -122,18 +94,6 @@ def translate(exc: BaseException) -> BaseException:
         return exc
     new.__cause__ = exc
     return new
-
-
-def error_for_sqlstate(state: str, message: str, detail: str | None = None) -> errors.OpenMaicError:
-    """The project's exception for an error a SQL function reports as data rather than raises.
-
-    ``openmaic_append_group`` returns each failed request's SQLSTATE, message and detail in a row (the other
-    requests of the group commit); this maps them exactly as :func:`translate` maps the raised error.
-    """
-    own = _OWN_SQLSTATES.get(state)
-    if own is not None:
-        return own(message, stream_id=detail) if detail else own(message)
-    return errors.DatabaseError(f"PostgreSQL refused a statement ({state}): {message}", sqlstate=state)
 
 
 @contextlib.contextmanager
@@ -208,20 +168,9 @@ Op = tuple[str, Sequence[Any]]
 # The operations of pooled units of work (asyncio coroutines: they run inside Database._unit).
 
 
-async def _fetch(conn: Any, sql: str, args: Sequence[Any]) -> list[Record]:
-    return await conn.fetch(sql, *args)
-
-
-async def _fetchrow(conn: Any, sql: str, args: Sequence[Any]) -> Record | None:
-    return await conn.fetchrow(sql, *args)
-
-
-async def _fetchval(conn: Any, sql: str, args: Sequence[Any]) -> Any:
-    return await conn.fetchval(sql, *args)
-
-
-async def _execute(conn: Any, sql: str, args: Sequence[Any]) -> str:
-    return await conn.execute(sql, *args)
+async def _statement(conn: Any, method: str, sql: str, args: Sequence[Any]) -> Any:
+    """``conn.fetch`` / ``fetchrow`` / ``fetchval`` / ``execute`` (by ``method``) of one statement."""
+    return await getattr(conn, method)(sql, *args)
 
 
 async def _executemany(conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
@@ -238,7 +187,7 @@ async def _copy_records(conn: Any, table: str, records: Sequence[Sequence[Any]],
     await conn.copy_records_to_table(table, records=records, columns=list(columns))
 
 
-class Connection:
+class Connection(Gateway):
     """A pooled connection held across several crossings (each method is one crossing).
 
     Each crossing runs shielded, and a pending cancellation is raised right after it: cancelling asyncpg in the
@@ -290,17 +239,8 @@ class Connection:
                 self._release = None  # given back (or terminated by the pool): nothing more to do on release
             raise
 
-    async def fetch(self, sql: str, *args: Any) -> list[Record]:
-        return await self._call(self._raw.fetch, sql, *args)
-
-    async def fetchrow(self, sql: str, *args: Any) -> Record | None:
-        return await self._call(self._raw.fetchrow, sql, *args)
-
-    async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await self._call(self._raw.fetchval, sql, *args)
-
-    async def execute(self, sql: str, *args: Any) -> str:
-        return await self._call(self._raw.execute, sql, *args)
+    async def _statement(self, method: str, sql: str, args: Sequence[Any]) -> Any:
+        return await self._call(getattr(self._raw, method), sql, *args)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         await self._call(self._raw.executemany, sql, rows)
@@ -348,7 +288,7 @@ def _detached(raw: Any) -> bool:
     return False
 
 
-class Database:
+class Database(Gateway):
     """A pool, a LISTEN connection and a coalescing NOTIFY sender. Open it with :func:`open_database`."""
 
     def __init__(self, dsn: str, pool: asyncpg.Pool, server_settings: dict[str, str],
@@ -357,16 +297,13 @@ class Database:
         self._pool = pool
         self._server_settings = server_settings
         self._command_timeout = command_timeout
-        self._subscriptions: set[Subscription] = set()
         self._channels: set[str] = set()
-        self._notify_pending: dict[str, set[str]] = {}
-        self._notify_wakeup = trio.Event()
-        self.listener_connected = False
-        self.listener_reconnects = 0
+        self._hints = HintSender()
+        self._listener: Listener[asyncpg.Connection] = Listener()
         self._listener_raw: asyncpg.Connection | None = None
         self._listener_lost = trio.Event()
         self._nursery: trio.Nursery | None = None
-        self._refused_at: float | None = None
+        self._refusals = Refusals()
 
     async def _run(self, fn: Callable[..., Any], *args: Any, abort: Callable[[], None] | None = None) -> Any:
         """One unit of work on the pool, noting when PostgreSQL refuses the pool a new connection at its limit. With
@@ -377,18 +314,13 @@ class Database:
                 return await _aio(fn, *args)
             return await _aio_or_abort(fn, *args, abort=abort, grace=CANCEL_GRACE_S)
         except errors.DatabaseUnavailable as exc:
-            if exc.details.get("reason") == CONNECTION_LIMIT:
-                self._refused_at = time.monotonic()
+            self._refusals.note(exc)
             raise
 
     def refused_recently(self) -> float | None:
-        """Seconds since PostgreSQL last refused this pool a new connection at its connection limit, if that was
-        within :data:`REFUSED_RECENTLY_S`; else None. The pool's open connections still answer meanwhile, so a
-        ping alone would call a process ready whose requests are refused."""
-        if self._refused_at is None:
-            return None
-        ago = time.monotonic() - self._refused_at
-        return ago if ago < REFUSED_RECENTLY_S else None
+        """Seconds since PostgreSQL last refused this pool a new connection at its connection limit, if within
+        :data:`REFUSED_RECENTLY_S` (see :class:`~openmaic.store.bounds.Refusals`); else None."""
+        return self._refusals.recently()
 
     # -- units of work: one asyncio coroutine each -------------------------------------------------------------
 
@@ -416,17 +348,8 @@ class Database:
 
         return await self._run(unit, abort=held.terminate)
 
-    async def fetch(self, sql: str, *args: Any) -> list[Record]:
-        return await self._unit(_fetch, sql, args)
-
-    async def fetchrow(self, sql: str, *args: Any) -> Record | None:
-        return await self._unit(_fetchrow, sql, args)
-
-    async def fetchval(self, sql: str, *args: Any) -> Any:
-        return await self._unit(_fetchval, sql, args)
-
-    async def execute(self, sql: str, *args: Any) -> str:
-        return await self._unit(_execute, sql, args)
+    async def _statement(self, method: str, sql: str, args: Sequence[Any]) -> Any:
+        return await self._unit(_statement, method, sql, args)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         await self._unit(_executemany, sql, rows)
@@ -496,50 +419,30 @@ class Database:
         """Pool size and idle connections: a leak shows as ``size - idle`` staying above zero at rest."""
         return {"size": self._pool.get_size(), "idle": self._pool.get_idle_size(), "max": self._pool.get_max_size()}
 
-    # -- NOTIFY: hints, coalesced ------------------------------------------------------------------------------
+    # -- NOTIFY and LISTEN: the driver's part (the policies are store.hints' and store.listener's) ------------
 
     def notify_soon(self, channel: str, payload: str) -> None:
-        """Queue a NOTIFY hint; identical hints queued before the next flush are sent once.
-
-        Sent after the caller's commit from one task, one statement per flush: NOTIFY takes a global lock at
-        commit, so one per event would serialize every committing transaction.
-        """
-        self._notify_pending.setdefault(channel, set()).add(payload)
-        self._notify_wakeup.set()
-
-    async def _notify_forever(self, min_interval: float = 0.005) -> None:
-        retry = Backoff("NOTIFY sender", "hints are dropped meanwhile; waiters find the work by polling")
-        while True:
-            # The pause lets a burst of appends share one NOTIFY; local watchers were poked already.
-            await trio.sleep(min_interval)
-            await self._notify_wakeup.wait()
-            self._notify_wakeup = trio.Event()
-            pending, self._notify_pending = self._notify_pending, {}
-            try:
-                for channel, payloads in pending.items():
-                    for chunk in chunk_payloads(sorted(payloads)):
-                        await self.execute(Q.notify_many, channel, chunk)
-            except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
-                # A hint is never the carrier (every waiter also polls), so the rest of this flush is dropped,
-                # and the sender backs off rather than retrying every few milliseconds while the server refuses.
-                await retry.failed(exc)
-            else:
-                retry.succeeded()
-
-    # -- LISTEN: one dedicated connection, reconnecting ----------------------------------------------------------
+        """Queue a NOTIFY hint, sent after the caller's commit; identical hints queued before the next flush are
+        sent once (see :mod:`openmaic.store.hints`)."""
+        self._hints.queue(channel, payload)
 
     def subscribe(self, max_pending: int = 10_000) -> Subscription:
-        sub = Subscription(max_pending)
-        self._subscriptions.add(sub)
-        return sub
+        return self._listener.subscribe(max_pending)
 
     def unsubscribe(self, sub: Subscription) -> None:
-        self._subscriptions.discard(sub)
+        self._listener.unsubscribe(sub)
+
+    @property
+    def listener_connected(self) -> bool:
+        return self._listener.connected
+
+    @property
+    def listener_reconnects(self) -> int:
+        return self._listener.reconnects
 
     def _on_notification(self, _conn: Any, _pid: int, channel: str, payload: str) -> None:
         # Runs as an asyncio callback on the trio thread: only non-blocking calls here.
-        for sub in self._subscriptions:
-            sub._push(channel, payload)
+        self._listener.deliver(channel, payload)
 
     def _on_listener_terminated(self, _conn: Any) -> None:
         self._listener_lost.set()
@@ -557,46 +460,21 @@ class Database:
                 raise
             return conn
 
-        return await self._run(unit)
+        self._listener_lost = trio.Event()
+        conn = await self._run(unit)
+        self._listener_raw = conn
+        return conn
+
+    def _close_listener(self, conn: asyncpg.Connection) -> None:
+        self._listener_raw = None
+        conn.terminate()
 
     async def _listen_forever(
         self, channels: Sequence[str], ping_s: float, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         self._channels = set(channels)
-        retry = Backoff("LISTEN connection", "every waiter polls meanwhile")
-        started = False
-        while True:
-            try:
-                self._listener_lost = trio.Event()
-                conn = await self._connect_listener()
-            except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
-                # Once running, any refusal (server starting up, too many connections …) is retried: the
-                # listener is a hint source, and every waiter polls meanwhile.
-                if not started:
-                    raise
-                await retry.failed(exc)
-                continue
-            self._listener_raw = conn
-            self.listener_connected = True
-            retry.succeeded()
-            if started:
-                # Notifications sent while we were away are gone: tell every subscriber to re-read.
-                self.listener_reconnects += 1
-                for sub in self._subscriptions:
-                    sub._push_resync()
-                log.info("LISTEN connection re-established")
-            else:
-                started = True
-                task_status.started()
-            try:
-                await self._watch_listener(conn, ping_s)
-            finally:
-                self.listener_connected = False
-                self._listener_raw = None
-                # Shielded: closing must finish even while we are being cancelled.
-                with trio.CancelScope(shield=True):
-                    conn.terminate()
-            log.warning("LISTEN connection lost; reconnecting")
+        await self._listener.run(self._connect_listener, functools.partial(self._watch_listener, ping_s=ping_s),
+                                 self._close_listener, task_status=task_status)
 
     async def _watch_listener(self, conn: asyncpg.Connection, ping_s: float) -> None:
         """Return when the listener connection is gone: told by asyncpg, or found by a ping."""
@@ -660,11 +538,7 @@ async def open_database(
     unbounded, for tools that run one huge statement on purpose). Raises
     :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached.
     """
-    settings = dict(DEFAULT_SERVER_SETTINGS, **(server_settings or {}))
-    if "statement_timeout" not in (server_settings or {}):
-        settings["statement_timeout"] = str(int((statement_timeout_s or 0) * 1000))
-    command_timeout = None if statement_timeout_s is None else statement_timeout_s + min(CLIENT_MARGIN_S,
-                                                                                         statement_timeout_s)
+    settings, command_timeout = session_bounds(server_settings, statement_timeout_s)
     async with open_loop():
         pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout, command_timeout)
         db = Database(dsn, pool, settings, command_timeout)
@@ -673,7 +547,7 @@ async def open_database(
                 async with trio.open_nursery() as nursery:
                     if listen:
                         await nursery.start(db._listen_forever, list(listen), listener_ping_s)
-                    nursery.start_soon(db._notify_forever)
+                    nursery.start_soon(db._hints.run, db.execute)
                     db._nursery = nursery
                     try:
                         yield db

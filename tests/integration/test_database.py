@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 
+import msgspec
 import pytest
 import trio
 
@@ -134,3 +135,22 @@ async def test_pooled_connections_terminated_by_the_server_fail_only_as_unavaila
                     except errors.DatabaseUnavailable as exc:
                         seen.add(type(exc.__cause__).__name__)
         assert seen, "the terminations were noticed"
+
+
+class _Pair(msgspec.Struct, frozen=True):
+    n: int
+    word: str
+
+
+async def test_rows_come_back_typed_from_the_pool_and_a_held_connection(db):
+    sql = "SELECT n, 'w' || n AS word FROM generate_series(1, $1) AS n"
+    assert await db.fetch_as(_Pair, sql, 2) == [_Pair(1, "w1"), _Pair(2, "w2")]
+    assert await db.fetchrow_as(_Pair, sql, 1) == _Pair(1, "w1")
+    assert await db.fetchrow_as(_Pair, sql, 0) is None
+    async with db.connection() as conn:
+        assert await conn.fetch_as(_Pair, sql, 1) == [_Pair(1, "w1")]
+    # A column the struct does not name (or one it lacks) fails where the row is built, naming it.
+    with pytest.raises(TypeError, match="extra"):
+        await db.fetch_as(_Pair, "SELECT 1 AS n, 'a' AS word, 2 AS extra")
+    with pytest.raises(TypeError, match="word"):
+        await db.fetchrow_as(_Pair, "SELECT 1 AS n")

@@ -193,3 +193,13 @@ def test_the_checker_sees_a_wrong_import() -> None:
     ]
     reasons = [why for _, why in map_violations(wrong, layers)]
     assert len(reasons) == 4, reasons
+
+
+MAX_LINES = 600
+"""The house's size guideline ("no module over ~600 lines"): a module that outgrows it splits by what it holds."""
+
+
+def test_no_module_outgrows_the_size_guideline() -> None:
+    sizes = {module_name(p): len(p.read_text().splitlines()) for p in sorted(PACKAGE.rglob("*.py"))}
+    over = {m: n for m, n in sizes.items() if n > MAX_LINES}
+    assert over == {}, f"modules over {MAX_LINES} lines (split them by what they hold): {over}"
