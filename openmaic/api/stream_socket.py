@@ -17,12 +17,16 @@ route's 413, up to twice that size; a larger one closes the connection with 1009
 
 Three tasks per connection, one nursery:
 
-* the *pump* reads the stream's history into the connection's send queue (``server.ws_send_queue`` frames and
-  ``server.ws_send_queue_bytes`` bytes, :mod:`openmaic.feeds.queues`), then
-  joins the stream's live feed (:mod:`openmaic.feeds.live`), which puts each new event in that queue;
+* the *pump* reads the stream's history, frames it through the connection's view of the stream and puts the
+  frames in the connection's send queue (``server.ws_send_queue`` frames and ``server.ws_send_queue_bytes``
+  bytes, :mod:`openmaic.feeds.queues`), then joins the stream's live feed (:mod:`openmaic.feeds.live`) with its
+  view as the framer: the feed frames each new event once for every connection whose view is at the same seq,
+  and writes the frame itself to each connection whose writer is idle (straight to the socket,
+  :mod:`openmaic.api.direct_frames`), or puts it in that connection's queue;
 * the *reader* decodes commands, dispatches them, and queues their answers;
 * the *writer* (the handler's own task) takes frames from the queue and writes them to the socket (an event's
-  frame straight to the socket when it can, :mod:`openmaic.api.direct_frames`).
+  frame straight to the socket when it can). The feed writes to a connection only while its writer waits on
+  an empty queue, so the frames go out in queue order either way.
 
 While catching up, the pump waits for room in the queue: the client asked for history and reads it at its own
 pace. Once live, the feed never waits: a full queue means the client cannot keep up with the stream, and the
@@ -32,6 +36,7 @@ catches up again, paced; nothing is lost and the server's memory per connection 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Annotated, Any
 
@@ -42,7 +47,7 @@ from quart import Blueprint
 from openmaic import metrics
 from openmaic.api import agent_sessions, classrooms, generation_runs
 from openmaic.api.commands import CommandTable
-from openmaic.api.direct_frames import DirectFrames, text_frame
+from openmaic.api.direct_frames import DirectFrames, Framed, payload_of, text_frame
 from openmaic.api.errors import ServiceUnavailable, describe
 from openmaic.concurrency import collapse_groups
 from openmaic.feeds.live import LiveEvent
@@ -52,7 +57,7 @@ from openmaic.api.routing import Call, api_route, too_large
 from openmaic.api.services import ApiServices
 from openmaic.api.streams import check_cursor, visible_stream
 from openmaic.api.wire import MAX_PAGE, Wire, decode_json, encode
-from openmaic.events.log import PAGE_BYTES, more_after
+from openmaic.events.log import PAGE_BYTES, RecordedEvent, more_after
 from openmaic.errors import DatabaseUnavailable, InvalidInput
 from openmaic.workbench import fold as session_fold
 from openmaic.workbench.views import SessionView
@@ -124,6 +129,38 @@ class ClientCommand(Wire):
 ServerFrame = EventFrame | CaughtUp | Ack | ErrorFrame
 
 
+class _EventFramer:
+    """A connection's view of its stream as the WebSocket frames of its events (a live feed's framer).
+
+    Its ``key`` is the view's class: a view's frames depend on that, the stream's events and the process's
+    configuration only (it is a fold), so the feed frames each live event once for all views of a class at the
+    same seq."""
+
+    def __init__(self, view: Any, decode: Any) -> None:
+        self.view = view
+        self.decode = decode
+        self.key = type(view)
+
+    def frame(self, live: LiveEvent) -> Framed | None:
+        return self._frame(live.event, live.encoded(self.decode), "live")  # decoded once for every follower
+
+    def of(self, e: RecordedEvent, phase: str) -> Framed | None:
+        return self._frame(e, self.decode(e), phase)
+
+    def _frame(self, e: RecordedEvent, event: Any, phase: str) -> Framed | None:
+        client = self.view.client_frame(e, event, phase)  # advances the view: events pass in seq order
+        return None if client is None else text_frame(encode(EventFrame(seq=e.seq, event=client)))
+
+
+class _Finish:
+    """Queued when the feed's direct write left part of a frame: the writer writes the rest."""
+
+    __slots__ = ()
+
+
+FINISH = _Finish()
+
+
 async def _view_for(services: ApiServices, row: Any, after: int) -> tuple[Any, CommandTable | None]:
     """The client view of the stream from seq ``after``, and its command table (None: it takes no commands)."""
     kind, sid = row.kind, row.id
@@ -171,6 +208,11 @@ class _Connection:
         self.view = view
         self.commands = commands
         self.too_slow = False
+        self.direct: DirectFrames | None = None
+        self.idle = False
+        """The writer waits for its queue (and the queue was empty when it began to): the feed may write."""
+        self.queue: QueueReceive | None = None
+        self.finish_send: QueueSend | None = None
 
     async def run(self) -> None:
         close_code: int | None = None
@@ -178,6 +220,8 @@ class _Connection:
             # The send queue: bounded by frames and by bytes, so a connection never holds more in memory.
             server = self.services.config.server
             send, receive = open_send_queue(server.ws_send_queue, server.ws_send_queue_bytes)
+            self.queue = receive
+            self.direct = DirectFrames.of(self.ws)  # None: every frame goes the ordinary way
             with collapse_groups():
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._pump, send.clone(), nursery.cancel_scope)
@@ -198,41 +242,61 @@ class _Connection:
                 await self.ws.close(close_code, reason)
 
     async def _write(self, receive: QueueReceive) -> None:
-        # The one consumer of the queue: events pass the view here, in seq order, backlog and live alike.
-        decode = self.services.log.decode
-        direct = DirectFrames.of(self.ws)  # None: every frame goes the ordinary way
+        # The one consumer of the queue: frames go out in queue order (the feed writes only while it is empty).
+        direct = self.direct
         async with receive:
-            async for item in receive:
-                if isinstance(item, LiveEvent):
-                    phase = "backlog" if item.backlog else "live"
-                    frame = self.view.client_frame(item.event, item.encoded(decode), phase)
-                    if frame is None:
-                        continue
-                    text = encode(EventFrame(seq=item.seq, event=frame))
-                    # The same bytes either way, in queue order (this task is the connection's one writer).
-                    if direct is None or not await direct.send(text_frame(text)):
-                        await self.ws.send(text.decode())
+            while True:
+                self.idle = True
+                try:
+                    item = await receive.receive()
+                except trio.EndOfChannel:
+                    return
+                finally:
+                    self.idle = False
+                if isinstance(item, Framed):
+                    if direct is None or not await direct.send(item):  # the same bytes either way
+                        await self.ws.send(payload_of(item).decode())
+                elif item is FINISH:
+                    await direct.finish()  # type: ignore[union-attr]  # only a direct write queues it
                 else:
                     await self.ws.send(item.decode())
 
+    def _write_now(self, frame: bytes) -> bool:
+        """The feed's sink: write a live frame now if the writer is idle on an empty queue (no task hop)."""
+        direct, queue = self.direct, self.queue
+        if direct is None or queue is None or not self.idle or not queue.empty or not direct.write_now(frame):
+            return False
+        if direct.unfinished and self.finish_send is not None:
+            # The socket took part of it: the writer writes the rest (first: the queue is empty). Meanwhile the
+            # send lock counts as held, so nothing else is written before it.
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                self.finish_send.send_nowait(FINISH)  # an empty queue has room; closed: the connection ends
+        return True
+
     async def _pump(self, send: QueueSend, connection: trio.CancelScope) -> None:
         log_, feeds, stream_id = self.services.log, self.services.feeds, self.stream_id
+        framer = _EventFramer(self.view, log_.decode)
         async with send:
+            self.finish_send = send
             cursor = self.after
             while True:  # catching up: wait for room, the client reads history at its own pace
                 batch = await log_.read_stream(stream_id, cursor, MAX_PAGE, max_bytes=PAGE_BYTES)
                 for e in batch:
-                    await send.send(LiveEvent(e, backlog=True))
+                    if (frame := framer.of(e, "backlog")) is not None:
+                        await send.send(frame)
                     cursor = e.seq
                 if not more_after(batch, MAX_PAGE, PAGE_BYTES):
                     break
             await send.send(encode(CaughtUp(from_=self.after, seq=cursor)))
-            with feeds.subscriber(stream_id, cursor, send) as sub:
+            sink = self._write_now if self.direct is not None else None
+            with feeds.subscriber(stream_id, cursor, send, framer=framer, sink=sink) as sub:
                 while gap := await feeds.join(sub):  # behind the stream's feed: deliver the gap first, paced
                     for e in gap:
-                        await send.send(LiveEvent(e))
+                        if (frame := framer.of(e, "live")) is not None:
+                            await send.send(frame)
                     sub.after = gap[-1].seq
-                # Live: the feed queues each new event for us without waiting, until it drops us.
+                # Live: the feed frames each new event for us (the framer is the feed's now) and writes it or
+                # queues it without waiting, until it drops us.
                 await sub.ended.wait()
             if sub.too_slow:
                 # The queue was full: the client cannot keep up. Stop the writer and the reader at once (what is

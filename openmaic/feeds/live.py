@@ -10,6 +10,15 @@ A subscriber whose queue is full (by frames or by bytes, :mod:`openmaic.feeds.qu
 :attr:`~Subscriber.too_slow`, and its connection ends (WebSocket close 1013, end of the SSE response). The client
 resumes from the last seq it has, so nothing is lost, and the server holds at most a queue's worth per client.
 
+A subscriber that brings a :class:`Framer` (the stream WebSocket's) is offered *frames*, not events: the feed
+groups such subscribers by their framer's ``key`` and position, and each group's one framer turns each event
+into the frame every member sends (a client view is a pure fold of the stream, so two views of the same key at
+the same seq give the same frames: the view is folded and the frame encoded once per group, not per client). A
+joining subscriber's framer is at its ``after``; it joins a group of its key at that seq, or starts one, and
+groups that meet at the same seq merge. A subscriber may also bring a *sink*: a callable the feed gives each
+frame first, which writes it to the client at once when the connection is idle (no task hop per client and
+event) and answers False when it cannot, and the frame goes to the queue as before.
+
 Joining is a step with no await between the check and the insertion (trio switches tasks only at awaits), so no
 event can fall between what a subscriber read itself and what the feed offers it:
 
@@ -26,8 +35,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterator
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any, Protocol, TypeVar
 
 import trio
 
@@ -38,7 +47,7 @@ from openmaic.events.wakeups import Wakeups
 from openmaic.feeds.queues import QueueSend
 from openmaic.feeds.tasks import TaskHost
 
-__all__ = ["LiveEvent", "LiveFeeds", "Subscriber"]
+__all__ = ["Framer", "LiveEvent", "LiveFeeds", "Sink", "Subscriber"]
 
 log = logging.getLogger("openmaic.feeds")
 
@@ -72,14 +81,33 @@ class LiveEvent:
             return value
 
 
+class Framer(Protocol):
+    """Turns a stream's events, in seq order, into one client's frames (advancing its view of the stream)."""
+
+    key: Hashable
+    """Framers of one stream with equal keys give the same frames from the same seq on (see the module doc)."""
+
+    def frame(self, event: LiveEvent) -> bytes | None:
+        """The frame of the event after the framer's position (None: this event has none); advances it."""
+        ...
+
+
+Sink = Callable[[bytes], bool]
+"""Writes a frame to the client at once, without waiting, or answers False (the frame is then queued)."""
+
+
 class Subscriber:
     """A client following one stream: its queue (the send side), and how its subscription ended."""
 
-    def __init__(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any] | QueueSend) -> None:
+    def __init__(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any] | QueueSend, *,
+                 framer: Framer | None = None, sink: Sink | None = None) -> None:
         self.stream_id = stream_id
         self.after = after
-        """The last seq this subscriber has; the feed offers only later ones. Advance it while reading a gap."""
+        """The last seq this subscriber has; the feed offers only later ones. Advance it while reading a gap
+        (and its framer with it: the framer must be at ``after`` when the subscriber joins)."""
         self.send = send
+        self.framer = framer
+        self.sink = sink
         self.ended = trio.Event()
         """Set when the feed dropped this subscriber (too slow, or the feed failed or stopped)."""
         self.too_slow = False
@@ -87,7 +115,7 @@ class Subscriber:
         self._feed: _Feed | None = None
 
     def _end(self, *, too_slow: bool = False, error: OpenMaicError | None = None) -> None:
-        self._feed = None
+        self._leave()
         self.too_slow = too_slow
         self.error = error
         # Closing our clone of the queue: a consumer that owns the only clone sees the end once it has drained
@@ -95,12 +123,68 @@ class Subscriber:
         self.send.close()
         self.ended.set()
 
+    def _leave(self) -> None:
+        feed, self._feed = self._feed, None
+        if feed is not None:
+            feed.subscribers.discard(self)
+            feed.plain.discard(self)
+            group = feed.group_of.pop(self, None)
+            if group is not None:
+                group.members.discard(self)
+                if not group.members:
+                    feed.groups.remove(group)
+
+
+class _Group:
+    """Subscribers whose framers agree (same key, same position): one framer frames each event for them all."""
+
+    __slots__ = ("at", "framer", "key", "members")
+
+    def __init__(self, framer: Framer, at: int) -> None:
+        self.framer = framer
+        self.key = framer.key
+        self.at = at
+        """The last seq the framer has framed (or its members had when they joined)."""
+        self.members: set[Subscriber] = set()
+
 
 class _Feed:
     def __init__(self, stream_id: str, cursor: int) -> None:
         self.stream_id = stream_id
         self.cursor = cursor
         self.subscribers: set[Subscriber] = set()
+        """Every subscriber: the ``plain`` ones (offered events) and the groups' members (offered frames)."""
+        self.plain: set[Subscriber] = set()
+        self.groups: list[_Group] = []
+        self.group_of: dict[Subscriber, _Group] = {}
+
+    def add(self, sub: Subscriber) -> None:
+        self.subscribers.add(sub)
+        sub._feed = self
+        framer = sub.framer
+        if framer is None:
+            self.plain.add(sub)
+            return
+        key, at = framer.key, sub.after
+        group = next((g for g in self.groups if g.at == at and g.key == key), None)
+        if group is None:
+            group = _Group(framer, at)
+            self.groups.append(group)
+        group.members.add(sub)
+        self.group_of[sub] = group
+
+    def merge_groups(self) -> None:
+        """Groups of one key at the same seq become one (their framers are in the same state)."""
+        if len(self.groups) < 2:
+            return
+        first: dict[tuple[Hashable, int], _Group] = {}
+        for group in tuple(self.groups):
+            into = first.setdefault((group.key, group.at), group)
+            if into is not group:
+                for sub in group.members:
+                    self.group_of[sub] = into
+                into.members |= group.members
+                self.groups.remove(group)
 
 
 class _Read:
@@ -185,17 +269,15 @@ class LiveFeeds:
         await self._tasks.run(self._reader.run, task_status=task_status)
 
     @contextlib.contextmanager
-    def subscriber(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any] | QueueSend,
-                   ) -> Iterator[Subscriber]:
-        """A subscriber for the block's duration; it leaves its feed (if it joined one) when the block ends."""
-        sub = Subscriber(stream_id, after, send)
+    def subscriber(self, stream_id: str, after: int, send: trio.MemorySendChannel[Any] | QueueSend, *,
+                   framer: Framer | None = None, sink: Sink | None = None) -> Iterator[Subscriber]:
+        """A subscriber for the block's duration; it leaves its feed (if it joined one) when the block ends.
+        With a ``framer`` it is offered frames (bytes) instead of events, through ``sink`` first if given."""
+        sub = Subscriber(stream_id, after, send, framer=framer, sink=sink)
         try:
             yield sub
         finally:
-            feed = sub._feed
-            if feed is not None:
-                feed.subscribers.discard(sub)
-                sub._feed = None
+            sub._leave()
 
     async def join(self, sub: Subscriber) -> list[RecordedEvent]:
         """Join the stream's feed and return ``[]``; or, when ``sub`` is behind the feed, return the next events
@@ -208,8 +290,7 @@ class LiveFeeds:
             feed = self._feeds[sub.stream_id] = new
             metrics.LIVE_FEEDS.inc()
         if sub.after >= feed.cursor:
-            feed.subscribers.add(sub)
-            sub._feed = feed
+            feed.add(sub)
             return []
         gap = await self._log.read_stream(sub.stream_id, sub.after, PAGE, to_seq=feed.cursor, max_bytes=PAGE_BYTES)
         if not gap:
@@ -241,9 +322,8 @@ class LiveFeeds:
             if self._feeds.get(feed.stream_id) is feed:
                 del self._feeds[feed.stream_id]
                 metrics.LIVE_FEEDS.dec()
-            for sub in feed.subscribers:
+            for sub in tuple(feed.subscribers):
                 sub._end(error=ending)
-            feed.subscribers.clear()
 
     async def _offer_new_events(self, feed: _Feed) -> None:
         while True:
@@ -254,18 +334,39 @@ class LiveFeeds:
                 metrics.LIVE_DELIVERY_SECONDS.observe(max(now - event.recorded_at.timestamp(), 0.0))
                 live = LiveEvent(event)
                 seq = event.seq
-                for sub in tuple(feed.subscribers):
-                    if seq <= sub.after:
-                        continue  # it joined past the cursor: it has this one already
+                for group in tuple(feed.groups):
+                    if seq <= group.at:
+                        continue  # its members joined past the cursor: they have this one already
+                    group.at = seq
                     try:
-                        sub.send.send_nowait(live)  # never wait: one slow client must not hold up the others
-                    except trio.WouldBlock:
-                        feed.subscribers.discard(sub)
-                        sub._end(too_slow=True)
-                        metrics.SLOW_CONSUMERS.inc()
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        feed.subscribers.discard(sub)  # its consumer is gone; it leaves on its own
-                        sub._feed = None
+                        frame = group.framer.frame(live)
+                    except Exception as exc:  # a view that cannot frame this event ends its clients, not the feed
+                        log.exception("framing event %d of stream %r failed", seq, feed.stream_id)
+                        error = OpenMaicError(f"framing event {seq} of stream {feed.stream_id!r} failed")
+                        error.__cause__ = exc
+                        for sub in tuple(group.members):
+                            sub._end(error=error)
+                        continue
+                    if frame is not None:
+                        for sub in tuple(group.members):
+                            self._offer(sub, frame)
+                for sub in tuple(feed.plain):
+                    if seq > sub.after:  # else it joined past the cursor: it has this one already
+                        self._offer(sub, live)
                 feed.cursor = seq
+            feed.merge_groups()
             if not more_after(batch, PAGE, PAGE_BYTES):
                 return
+
+    @staticmethod
+    def _offer(sub: Subscriber, item: Any) -> None:
+        sink = sub.sink
+        if sink is not None and sink(item):
+            return  # written to the client already
+        try:
+            sub.send.send_nowait(item)  # never wait: one slow client must not hold up the others
+        except trio.WouldBlock:
+            sub._end(too_slow=True)
+            metrics.SLOW_CONSUMERS.inc()
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            sub._leave()  # its consumer is gone; it leaves on its own

@@ -106,6 +106,11 @@ class QueueReceive:
     def receive_nowait(self) -> Any:
         return self._taken(self._receive.receive_nowait())
 
+    @property
+    def empty(self) -> bool:
+        """Nothing is queued, or being queued by a paced sender (every item counts at least its overhead)."""
+        return self._budget.held == 0
+
     def __aiter__(self) -> QueueReceive:
         return self
 

@@ -76,3 +76,48 @@ async def test_direct_frames_are_what_the_ordinary_road_sends(db, monkeypatch):
     assert direct[:4] == ordinary[:4]
     assert [_without_phase(m) for m in direct[5:]] == [_without_phase(m) for m in ordinary[4:7]]
     assert [len(json.loads(m)["event"]["data"]["text"]) for m in direct[5:]] == [12, 1_002, 70_002]
+
+
+async def test_frames_the_socket_takes_in_part_are_finished_before_any_other_write(db, monkeypatch):
+    """Every write of a frame's first bytes takes only part of it: the feed's direct writes leave the rest to the
+    connection's writer, and a pong hypercorn sends meanwhile (the client pings throughout) must wait for it. A
+    pong or a frame written into the middle of another is a protocol error the client reports."""
+    real_write = os.write
+    fed: list[bool] = []
+
+    def half_write(fd: int, data: bytes) -> int:
+        return real_write(fd, data[: max(1, len(data) // 2)])
+
+    real_write_now = direct_frames.DirectFrames.write_now
+
+    def counting_write_now(self: Any, frame: bytes) -> bool:
+        written = real_write_now(self, frame)
+        fed.append(written and self.unfinished)
+        return written
+
+    async with running_api(db) as api:
+        await api.create_stream("s")
+        await api.append_messages("s", 3)
+        monkeypatch.setattr(direct_frames.os, "write", half_write)
+        monkeypatch.setattr(direct_frames.DirectFrames, "write_now", counting_write_now)
+        seqs: list[int] = []
+        async with trio_websocket.open_websocket_url(api.ws_url("/api/streams/s/ws?after=0"),
+                                                     max_message_size=1 << 20) as ws:  # fmt: skip
+            with trio.fail_after(30):
+                while json.loads(await ws.get_message())["type"] != "caught_up":
+                    pass
+
+                async def ping() -> None:
+                    while True:
+                        await ws.ping()  # waits for its pong
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(ping)
+                    for size in (10, 1_000, 70_000) * 10:
+                        await api.append_messages("s", 1, size=size)
+                        frame = json.loads(await ws.get_message())
+                        seqs.append(frame["seq"])
+                        assert frame["event"]["data"]["text"].startswith(f"m1{'x' * min(size, 5)}")
+                    nursery.cancel_scope.cancel()
+        assert seqs == list(range(5, 35))
+        assert any(fed), "the feed wrote part of a frame directly at least once"

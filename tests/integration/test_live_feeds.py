@@ -247,3 +247,64 @@ async def test_a_burst_larger_than_a_page_of_bytes_reaches_a_subscriber_whole_an
 
             await wait_for(all_arrived, timeout=20)
             assert [e.seq for e in got] == list(range(2, burst + 2))
+
+
+class _CountingFramer:
+    """A framer whose frames name its own position: a framer advanced twice, or skipped, frames wrongly."""
+
+    def __init__(self, at: int, framed: list[int], key: str = "view") -> None:
+        self.key = key
+        self.at = at
+        self.framed = framed
+
+    def frame(self, event: LiveEvent) -> bytes | None:
+        assert event.seq == self.at + 1, (event.seq, self.at)  # events pass in seq order, each once
+        self.at = event.seq
+        self.framed.append(event.seq)
+        return None if event.seq % 5 == 0 else b"frame %d" % event.seq  # some events have no frame
+
+
+async def test_framed_subscribers_share_one_framer_per_position_and_groups_meet(db):
+    async with running_feeds(db, poke=False) as (feeds, log, wakeups):
+        await create(log, "s")
+        framed: list[int] = []
+        written: list[tuple[str, bytes]] = []
+        queues = {name: trio.open_memory_channel[Any](100) for name in ("a", "b", "c", "d", "idle")}
+
+        def sink(name: str) -> Any:
+            # "idle" takes every frame at once (the connection's idle writer); the others' writers are busy.
+            return lambda frame: name == "idle" and not written.append((name, frame))
+
+        def subscriber(name: str, after: int, key: str = "view") -> Any:
+            return feeds.subscriber("s", after, queues[name][0], framer=_CountingFramer(after, framed, key),
+                                    sink=sink(name))  # fmt: skip
+
+        got: dict[str, list[Any]] = {name: [] for name in queues}
+
+        def received(name: str) -> list[Any]:
+            got[name] += drain(queues[name][1])
+            return got[name]
+
+        with contextlib.ExitStack() as stack:
+            a, b, idle = (stack.enter_context(subscriber(n, 1)) for n in ("a", "b", "idle"))
+            for sub in (a, b, idle):
+                assert await feeds.join(sub) == []
+            await post(log, "s", 2)  # seqs 2, 3; the feed is still at 1
+            # c read to 3 itself: it joins past the feed's cursor with a framer of its own at 3.
+            c = stack.enter_context(subscriber("c", 3))
+            assert await feeds.join(c) == []
+            d = stack.enter_context(subscriber("d", 1, key="another view"))
+            assert await feeds.join(d) == []
+            wakeups.poke(["s"])
+            await wait_for(lambda: _true(len(received("a")) >= 2))
+            await post(log, "s", 3)  # seqs 4, 5, 6
+            wakeups.poke(["s"])
+            await wait_for(lambda: _true(len(received("a")) >= 4))
+            # One framer for a, b and idle (and c once it met them at 3), one for d's other key.
+            assert sorted(framed) == sorted([2, 3, 4, 5, 6] + [2, 3, 4, 5, 6]), framed
+            frames = {name: received(name) for name in queues}
+            assert frames["a"] == frames["b"] == [b"frame 2", b"frame 3", b"frame 4", b"frame 6"]
+            assert all(x is y for x, y in zip(frames["a"], frames["b"], strict=True))  # the very same bytes
+            assert frames["c"] == [b"frame 4", b"frame 6"] and frames["d"] == frames["a"]
+            assert frames["idle"] == [] and [f for _, f in written] == frames["a"]  # written, not queued
+
