@@ -24,8 +24,9 @@ from tests.runtime import wait_for
 EVENTS = "/api/agent/sessions/s/events"
 SSE = {"Accept": "text/event-stream"}
 TOTAL = 5 + 640  # the stream's first events, then 640 of 16 kB: ~10 MB
-# Frames alone would let each slow client hold all 640 events; the byte bound lets it hold ~120 of them.
-CONFIG = "server: {ws_send_queue: 100000, ws_send_queue_bytes: 2000000}"
+# Frames alone would let each slow client hold all 640 events; the byte bound lets it hold ~250 of them, and
+# leaves the client that keeps reading room to fall behind for a moment on a loaded machine.
+CONFIG = "server: {ws_send_queue: 100000, ws_send_queue_bytes: 4000000}"
 
 pytestmark = pytest.mark.filterwarnings(
     r"ignore:Async generator 'http(x|core)\._[^']*' was garbage collected:ResourceWarning"
