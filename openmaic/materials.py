@@ -28,7 +28,8 @@ import msgspec
 
 from openmaic import errors, quotas
 from openmaic.extraction.pdf import Extractor, UnreadableFile
-from openmaic.store.database import Database, Record
+from openmaic.store.database import Database
+from openmaic.store.gateway import typed
 from openmaic.store.queries import Q
 
 MATERIALS_LOCK = 0x6F6D6D61
@@ -231,15 +232,17 @@ async def store_material(
     ops.append((Q.material_insert, (material_id, owner, name, kind, len(data), text, asset_id)))
     if max_count is None and max_bytes is None:
         results = await db.transaction(ops)
-        return _material(results[-1][0])
+        return typed(Material, results[-1][0])
     # The quota is read and the row written in one transaction under the owner's lock: two uploads at once
     # cannot both take the last place.
     async with quotas.within(db, owner, MATERIALS_QUOTA, max_count if max_count is not None else 2**62,
                              adding_bytes=len(data), byte_limit=max_bytes) as conn:
-        rows: list[Record] = []
-        for sql, args in ops:
-            rows = await conn.fetch(sql, *args)
-    return _material(rows[0])
+        for sql, args in ops[:-1]:
+            await conn.execute(sql, *args)
+        sql, args = ops[-1]
+        stored = await conn.fetchrow_as(Material, sql, *args)
+    assert stored is not None  # an INSERT … RETURNING returns its row
+    return stored
 
 
 async def delete_material(db: Database, owner: str, material_id: str) -> bool:
@@ -251,50 +254,63 @@ async def material_sizes(db: Database, owner: str, material_ids: Sequence[str]) 
     """The size in bytes of each of ``material_ids`` that is a material of ``owner``."""
     if not material_ids:
         return {}
-    return {r["id"]: r["size"] for r in await db.fetch(Q.material_sizes, owner, list(material_ids))}
+    return {r.id: r.size for r in await db.fetch_as(_Size, Q.material_sizes, owner, list(material_ids))}
 
 
-def _material(r: Record) -> Material:
-    return Material(
-        id=r["id"], filename=r["filename"], media_type=r["media_type"], size=r["size"], text=r["text"],
-        asset_id=r["asset_id"], created_at=r["created_at"],
-    )
+class _Size(msgspec.Struct, frozen=True):
+    id: str
+    size: int
+
+
+class _Text(msgspec.Struct, frozen=True):
+    """What a run's steps read of a material (``material_texts``)."""
+
+    id: str
+    filename: str
+    media_type: str
+    text: str
+    asset_id: str | None
+
+
+class _Blob(msgspec.Struct, frozen=True):
+    media_type: str
+    data: bytes
 
 
 async def get_material(db: Database, owner: str, material_id: str) -> Material:
     """The material, or NotFound (also when it belongs to another owner)."""
-    row = await db.fetchrow(Q.material_get, material_id, owner)
-    if row is None:
+    found = await db.fetchrow_as(Material, Q.material_get, material_id, owner)
+    if found is None:
         raise errors.NotFound(f"no material {material_id!r}", material_id=material_id)
-    return _material(row)
+    return found
 
 
 async def list_materials(db: Database, owner: str, limit: int, before: str | None = None) -> list[Material]:
     """``owner``'s materials, newest first (ids sort by upload time), after the id ``before``."""
-    return [_material(r) for r in await db.fetch(Q.materials_of_owner, owner, limit, before)]
+    return await db.fetch_as(Material, Q.materials_of_owner, owner, limit, before)
 
 
 async def get_asset(db: Database, owner: str, asset_id: str) -> tuple[str, bytes]:
     """``(media_type, bytes)`` of an asset, or NotFound (also when it belongs to another owner)."""
-    row = await db.fetchrow(Q.asset_get, asset_id, owner)
-    if row is None:
+    blob = await db.fetchrow_as(_Blob, Q.asset_get, asset_id, owner)
+    if blob is None:
         raise errors.NotFound(f"no asset {asset_id!r}", asset_id=asset_id)
-    return row["media_type"], bytes(row["data"])
+    return blob.media_type, bytes(blob.data)
 
 
 async def missing_materials(db: Database, owner: str, material_ids: Sequence[str]) -> list[str]:
     """The ids among ``material_ids`` that are not materials of ``owner``."""
     if not material_ids:
         return []
-    found = {r["id"] for r in await db.fetch(Q.material_texts, owner, list(material_ids))}
+    found = {r.id for r in await db.fetch_as(_Text, Q.material_texts, owner, list(material_ids))}
     return [m for m in material_ids if m not in found]
 
 
 async def images_for_model(db: Database, owner: str, asset_ids: Sequence[str]) -> list[tuple[str, bytes]]:
     """``(media_type, bytes)`` of the first :data:`MODEL_IMAGES` of ``owner``'s image assets among ``asset_ids``
     that a model accepts (at most :data:`MODEL_IMAGE_BYTES` each), in order."""
-    rows = await db.fetch(Q.assets_for_model, owner, list(dict.fromkeys(asset_ids)), MODEL_IMAGE_BYTES)
-    return [(r["media_type"], bytes(r["data"])) for r in rows[:MODEL_IMAGES]]
+    rows = await db.fetch_as(_Blob, Q.assets_for_model, owner, list(dict.fromkeys(asset_ids)), MODEL_IMAGE_BYTES)
+    return [(r.media_type, bytes(r.data)) for r in rows[:MODEL_IMAGES]]
 
 
 async def material_texts(db: Database, owner: str, material_ids: Sequence[str]) -> tuple[str, list[str], list[str]]:
@@ -303,7 +319,7 @@ async def material_texts(db: Database, owner: str, material_ids: Sequence[str]) 
 
     Raises NotFound when one of them is missing (deleted, or never the owner's).
     """
-    rows = {r["id"]: r for r in await db.fetch(Q.material_texts, owner, list(material_ids))}
+    rows = {r.id: r for r in await db.fetch_as(_Text, Q.material_texts, owner, list(material_ids))}
     missing = [m for m in material_ids if m not in rows]
     if missing:
         raise errors.NotFound(f"material {missing[0]!r} no longer exists", material_id=missing[0])
@@ -312,9 +328,9 @@ async def material_texts(db: Database, owner: str, material_ids: Sequence[str]) 
     kinds: list[str] = []
     for mid in dict.fromkeys(material_ids):
         r = rows[mid]
-        kinds.append(format_of(r["media_type"]))
-        if r["asset_id"] is not None:
-            images.append(r["asset_id"])
-        if r["text"].strip():
-            parts.append(f"# {r['filename']}\n\n{r['text'].strip()}")
+        kinds.append(format_of(r.media_type))
+        if r.asset_id is not None:
+            images.append(r.asset_id)
+        if r.text.strip():
+            parts.append(f"# {r.filename}\n\n{r.text.strip()}")
     return "\n\n".join(parts), images, list(dict.fromkeys(kinds))

@@ -29,8 +29,8 @@ from openmaic.browser_import.events import (
 )  # fmt: skip
 from openmaic.browser_import.records import BROWSER_ID, StageImport
 from openmaic.browser_import.translate import translate_stage
-from openmaic.events.log import EventLog, NewStream, StreamAppend
-from openmaic.media.assets import DEFAULT_QUOTA_BYTES, AssetQuotaExceeded
+from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow
+from openmaic.media.assets import DEFAULT_QUOTA_BYTES, AssetPut, AssetQuotaExceeded
 from openmaic.store.locks import owner_lock
 from openmaic.store.queries import Q
 
@@ -80,15 +80,15 @@ def _valid(browser_id: str) -> str:
 async def bind_browser(log: EventLog, owner: str, browser_id: str) -> None:
     """Bind ``browser_id`` to ``owner`` (again: nothing changes); BoundElsewhere if another owner holds it."""
     sid = binding_stream(_valid(browser_id))
-    row = await log.stream(sid)
+    row = await log.stream_row(sid)
     if row is None:
         await log.append(StreamAppend(
             stream_id=sid, create=NewStream(KIND, owner), status="terminal", command_id="bind",
             events=[LegacyImportBound(browser_id=browser_id)]))  # fmt: skip
         # Two owners binding at once: both creates name the stream, one wins; the other's append was a replay of
         # the winner's command, so reading the owner back tells who holds the browser.
-        row = await log.stream(sid)
-    if row is None or row["owner_id"] != owner:
+        row = await log.stream_row(sid)
+    if row is None or row.owner_id != owner:
         raise BoundElsewhere("this browser's data was bound to another account; sign in there to import it")
 
 
@@ -99,8 +99,8 @@ async def browser_of(log: EventLog, owner: str, header: str | None) -> str:
     browser_id = header.strip()
     if not _BROWSER_ID.match(browser_id):
         raise errors.InvalidInput(f"{HEADER} is a browser id: 32 lowercase hexadecimal characters", path=HEADER)
-    row = await log.stream(binding_stream(browser_id))
-    if row is None or row["owner_id"] != owner or row["kind"] != KIND:
+    row = await log.stream_row(binding_stream(browser_id))
+    if row is None or row.owner_id != owner or row.kind != KIND:
         raise NotBound("this browser is not bound to you: POST /api/identity/legacy-import-binding first")
     return browser_id
 
@@ -128,17 +128,17 @@ async def import_stage(log: EventLog, owner: str, browser_id: str, body: StageIm
     # does, and of two imports of one stage at once the second finds the first's course.
     async with log.appending(owner_lock(log.db, owner, IMPORT_LOCK)) as tx:
         conn = tx.conn
-        row = await conn.fetchrow(Q.stream, t.course_id)
+        row = await conn.fetchrow_as(StreamRow, Q.stream, t.course_id)
         if row is not None:
-            if row["owner_id"] != owner:  # derived from a browser id bound to owner: only a claim could move it
+            if row.owner_id != owner:  # derived from a browser id bound to owner: only a claim could move it
                 raise NotBound("this stage was imported by another account")
             return done  # imported once: a later import of the stage changes nothing
         if t.assets:
             await conn.execute(Q.asset_owner_lock, owner)
         for a in t.assets:
-            put = await conn.fetchrow(Q.asset_put_within_quota, a.id, owner, a.media_type, len(a.data),
-                                      hashlib.sha256(a.data).digest(), a.data, a.kind, t.course_id, quota_bytes)
-            if put is None or (put["existing"] is None and put["inserted"] is None):
+            put = await conn.fetchrow_as(AssetPut, Q.asset_put_within_quota, a.id, owner, a.media_type, len(a.data),
+                                         hashlib.sha256(a.data).digest(), a.data, a.kind, t.course_id, quota_bytes)
+            if put is None or not put.stored:
                 raise AssetQuotaExceeded(  # raised inside the transaction: nothing of this stage is stored
                     f"the asset storage is full; this course's media need {sum(len(x.data) for x in t.assets)} "
                     f"bytes of the {quota_bytes} allowed", quota=quota_bytes)

@@ -306,27 +306,23 @@ class EventLog:
         return Horizon(int(r["xmin"]), int(r["behind"]),
                        float(r["age_s"]) if r["age_s"] is not None else None, r["pid"])
 
-    async def stream(self, stream_id: str) -> Record | None:
-        """The stream's row as the driver returns it. Being replaced by :meth:`stream_row`: the modules that still
-        read this form are listed in tests/unit/test_module_map.py."""
-        return await self.db.fetchrow(Q.stream, stream_id)
-
     async def stream_row(self, stream_id: str) -> StreamRow | None:
         """The stream's row, typed, or None when there is no such stream."""
-        r = await self.db.fetchrow(Q.stream, stream_id)
-        return None if r is None else StreamRow(**dict(r.items()))
+        return await self.db.fetchrow_as(StreamRow, Q.stream, stream_id)
 
     async def command_event(self, stream_id: str, command_id: str) -> CommandEvent | None:
         """The first event ``command_id`` wrote on the stream, or None when it wrote none there."""
-        r = await self.db.fetchrow(Q.command_previous, stream_id, command_id)
-        return None if r is None else CommandEvent(seq=r["seq"], type=r["type"])
+        return await self.db.fetchrow_as(CommandEvent, Q.command_previous, stream_id, command_id)
 
     async def summaries(self, statement: str, *args: Any) -> list[StreamSummary]:
         """The rows of a listing ``statement`` (one that selects the columns of :class:`StreamSummary` from
         ``streams``), typed."""
-        return [StreamSummary(id=r["id"], head_seq=r["head_seq"], status=r["status"], attempt=r["attempt"],
-                              created_at=r["created_at"], updated_at=r["updated_at"])
-                for r in await self.db.fetch(statement, *args)]
+        return await self.db.fetch_as(StreamSummary, statement, *args)
+
+    async def events(self, statement: str, *args: Any) -> list[RecordedEvent]:
+        """The rows of an event read ``statement`` (one selecting the columns of the log's event reads, as
+        ``read_stream`` does: the projector's predecessor and gap reads), as RecordedEvents."""
+        return [recorded(r) for r in await self.db.fetch(statement, *args)]
 
     def decode(self, e: RecordedEvent) -> Event:
         return self.types.decode(e.type, e.v, e.data, stream_id=e.stream_id, seq=e.seq)

@@ -28,6 +28,7 @@ import msgspec
 from openmaic import errors
 from openmaic.models.media import GeneratedMedia
 from openmaic.store.database import Database
+from openmaic.store.gateway import typed
 from openmaic.store.queries import Q
 
 __all__ = ["AssetHead", "AssetKind", "AssetQuotaExceeded", "StoredAsset", "asset_id_for", "read_asset_head",
@@ -67,6 +68,38 @@ class AssetHead(msgspec.Struct, frozen=True, kw_only=True):
     created_at: dt.datetime
 
 
+class AssetPut(msgspec.Struct, frozen=True):
+    """What ``asset_put_within_quota`` answers: the asset already there, or the one it inserted, or neither (the
+    quota is full: ``used`` bytes already)."""
+
+    existing: str | None
+    inserted: str | None
+    used: int
+
+    @property
+    def stored(self) -> bool:
+        return self.existing is not None or self.inserted is not None
+
+
+class _Head(msgspec.Struct, frozen=True):
+    id: str
+    media_type: str
+    size: int
+    sha256: bytes
+    kind: str
+    course_id: str | None
+    created_at: dt.datetime
+
+
+class _Data(msgspec.Struct, frozen=True):
+    data: bytes
+
+
+class _Used(msgspec.Struct, frozen=True):
+    bytes: int
+    count: int
+
+
 def asset_id_for(owner: str, digest: bytes) -> str:
     """The id of ``owner``'s asset whose bytes hash to ``digest`` (sha256)."""
     return "asset_" + hashlib.sha256(owner.encode() + b"\x00" + digest).hexdigest()[:32]
@@ -86,34 +119,34 @@ async def store_generated(
         (Q.asset_put_within_quota, (asset_id, owner, media.media_type, size, digest, media.data, kind, course_id,
                                     quota_bytes)),
     ])  # fmt: skip
-    row = results[-1][0]
-    if row["existing"] is None and row["inserted"] is None:
+    put = typed(AssetPut, results[-1][0])
+    if not put.stored:
         raise AssetQuotaExceeded(
-            f"the asset storage is full ({row['used']} of {quota_bytes} bytes used; this {kind} needs {size})",
-            used=row["used"], quota=quota_bytes, size=size,
+            f"the asset storage is full ({put.used} of {quota_bytes} bytes used; this {kind} needs {size})",
+            used=put.used, quota=quota_bytes, size=size,
         )
     return StoredAsset(id=asset_id, media_type=media.media_type, size=size, sha256=digest.hex())
 
 
 async def read_asset_head(db: Database, owner: str, asset_id: str) -> AssetHead:
     """The asset's metadata; NotFound for a missing asset or another owner's."""
-    row = await db.fetchrow(Q.asset_head, asset_id, owner)
+    row = await db.fetchrow_as(_Head, Q.asset_head, asset_id, owner)
     if row is None:
         raise errors.NotFound(f"no asset {asset_id!r}", asset_id=asset_id)
-    return AssetHead(id=row["id"], media_type=row["media_type"], size=row["size"], sha256=bytes(row["sha256"]).hex(),
-                     kind=row["kind"], course_id=row["course_id"], created_at=row["created_at"])
+    return AssetHead(id=row.id, media_type=row.media_type, size=row.size, sha256=bytes(row.sha256).hex(),
+                     kind=row.kind, course_id=row.course_id, created_at=row.created_at)
 
 
 async def read_asset_range(db: Database, owner: str, asset_id: str, start: int, length: int) -> bytes:
     """Bytes ``[start, start + length)`` of the asset (fewer at its end); NotFound as for ``read_asset_head``."""
-    row = await db.fetchrow(Q.asset_range, asset_id, owner, start, length)
+    row = await db.fetchrow_as(_Data, Q.asset_range, asset_id, owner, start, length)
     if row is None:
         raise errors.NotFound(f"no asset {asset_id!r}", asset_id=asset_id)
-    return bytes(row["data"])
+    return bytes(row.data)
 
 
 async def usage(db: Database, owner: str) -> tuple[int, int]:
     """``(bytes, count)`` of everything ``owner`` has stored."""
-    row = await db.fetchrow(Q.assets_used, owner)
+    row = await db.fetchrow_as(_Used, Q.assets_used, owner)
     assert row is not None  # an aggregate always answers one row
-    return int(row["bytes"]), int(row["count"])
+    return int(row.bytes), int(row.count)

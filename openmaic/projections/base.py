@@ -17,16 +17,18 @@ import abc
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
 from openmaic import errors
 from openmaic.events.log import RecordedEvent
 from openmaic.events.types import Event, Registry, registry
-from openmaic.store.database import Database, Op, Record
+from openmaic.store.database import Database, Op
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=msgspec.Struct)
 
 
 class ProjectionPaused(errors.OpenMaicError):
@@ -103,10 +105,11 @@ class Context:
         """One write statement for the batch's transaction."""
         return (self.tables.sql(template), args)
 
-    async def fetch(self, template: str, *args: Any) -> list[Record]:
-        """Read current rows (outside the write transaction: only this projector writes these tables, as the
-        advisory lock and the checkpoint fence guarantee)."""
-        return await self.db.fetch(self.tables.sql(template), *args)
+    async def fetch(self, row: type[T], template: str, *args: Any) -> list[T]:
+        """Read current rows, each as ``row`` (a struct whose fields are the statement's columns), outside the
+        write transaction: only this projector writes these tables, as the advisory lock and the checkpoint fence
+        guarantee."""
+        return await self.db.fetch_as(row, self.tables.sql(template), *args)
 
     def decode(self, e: RecordedEvent) -> Event | None:
         """The typed event, or None (logged once per type) when this version cannot decode it: a projection

@@ -11,6 +11,7 @@ stream's seq it reflects; ``deleted`` mirrors ``document.deleted`` for filtering
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Sequence
 
 import msgspec
@@ -27,6 +28,16 @@ _decode_doc = msgspec.json.Decoder(CourseDocument).decode
 _encode = msgspec.json.Encoder().encode
 
 SQL = load_sql(__package__, "documents.sql")
+
+
+class _Loaded(msgspec.Struct, frozen=True):
+    """A course a batch touches (``load``): its stored document, if any, and its owner."""
+
+    id: str
+    owner_id: str | None
+    document: str | None
+    updated_at: dt.datetime | None
+
 
 COURSE_TYPES = frozenset(t for t in registry.tags() if t.startswith("course."))
 OWNER_CHANGED = StreamOwnerChanged.__struct_config__.tag
@@ -52,12 +63,12 @@ class CourseDocuments(Projection):
         owners: dict[str, str | None] = {}
         updated: dict[str, object] = {}
         courses: set[str] = set()
-        for r in await ctx.fetch(SQL.load, ids):
-            docs[r["id"]] = _decode_doc(r["document"]) if r["document"] is not None else CourseDocument()
-            owners[r["id"]] = r["owner_id"]
-            updated[r["id"]] = r["updated_at"]
-            if r["document"] is not None:
-                courses.add(r["id"])
+        for r in await ctx.fetch(_Loaded, SQL.load, ids):
+            docs[r.id] = _decode_doc(r.document) if r.document is not None else CourseDocument()
+            owners[r.id] = r.owner_id
+            updated[r.id] = r.updated_at
+            if r.document is not None:
+                courses.add(r.id)
         for e in events:
             if e.type == OWNER_CHANGED:
                 # Every claimed stream records its owner change; only a course has a document to move.

@@ -57,6 +57,15 @@ _encode = msgspec.json.Encoder().encode
 SQL = load_sql(__package__, "history.sql")
 
 
+class _Loaded(msgspec.Struct, frozen=True):
+    """A session a batch touches (``load``): its last transcript index, and its stored pending messages."""
+
+    id: str
+    last_idx: int | None
+    seqs: list[int] | None
+    texts: list[str] | None
+
+
 class ModelHistory(Projection):
     """The committed model transcript of each session."""
 
@@ -71,9 +80,9 @@ class ModelHistory(Projection):
         ids = list(dict.fromkeys(e.stream_id for e in events))
         next_idx: dict[str, int] = {}
         stored_pending: dict[str, dict[int, str]] = {}
-        for r in await ctx.fetch(SQL.load, ids):
-            next_idx[r["id"]] = -1 if r["last_idx"] is None else r["last_idx"]
-            stored_pending[r["id"]] = dict(zip(r["seqs"] or (), r["texts"] or ()))
+        for r in await ctx.fetch(_Loaded, SQL.load, ids):
+            next_idx[r.id] = -1 if r.last_idx is None else r.last_idx
+            stored_pending[r.id] = dict(zip(r.seqs or (), r.texts or ()))
         new_pending: dict[tuple[str, int], str] = {}
         delivered_stored: list[tuple[str, int]] = []
         rows: list[tuple[str, int, str, str, int]] = []

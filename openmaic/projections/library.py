@@ -99,6 +99,22 @@ _encode = msgspec.json.Encoder().encode
 SQL = load_sql(__package__, "library.sql")
 
 
+class _Loaded(msgspec.Struct, frozen=True):
+    """A course a batch touches, as ``load`` reads it: its stored card (``stored``), if any, and its runs."""
+
+    id: str
+    stream_owner: str | None
+    deleted: bool
+    owner_id: str | None
+    title: str | None
+    run_id: str | None
+    run_state: str | None
+    scenes: str | None
+    updated_at: dt.datetime | None
+    stored: bool
+    runs: list[str] | None
+
+
 class _Card:
     __slots__ = ("course_id", "owner_id", "title", "run_id", "run_state", "scenes", "updated_at", "stored",
                  "deleted", "dirty")
@@ -153,19 +169,19 @@ class LibraryCards(Projection):
         cards: dict[str, _Card] = {}
         run_course: dict[str, str] = {}
         loaded_owner: dict[str, str | None] = {}
-        for r in await ctx.fetch(SQL.load, list(course_ids), list(run_ids)):
-            card = _Card(r["id"], r["owner_id"] or r["stream_owner"])
+        for r in await ctx.fetch(_Loaded, SQL.load, list(course_ids), list(run_ids)):
+            card = _Card(r.id, r.owner_id or r.stream_owner)
             loaded_owner[card.course_id] = card.owner_id
-            card.deleted = r["deleted"]
-            if r["stored"]:
+            card.deleted = r.deleted
+            if r.stored:
                 card.stored = True
-                card.title = r["title"]
-                card.run_id = r["run_id"]
-                card.run_state = r["run_state"]
-                card.scenes = _scenes_decoder.decode(r["scenes"])
-                card.updated_at = r["updated_at"]
+                card.title = r.title or ""
+                card.run_id = r.run_id
+                card.run_state = r.run_state
+                card.scenes = _scenes_decoder.decode(r.scenes or "{}")
+                card.updated_at = r.updated_at
             cards[card.course_id] = card
-            for run_id in r["runs"] or ():
+            for run_id in r.runs or ():
                 run_course[run_id] = card.course_id
 
         new_runs: dict[str, str] = {}

@@ -26,11 +26,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from openmaic.events.log import RecordedEvent, recorded
-from openmaic.store.database import Record
+from openmaic.events.log import RecordedEvent
 from openmaic.store.queries import Q
 
-Fetch = Callable[..., Awaitable[list[Record]]]
+Fetch = Callable[..., Awaitable[list[RecordedEvent]]]
+"""Reads events by an event-read statement and its arguments (:meth:`openmaic.events.log.EventLog.events`)."""
 Key = tuple[str, int]
 
 
@@ -101,14 +101,13 @@ class StreamOrder:
         pulled: dict[Key, RecordedEvent] = {}
         if probes:
             self.probes += len(probes)
-            rows = await fetch(
+            found = await fetch(
                 Q.projection_predecessors,
                 [e.stream_id for e in probes], [e.seq for e in probes], [e.epoch for e in probes],
                 [str(e.tx) for e in probes], [e.position for e in probes],
             )
             chains: dict[str, list[RecordedEvent]] = {}
-            for r in rows:
-                ev = recorded(r)
+            for ev in found:
                 chains.setdefault(ev.stream_id, []).append(ev)
             for e in probes:
                 # Walk down from seq-1: undelivered predecessors until the first delivered one (an early one is
@@ -139,11 +138,9 @@ class StreamOrder:
                     gaps.append((e.stream_id, m, m))
             sim[e.stream_id] = e.seq
         if gaps:
-            rows = await fetch(
+            for ev in await fetch(
                 Q.projection_gaps, [g[0] for g in gaps], [g[1] for g in gaps], [g[2] for g in gaps]
-            )
-            for r in rows:
-                ev = recorded(r)
+            ):
                 pulled[(ev.stream_id, ev.seq)] = ev
 
         delivered_here: set[Key] = set()

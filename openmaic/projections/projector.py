@@ -175,7 +175,7 @@ class Applier:
             page = await self.log.read_all(self.cursor, limit)
             if not page:
                 return 0
-            plan = await self.order.arrange(self.db.fetch, page)
+            plan = await self.order.arrange(self.log.events, page)
             wants = self.projection.wants
             relevant = [e for e in plan.events if wants(e.type)]
             last = page[-1]

@@ -86,6 +86,20 @@ _NO_DATA = frozenset({"lease.claimed", "session.interrupted"})
 SQL = load_sql(__package__, "sessions.sql")
 
 
+class _Stored(msgspec.Struct, frozen=True):
+    """A session's stored row (``load``)."""
+
+    session_id: str
+    owner_id: str
+    kind: str
+    course_id: str | None
+    status: str
+    title: str
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    seq: int
+
+
 class _Row:
     __slots__ = ("session_id", "owner_id", "kind", "course_id", "status", "title", "created_at", "updated_at",
                  "seq", "dirty")
@@ -115,10 +129,10 @@ class SessionList(Projection):
     async def apply(self, ctx: Context, events: Sequence[RecordedEvent]) -> list[Op]:
         ids = list(dict.fromkeys(e.stream_id for e in events))
         rows: dict[str, _Row] = {}
-        for r in await ctx.fetch(SQL.load, ids):
-            row = _Row(r["session_id"], r["owner_id"], r["kind"], r["created_at"])
-            row.course_id, row.status, row.title = r["course_id"], r["status"], r["title"]
-            row.updated_at, row.seq, row.dirty = r["updated_at"], r["seq"], False
+        for r in await ctx.fetch(_Stored, SQL.load, ids):
+            row = _Row(r.session_id, r.owner_id, r.kind, r.created_at)
+            row.course_id, row.status, row.title = r.course_id, r.status, r.title
+            row.updated_at, row.seq, row.dirty = r.updated_at, r.seq, False
             rows[row.session_id] = row
         for e in events:
             dec = _DECODERS.get(e.type)

@@ -15,6 +15,7 @@ resolve, so runs started before keep their cast, but they are no longer listed.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -24,7 +25,7 @@ import msgspec
 from openmaic import errors, quotas
 from openmaic.courses.schema import AgentProfile
 from openmaic.steps.roster import BUILTIN_AGENTS, Agent
-from openmaic.store.database import Database, Record
+from openmaic.store.database import Database
 from openmaic.store.queries import Q
 
 __all__ = [
@@ -118,10 +119,21 @@ def check_agent(agent: Agent) -> Agent:
     return msgspec.structs.replace(agent, name=name, role=role, persona=agent.persona.strip(), read_only=False)
 
 
-def _row_agent(r: Record) -> Agent:
-    extra = msgspec.json.decode(r["profile"]) if isinstance(r["profile"], (str, bytes)) else (r["profile"] or {})
-    role = "student" if r["role"] == "classmate" else r["role"]
-    return msgspec.convert({**extra, "id": r["id"], "name": r["name"], "role": role, "persona": r["persona"]}, Agent)
+class _AgentRow(msgspec.Struct, frozen=True):
+    """An owner's agent as stored: the columns, and the rest of its profile as JSON text."""
+
+    id: str
+    name: str
+    role: str
+    persona: str
+    profile: str | None
+    created_at: dt.datetime | None = None  # agents_of_owner's keyset; agents_by_ids does not select it
+
+    def agent(self) -> Agent:
+        extra = msgspec.json.decode(self.profile) if self.profile else {}
+        role = "student" if self.role == "classmate" else self.role
+        return msgspec.convert({**extra, "id": self.id, "name": self.name, "role": role, "persona": self.persona},
+                               Agent)
 
 
 def _profile_json(agent: Agent) -> str:
@@ -143,11 +155,11 @@ async def list_agents(db: Database, owner: str, *, limit: int | None = None, aft
     the order they were created, after the one whose ``(created_at, id)`` is ``after``; and the key of the last
     one given when more follow."""
     start = (None, None) if after is None else tuple(after)
-    rows = await db.fetch(Q.agents_of_owner, owner, *start, None if limit is None else limit + 1)
+    rows = await db.fetch_as(_AgentRow, Q.agents_of_owner, owner, *start, None if limit is None else limit + 1)
     more = limit is not None and len(rows) > limit
     rows = rows[:limit] if more else rows
-    own = [_row_agent(r) for r in rows]
-    nxt = (rows[-1]["created_at"], rows[-1]["id"]) if more else None
+    own = [r.agent() for r in rows]
+    nxt = (rows[-1].created_at, rows[-1].id) if more else None
     return [*(BUILTIN_AGENTS.values() if after is None else ()), *own], nxt
 
 
@@ -210,7 +222,7 @@ async def _custom(db: Database, owner: str, ids: Sequence[str]) -> dict[str, Age
     wanted = [i for i in ids if i not in BUILTIN_AGENTS and i not in _LEGACY]
     if not wanted:
         return {}
-    return {r["id"]: _row_agent(r).profile() for r in await db.fetch(Q.agents_by_ids, owner, wanted)}
+    return {r.id: r.agent().profile() for r in await db.fetch_as(_AgentRow, Q.agents_by_ids, owner, wanted)}
 
 
 def _known(agent_id: str) -> AgentProfile | None:

@@ -57,10 +57,10 @@ async def test_sigkill_mid_append_is_all_or_nothing(db, db_url, mode):
     # once the server has noticed the dead client, the stream holds all of the batch or none of it
     await wait_for(lambda: _zero(child_backends(db)))
     events = await log.read_stream("s", limit=N + 10)
-    row = await log.stream("s")
+    row = await log.stream_row("s")
     assert len(events) - 1 in (0, N)
-    assert row["head_seq"] == len(events)
-    assert verify_chain([(e.seq, e.type, bytes(e.data), e.hash) for e in events]) == row["head_hash"]
+    assert row.head_seq == len(events)
+    assert verify_chain([(e.seq, e.type, bytes(e.data), e.hash) for e in events]) == row.head_hash
     if mode == "transaction":
         assert len(events) == 1
 

@@ -97,7 +97,7 @@ async def test_zombie_worker_writes_nothing_after_takeover(db, db_url, log, work
     workers.append(zombie)
     await wait_for(lambda: _held_by(db, "z", zombie.id))
     zombie.signal(signal.SIGSTOP)
-    stopped_attempt = (await log.stream("z"))["attempt"]
+    stopped_attempt = (await log.stream_row("z")).attempt
     try:
         workers.append(await WorkerProcess(db_url, **SETTINGS).started())
         await wait_for(lambda: _attempt_above(log, "z", stopped_attempt), timeout=TTL + 10)
@@ -226,7 +226,7 @@ async def _eq(aw, value) -> bool:
 
 
 async def _status(log, sid):
-    return (await log.stream(sid))["status"]
+    return (await log.stream_row(sid)).status
 
 
 async def _completed(db, sids) -> int:
@@ -249,7 +249,7 @@ async def _held_by(db, sid, worker_id) -> bool:
 
 
 async def _attempt_above(log, sid, attempt) -> bool:
-    return (await log.stream(sid))["attempt"] > attempt
+    return (await log.stream_row(sid)).attempt > attempt
 
 
 async def _listening(db) -> bool:

@@ -64,8 +64,8 @@ class TestAck(Success):
 async def post_test_message(call: Call, id: str) -> TestAck:
     """Post a message to a test stream."""
     body: PostBody = call.body
-    row = await call.services.log.stream(id)
-    if row is None or row["owner_id"] != call.user:
+    row = await call.services.log.stream_row(id)
+    if row is None or row.owner_id != call.user:
         raise StreamNotFound(f"no stream {id!r}", stream_id=id)
     event = SessionMessagePosted(text=body.text, delivery=body.delivery)
     r = await call.services.log.append_one(id, [event], command_id=body.command_id)

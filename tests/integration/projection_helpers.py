@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import msgspec
 import trio
 
 from benchmarks.workload import Step
@@ -18,6 +19,11 @@ from openmaic.events.log import EventLog, NewStream, RecordedEvent, StreamAppend
 from openmaic.projections import Context, Projection, default_projections, run_projectors
 from openmaic.store.database import Database, Op, open_database
 from openmaic.store.queries import Q
+
+
+class _Last(msgspec.Struct, frozen=True):
+    stream_id: str
+    seq: int
 
 
 class Counting(Projection):
@@ -45,8 +51,8 @@ class Counting(Projection):
 
     async def apply(self, ctx: Context, events: Sequence[RecordedEvent]) -> list[Op]:
         ids = list(dict.fromkeys(e.stream_id for e in events))
-        last = {r["stream_id"]: r["seq"] for r in await ctx.fetch(
-            "SELECT stream_id, max(seq) AS seq FROM {test_counting} WHERE stream_id = ANY($1::text[]) "
+        last = {r.stream_id: r.seq for r in await ctx.fetch(
+            _Last, "SELECT stream_id, max(seq) AS seq FROM {test_counting} WHERE stream_id = ANY($1::text[]) "
             "GROUP BY stream_id", ids)}
         in_order = []
         for e in events:

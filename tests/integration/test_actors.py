@@ -29,8 +29,8 @@ async def test_a_queued_stream_is_claimed_run_and_completed(db_url, log):
                      "session.ended"]
     claimed = log.decode((await log.read_stream("s1"))[1])
     assert (claimed.attempt, claimed.reason) == (1, "queued")
-    row = await log.stream("s1")
-    assert (row["status"], row["lease_worker"]) == ("terminal", None)
+    row = await log.stream_row("s1")
+    assert (row.status, row.lease_worker) == ("terminal", None)
 
 
 async def test_idle_streams_hold_no_worker_and_a_message_requeues_them(db_url, log):
@@ -141,8 +141,8 @@ async def test_graceful_shutdown_releases_without_charging_and_a_new_worker_resu
         await wait_for(lambda: _has(log, "s1", "lease.claimed"))
         worker.shutdown()
         await wait_for(lambda: _eq(_status(log, "s1"), "queued"), timeout=10)
-    row = await log.stream("s1")
-    assert (row["lease_worker"], row["unattended_attempts"]) == (None, 0)
+    row = await log.stream_row("s1")
+    assert (row.lease_worker, row.unattended_attempts) == (None, 0)
     assert (await types_of(log, "s1"))[-2:] == ["session.interrupted", "lease.released"]
     await db_exec(log, "UPDATE streams SET wake_at = NULL WHERE id = 's1'")
     with trio.fail_after(10):
@@ -162,7 +162,7 @@ async def test_an_expired_lease_is_taken_over_as_orphaned_and_charged(db_url, lo
         await wait_for(lambda: _eq(ended(log, "s1"), "completed"))
     claim = next(log.decode(e) for e in await log.read_stream("s1") if e.type == "lease.claimed")
     assert (claim.attempt, claim.reason) == (5, "orphaned")
-    assert (await log.stream("s1"))["unattended_attempts"] == 0  # the completed step was progress
+    assert (await log.stream_row("s1")).unattended_attempts == 0  # the completed step was progress
 
 
 async def test_over_the_unattended_cap_the_kind_gives_up(db_url, log, db):
@@ -205,7 +205,7 @@ async def _true(v) -> bool:
 
 
 async def _status(log, sid):
-    return (await log.stream(sid))["status"]
+    return (await log.stream_row(sid)).status
 
 
 async def _has(log, sid, type_):

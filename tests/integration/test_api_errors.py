@@ -55,7 +55,7 @@ async def test_bodies_malformed_wrong_types_and_missing_fields_are_400s_naming_t
                                                              "meta.count")]:
             err = error_of(await client.post(URL, json=payload), 400, "MISSING_REQUIRED_FIELD")
             assert err["error"] == f"Missing required field: {path}" and err["details"] == {"path": path}
-        assert (await api.log.stream("s"))["head_seq"] == 3  # only the two accepted messages were written
+        assert (await api.log.stream_row("s")).head_seq == 3  # only the two accepted messages were written
 
 
 async def test_each_route_answers_errors_in_its_declared_form(db):
@@ -126,7 +126,7 @@ async def test_unknown_ids_and_other_owners_ids_get_the_same_404(db):
                 (b.status_code, b.content, _undated(b.headers)), name
         assert ws_missing.status_code == ws_theirs.status_code == 404
         assert ws_missing.body == ws_theirs.body
-        assert (await api.log.stream("x"))["head_seq"] == 4  # nothing was written for the wrong owner
+        assert (await api.log.stream_row("x")).head_seq == 4  # nothing was written for the wrong owner
 
 
 async def test_bad_cursors(db):

@@ -134,7 +134,7 @@ async def test_one_road_bad_messages_are_refused_alike_over_http_and_the_websock
                     http = r.json()
                     assert (frame["errorCode"], frame["error"], frame.get("details")) == (
                         http["errorCode"], http["error"], http.get("details")), body
-        assert await api.log.stream("s") and (await api.log.stream("s"))["head_seq"] == 1  # nothing was written
+        assert await api.log.stream_row("s") and (await api.log.stream_row("s")).head_seq == 1  # nothing was written
 
 
 async def test_an_oversized_command_is_refused_as_its_route_refuses_the_body(db):
@@ -166,7 +166,7 @@ async def test_an_oversized_command_is_refused_as_its_route_refuses_the_body(db)
                 with pytest.raises(trio_websocket.ConnectionClosed) as closed:
                     await ws.get_message()
         assert closed.value.reason.code == 1009
-        assert (await api.log.stream("s"))["head_seq"] == 2  # only "fits"
+        assert (await api.log.stream_row("s")).head_seq == 2  # only "fits"
 
 
 @pytest.mark.parametrize("transport", ["ws", "sse"])

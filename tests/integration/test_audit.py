@@ -87,8 +87,8 @@ async def test_export_then_verify_is_intact(db, log, tmp_path):
     for ln in lines[1:]:
         obj = json.loads(ln)
         if "stream_end" in obj:
-            row = await log.stream(obj["stream_end"])
-            assert (obj["head_seq"], obj["head_hash"]) == (row["head_seq"], row["head_hash"].hex())
+            row = await log.stream_row(obj["stream_end"])
+            assert (obj["head_seq"], obj["head_hash"]) == (row.head_seq, row.head_hash.hex())
             continue
         (e,) = await log.read_stream(obj["stream_id"], obj["seq"] - 1, 1)
         raw = ln[ln.index(b',"data":') + 8: ln.rindex(b',"prev_hash":')]

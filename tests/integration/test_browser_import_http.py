@@ -161,7 +161,7 @@ async def test_a_browser_imports_its_courses_agents_and_settings_once(db_url, tm
         assert [e.type for e in record] == ["legacy_import.bound", "legacy_import.stage_imported",
                                             "legacy_import.agents_imported", "legacy_import.settings_imported"]
         assert "sk-browser-key" not in b"".join(e.data for e in record).decode()
-        assert (await log.stream(binding_stream(BROWSER)))["owner_id"] == "alice"
+        assert (await log.stream_row(binding_stream(BROWSER))).owner_id == "alice"
         assert [e.type for e in await log.read_stream(course)] == ["course.created", "course.outline_set"]
         rows = {(r["owner_id"], r["kind"], r["course_id"]) for r in await db.fetch("SELECT * FROM assets")}
         assert rows == {("alice", "image", course), ("alice", "narration", course)}
@@ -237,7 +237,7 @@ async def test_a_browser_bound_anonymously_goes_on_importing_as_the_account_afte
             assert (await browser.get(f"{user_url}/api/classrooms/{course}")).status_code == 200
     async with open_database(db_url, max_size=2) as db:
         log = EventLog(db)
-        assert (await log.stream(binding_stream(BROWSER)))["owner_id"] == "alice"
+        assert (await log.stream_row(binding_stream(BROWSER))).owner_id == "alice"
         types = [e.type for e in await log.read_stream(binding_stream(BROWSER))]
         assert types == ["legacy_import.bound", "legacy_import.stage_imported", "stream.owner_changed",
                          "legacy_import.agents_imported"]

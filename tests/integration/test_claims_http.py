@@ -122,7 +122,7 @@ async def test_a_claim_while_the_run_generates_moves_it_and_loses_or_repeats_no_
         assert "run.step_failed" not in types, types
         changed = types.index("stream.owner_changed")
         assert "run.step_completed" in types[:changed] and "run.step_completed" in types[changed:], types
-        assert (await log.stream(run_id))["owner_id"] == "alice"
+        assert (await log.stream_row(run_id)).owner_id == "alice"
         record = [log.decode(e) for e in await log.read_stream(claim_stream_id(anonymous))]
         assert record[0].from_owner_id == anonymous and record[0].to_owner_id == "alice"
 

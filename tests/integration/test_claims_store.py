@@ -79,8 +79,8 @@ async def test_a_claim_moves_every_owned_row_and_records_it_in_the_log(db):
         assert log.decode(events[-1]) == StreamOwnerChanged(from_owner_id=a, to_owner_id=user)
     record = await log.read_stream(claim_stream_id(a))
     assert [log.decode(e) for e in record] == [OwnerClaimed(from_owner_id=a, to_owner_id=user, moved=result.moved)]
-    row = await log.stream(claim_stream_id(a))
-    assert row["owner_id"] == user and row["kind"] == "owner_claim" and row["status"] == "terminal"
+    row = await log.stream_row(claim_stream_id(a))
+    assert row.owner_id == user and row.kind == "owner_claim" and row.status == "terminal"
     assert await claimed_into(db, a) == user
 
 
@@ -152,7 +152,7 @@ async def test_a_write_of_a_claimed_owner_lands_with_the_account(db):
     await claim_owner(log, a, user)
     await stream(log, "course-late", a, "course")
     await material(db, "mat-late", a)
-    assert (await log.stream("course-late"))["owner_id"] == user
+    assert (await log.stream_row("course-late")).owner_id == user
     assert await owned(db, "materials", user) == 1 and await owned(db, "assets", user) == 1
     assert await db.fetchval("SELECT openmaic_owner($1)", a) == user
     assert await db.fetchval("SELECT openmaic_owner($1)", "proxy:bob") == "proxy:bob"

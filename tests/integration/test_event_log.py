@@ -48,9 +48,9 @@ async def test_sixteen_concurrent_appenders_get_gap_free_seqs(db):
     ranges = sorted((r.first_seq, r.last_seq) for r in results)
     for (a, b), (c, _) in zip(ranges, ranges[1:]):
         assert c == b + 1
-    row = await log.stream("s")
-    assert row["head_seq"] == seqs[-1]
-    assert verify_chain(await chain_of(log, "s")) == row["head_hash"]
+    row = await log.stream_row("s")
+    assert row.head_seq == seqs[-1]
+    assert verify_chain(await chain_of(log, "s")) == row.head_hash
 
 
 async def test_two_processes_appending_to_one_stream_keep_seqs_gap_free_and_the_chain_whole(db, db_url):
@@ -84,9 +84,9 @@ async def test_two_processes_appending_to_one_stream_keep_seqs_gap_free_and_the_
     assert [tuple(r) for r in extents] == ranges
     assert not any(r.replayed for r in results)
     assert all(e.attempt == 7 for e in events[1:])
-    row = await log.stream("s")
-    assert row["head_seq"] == events[-1].seq
-    assert verify_chain(await chain_of(log, "s")) == row["head_hash"]
+    row = await log.stream_row("s")
+    assert row.head_seq == events[-1].seq
+    assert verify_chain(await chain_of(log, "s")) == row.head_hash
 
 
 async def test_a_lone_append_writes_what_openmaic_append_writes(db):
@@ -133,7 +133,7 @@ async def test_wrong_expected_seq_is_refused_and_writes_nothing(db):
     await create(log, "s")
     with pytest.raises(errors.WrongExpectedSeq):
         await log.append_one("s", [SessionMessagePosted(text="x")], expected_seq=0)
-    assert (await log.stream("s"))["head_seq"] == 1
+    assert (await log.stream_row("s")).head_seq == 1
     r = await log.append_one("s", [SessionMessagePosted(text="x")], expected_seq=1)
     assert r.first_seq == 2
 
@@ -145,13 +145,13 @@ async def test_command_replay_returns_original_seqs_and_writes_nothing(db):
     await log.append_one("s", [SessionMessagePosted(text="other")])
     again = await log.append_one("s", [SessionMessagePosted(text="a"), SessionMessagePosted(text="b")], command_id="c1")
     assert (again.first_seq, again.last_seq, again.replayed) == (first.first_seq, first.last_seq, True)
-    assert (await log.stream("s"))["head_seq"] == 4
+    assert (await log.stream_row("s")).head_seq == 4
     # a replay wins over a fence that would now fail: the client gets its original answer
     again = await log.append_one("s", [SessionMessagePosted(text="a")], command_id="c1", expected_seq=1)
     assert again.replayed and again.first_seq == 2
     with pytest.raises(errors.CommandConflict):
         await log.append_one("s", [SessionEnded(status="cancelled")], command_id="c1")
-    assert (await log.stream("s"))["head_seq"] == 4
+    assert (await log.stream_row("s")).head_seq == 4
 
 
 async def test_concurrent_replays_of_one_command_write_once(db):
@@ -167,7 +167,7 @@ async def test_concurrent_replays_of_one_command_write_once(db):
             nursery.start_soon(send)
     assert {(r.first_seq, r.last_seq) for r in results} == {(2, 2)}
     assert sum(not r.replayed for r in results) == 1
-    assert (await log.stream("s"))["head_seq"] == 2
+    assert (await log.stream_row("s")).head_seq == 2
 
 
 async def test_multi_stream_append_is_all_or_nothing(db):
@@ -180,8 +180,8 @@ async def test_multi_stream_append_is_all_or_nothing(db):
             StreamAppend(stream_id="course", events=[SessionMessagePosted(text="c")]),
             StreamAppend(stream_id="run", events=[SessionMessagePosted(text="r")], attempt=7),
         )
-    assert (await log.stream("run"))["head_seq"] == 1
-    assert (await log.stream("course"))["head_seq"] == 1
+    assert (await log.stream_row("run")).head_seq == 1
+    assert (await log.stream_row("course")).head_seq == 1
     res = await log.append(
         StreamAppend(stream_id="run", events=[SessionMessagePosted(text="r")], attempt=1),
         StreamAppend(stream_id="course", events=[SessionMessagePosted(text="c")] * 2),
@@ -200,7 +200,7 @@ async def test_create_unknown_and_existing_streams(db):
     await create(log, "s")
     with pytest.raises(errors.StreamExists):
         await create(log, "s")
-    assert (await log.stream("s"))["head_seq"] == 1
+    assert (await log.stream_row("s")).head_seq == 1
 
 
 async def test_scheduling_columns_change_with_the_events(db):
@@ -209,8 +209,8 @@ async def test_scheduling_columns_change_with_the_events(db):
     await db.execute("UPDATE streams SET lease_worker = 'w', attempt = 1, unattended_attempts = 2 WHERE id = 's'")
     await log.append_one("s", [SessionEnded(status="completed")], attempt=1, status="terminal", release=True,
                          progress=True)
-    row = await log.stream("s")
-    assert (row["status"], row["lease_worker"], row["unattended_attempts"]) == ("terminal", None, 0)
+    row = await log.stream_row("s")
+    assert (row.status, row.lease_worker, row.unattended_attempts) == ("terminal", None, 0)
 
 
 @pytest.mark.parametrize(
@@ -230,8 +230,8 @@ async def test_hash_chain_detects_an_altered_byte(db):
     await create(log, "s")
     for i in range(5):
         await log.append_one("s", [SessionMessagePosted(text=f"message {i}")])
-    row = await log.stream("s")
-    assert verify_chain(await chain_of(log, "s")) == row["head_hash"]
+    row = await log.stream_row("s")
+    assert verify_chain(await chain_of(log, "s")) == row.head_hash
     # as superuser, bypassing the trigger: change one byte of one stored event
     await db.transaction([
         ("ALTER TABLE events DISABLE TRIGGER events_append_only_rows", ()),
@@ -505,11 +505,11 @@ async def test_group_commit_a_failed_request_fails_alone(db):
     assert isinstance(outcomes["c-wrong-seq"], errors.WrongExpectedSeq)
     assert isinstance(outcomes["missing"], errors.StreamNotFound)
     assert "nope" in str(outcomes["missing"])
-    assert [(await log.stream(s))["head_seq"] for s in ("a", "b", "c")] == [3, 1, 1]
+    assert [(await log.stream_row(s)).head_seq for s in ("a", "b", "c")] == [3, 1, 1]
     a_events = await log.read_stream("a")
     assert [log.decode(e).text for e in a_events[1:]] == ["a1", "a2"]
     assert a_events[1].tx == a_events[2].tx, "one group, one transaction"
-    assert verify_chain(await chain_of(log, "a")) == (await log.stream("a"))["head_hash"]
+    assert verify_chain(await chain_of(log, "a")) == (await log.stream_row("a")).head_hash
 
 
 async def test_group_commit_applies_one_stream_s_requests_in_call_order(db):
@@ -537,7 +537,7 @@ async def test_group_commit_applies_one_stream_s_requests_in_call_order(db):
     assert [got[i] for i in range(12)] == sorted(got.values()), "seqs follow the order of the calls"
     texts = [log.decode(e).text for e in (await log.read_stream("s"))[1:]]
     assert texts == [f"m{i}" for i in range(12) for _ in range(1 + i % 3)]
-    assert verify_chain(await chain_of(log, "s")) == (await log.stream("s"))["head_hash"]
+    assert verify_chain(await chain_of(log, "s")) == (await log.stream_row("s")).head_hash
 
 
 async def test_group_commit_replays_commands_inside_a_group(db):

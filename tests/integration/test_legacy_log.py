@@ -159,9 +159,9 @@ async def test_an_old_log_folds_and_reads_with_todays_code(db, tmp_path):
     (session,) = [s for s, k in kinds.items() if k == "workbench"]
     ws, _ = await log.fold(session, workbench_fold.initial(), workbench_fold.evolve)
     assert ws.turns >= 1
-    row = await log.stream(session)
-    meta = session_meta(session, OWNER, ws, attempt=row["attempt"], created_at=row["created_at"],
-                        updated_at=row["updated_at"])
+    row = await log.stream_row(session)
+    meta = session_meta(session, OWNER, ws, attempt=row.attempt, created_at=row.created_at,
+                        updated_at=row.updated_at)
     assert meta.status in ("succeeded", "failed", "cancelled", "running", "queued") and meta.stage_id
     session_view = SessionView(workbench_fold.initial())
     lifecycle = [out[0] for e in await log.read_stream(session, limit=10_000)

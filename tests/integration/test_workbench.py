@@ -67,9 +67,9 @@ async def types_of(log: EventLog, sid: str) -> list[str]:
 async def wait_status(sessions: WorkbenchSessions, sid: str, status: str, timeout: float = 20.0) -> None:
     async def ok() -> bool:
         snap = await sessions.snapshot("o", sid)
-        row = await sessions.log.stream(sid)
+        row = await sessions.log.stream_row(sid)
         # idle means the lease was given back too (status waiting: no worker is held)
-        return snap.status == status and (status != "idle" or row["status"] == "waiting")
+        return snap.status == status and (status != "idle" or row.status == "waiting")
 
     await wait_for(ok, timeout=timeout)
 

@@ -53,7 +53,7 @@ async def test_bodies_and_query_strings_with_a_nul_are_400s_naming_them_and_path
         assert r.status_code == 400 and r.json()["details"]["path"] == "x", r.text
         r = await client.get("/api/agent/sessions/s%00")  # names no stream: the route's 404, not the database's 500
         assert r.status_code == 404, r.text
-        assert (await api.log.stream("s"))["head_seq"] == 2  # only the ordinary message was written
+        assert (await api.log.stream_row("s")).head_seq == 2  # only the ordinary message was written
 
 
 async def test_a_websocket_command_with_a_nul_gets_an_error_frame_and_writes_nothing(db):
@@ -71,7 +71,7 @@ async def test_a_websocket_command_with_a_nul_gets_an_error_frame_and_writes_not
                 while (frame := json.loads(await ws.get_message()))["type"] != "ack":
                     pass
                 assert frame["result"]["message"]["seq"] == 2
-        assert (await api.log.stream("s"))["head_seq"] == 2
+        assert (await api.log.stream_row("s")).head_seq == 2
 
 
 async def test_the_log_refuses_an_event_holding_a_nul_whoever_writes_it(db):
@@ -80,7 +80,7 @@ async def test_the_log_refuses_an_event_holding_a_nul_whoever_writes_it(db):
         with pytest.raises(InvalidInput) as refused:
             await api.log.append_one("s", [SessionMessagePosted(text="a\x00b")])
         assert "session.message_posted" in refused.value.message
-        assert (await api.log.stream("s"))["head_seq"] == 1
+        assert (await api.log.stream_row("s")).head_seq == 1
 
 
 ADD = ToolSpec(name="add", description="Add.", parameters={"type": "object", "properties": {"t": {"type": "string"}}})

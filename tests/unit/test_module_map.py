@@ -30,16 +30,6 @@ KNOWN_EXCEPTIONS: frozenset[tuple[str, str]] = frozenset(
     }
 )
 
-# (importer, imported name) pairs that import the driver's row type above the log today.
-KNOWN_ROW_TYPE_EXCEPTIONS: frozenset[str] = frozenset(
-    {
-        "openmaic.materials",
-        "openmaic.projections.base",
-        "openmaic.projections.ordering",
-        "openmaic.runs.agents",
-    }
-)
-
 DRIVER = {"asyncpg", "trio_asyncio"}
 DRIVER_HOME = {"openmaic.store.database"}
 WEB = {"quart", "quart_trio", "hypercorn"}
@@ -143,8 +133,8 @@ def map_violations(imports: list[Import], layers: dict[str, int]) -> list[tuple[
 
 
 def is_excepted(imp: Import, reason: str) -> bool:
-    if reason.startswith("the driver's row type"):
-        return imp.importer in KNOWN_ROW_TYPE_EXCEPTIONS
+    if reason.startswith("the driver") or reason.startswith("the web framework"):
+        return False  # the driver, its row type and the web framework stay in their rooms: no exceptions
     return (imp.importer, internal_module(imp.target)) in KNOWN_EXCEPTIONS
 
 
@@ -165,11 +155,8 @@ def test_imports_follow_the_module_map() -> None:
 def test_the_exception_lists_only_shrink() -> None:
     layers = read_map(MAP_DOC.read_text())
     violations = map_violations(all_imports(), layers)
-    rows = [i for i, why in violations if why.startswith("the driver's row type")]
-    used = {(i.importer, internal_module(i.target)) for i, _ in violations if i not in rows}
+    used = {(i.importer, internal_module(i.target)) for i, _ in violations}
     assert sorted(KNOWN_EXCEPTIONS - used) == [], "no longer needed: remove from KNOWN_EXCEPTIONS"
-    stale_rows = sorted(KNOWN_ROW_TYPE_EXCEPTIONS - {i.importer for i in rows})
-    assert stale_rows == [], "no longer needed: remove from KNOWN_ROW_TYPE_EXCEPTIONS"
 
 
 def test_only_the_log_appends() -> None:
