@@ -4,11 +4,10 @@ Concurrent :meth:`~openmaic.events.log.EventLog.append` calls in one process sha
 while calls are in flight; a free worker takes what is queued, in order, up to ``max_requests`` requests and
 ``max_events`` events, and sends it as ONE statement (``openmaic_append_group``, 0005): one trio→asyncio
 crossing, one transaction, one WAL flush. A lone request goes out at once (nothing waits on a timer), as the
-one-statement ``append_one`` when it names one existing stream, else as an ``openmaic_append`` call. Per call,
+one-statement ``append_one`` when it names one existing stream, else as an ``openmaic_append`` call; and a
+lone request (no call in flight, nothing queued) from its caller's own task, with no hop to a worker. Per call,
 the client pays a crossing, the driver's encoding and a few task wake-ups, and the server a transaction and a
-flush; for a one-event append these cost more than the append itself, and a group pays them once. A worker
-can keep its pooled connection while calls keep coming (:attr:`GroupCommit.linger_s`, off by default), so that
-consecutive calls pay no pool acquire and release.
+flush; for a one-event append these cost more than the append itself, and a group pays them once.
 
 * Each request keeps its own outcome: it commits all of its streams or none, and a failed fence
   (StaleAttempt, WrongExpectedSeq), CommandConflict, StreamNotFound or StreamExists fails that request only
@@ -60,7 +59,7 @@ import trio
 
 from openmaic import errors
 from openmaic.events.types import Event
-from openmaic.store.database import CANCEL_GRACE_S, Connection, Database, error_for_sqlstate
+from openmaic.store.database import Database, error_for_sqlstate
 from openmaic.store.queries import Q
 
 logger = logging.getLogger(__name__)
@@ -207,15 +206,15 @@ def columns(requests: Sequence[AppendRequest]) -> tuple[list[Any], ...]:
 UNIQUE_VIOLATION = "23505"
 
 
-async def send_alone(req: AppendRequest, conn: Connection | None = None) -> list[AppendResult]:
+async def send_alone(req: AppendRequest) -> list[AppendResult]:
     """One request as one statement: its error is raised, as PostgreSQL raised it.
 
     The common request (one existing stream, some events) goes as ``append_one``, one plain statement; when that
     writes nothing (a missing stream, a refused fence, a repeated command id), ``openmaic_append`` decides the
     outcome: the error to raise, or the replay's original seqs. Either statement commits alone, so the request is
-    applied by exactly one of them. On ``conn`` (a connection the caller holds) or a pooled one.
+    applied by exactly one of them.
     """
-    db: Database | Connection = req.db if conn is None else conn
+    db = req.db
     if len(req.batches) == 1 and req.types and req.batches[0].create is None:
         b = req.batches[0]
         unset = b.wake_at is _UNSET
@@ -256,13 +255,6 @@ class GroupCommit:
     runs. 0 sends every append alone from its caller's task (no grouping)."""
     max_requests = 64
     """Requests per call."""
-    linger_s = 0.0
-    """How long a worker keeps its pooled connection once no work is queued (0: it gives it back after every call,
-    the default). Held, consecutive calls (a writer appending again as soon as its append returns) reuse it, with
-    no pool acquire and release per call; only where the pool can spare a connection per worker twice over. Off by
-    default: a held connection is one fewer for the process's other requests when the server is at its connection
-    limit (tests/security/test_connection_limit.py), and a PostgreSQL restart under live clients
-    (tests/faults/test_live_clients.py) failed with it on; see docs/benchmarks.md."""
     max_events = 400
     """Events per call (a larger request goes alone): a few milliseconds of server work. Bounding it bounds
     the latency a call adds for its smallest request, and splits a burst of large batches over the calls in
@@ -293,6 +285,11 @@ class GroupCommit:
     async def submit(self, req: AppendRequest) -> list[AppendResult]:
         if self.max_calls <= 0 or (not self._running and not self._start(req.db)):
             return await self._send_direct(req)
+        if self._in_flight == 0 and not self._queue:
+            # A lone request: no call in flight and nothing queued ahead of it (so no earlier request to its
+            # streams is pending). It is sent from this task, as the call a woken worker would make for it alone,
+            # without the hop to the worker and back.
+            return await self._send_own(req)
         self._queue.append(req)
         if self._in_flight < self.max_calls and self._idle:
             self._idle.unpark()
@@ -327,6 +324,15 @@ class GroupCommit:
         assert req.results is not None
         return req.results
 
+    async def _send_own(self, req: AppendRequest) -> list[AppendResult]:
+        """A call of one request made from its caller's task. Requests queued meanwhile go to the workers. It is
+        cancelled with its caller, as a call all of whose callers have been cancelled is."""
+        await self._execute([req], own=True)
+        if req.error is not None:
+            raise req.error
+        assert req.results is not None
+        return req.results
+
     async def _send_direct(self, req: AppendRequest) -> list[AppendResult]:
         """Send a request alone from its caller's task (no workers): cancellation as for any database call."""
         results = await send_alone(req)
@@ -349,7 +355,6 @@ class GroupCommit:
         return self._running
 
     async def _worker(self, db: Database) -> None:
-        hold = self.linger_s > 0 and db.statistics()["max"] >= 2 * self.max_calls
         try:
             while True:
                 # A closing database stops its workers here, after a call in flight has finished for its callers
@@ -358,8 +363,6 @@ class GroupCommit:
                 group = self._take()
                 if group is None:
                     await self._idle.park()
-                elif hold:
-                    await self._execute_held(db, group)
                 else:
                     await self._execute(group)
         finally:
@@ -412,39 +415,10 @@ class GroupCommit:
             self._idle.unpark()
         return group or None
 
-    async def _execute_held(self, db: Database, group: list[AppendRequest]) -> None:
-        """Send ``group`` on a pooled connection this worker then keeps while work keeps coming (see
-        :attr:`linger_s`): no pool acquire and release per call."""
-        sent = False
-        try:
-            # A call cancelled (once every caller has gone) is cancelled on the server, as a pooled one is.
-            async with db.connection(cancel_grace=CANCEL_GRACE_S) as conn:
-                sent = True
-                await self._execute(group, conn)
-                while not conn.broken:
-                    group = self._take()
-                    if group is not None:
-                        await self._execute(group, conn)
-                        continue
-                    with trio.move_on_after(self.linger_s) as idle:
-                        await self._idle.park()
-                    if idle.cancelled_caught:
-                        break
-        except errors.OpenMaicError:
-            if sent:
-                raise  # pragma: no cover - a call settles its own errors; only acquiring can fail here
-            # No connection to be had (the server refuses, the pool is closing): each request gets the error a
-            # lone call gets, from a pooled call of its own.
-            await self._execute(group)
-        except BaseException:
-            if not sent:
-                # Cancelled while acquiring (the database is closing): the group was taken but not sent, so it
-                # goes back to the head of the queue, in order, for the last worker to return to its callers.
-                self._queue.extendleft(reversed(group))
-            raise
-
-    async def _execute(self, group: list[AppendRequest], conn: Connection | None = None) -> None:
+    async def _execute(self, group: list[AppendRequest], own: bool = False) -> None:
         call = _Call(group)
+        if own:
+            call.scope.shield = False  # its only caller runs it: cancelling the caller cancels the call
         for req in group:
             req.state = _IN_FLIGHT
             req.call = call
@@ -455,9 +429,9 @@ class GroupCommit:
         try:
             with call.scope:
                 if len(group) == 1:
-                    await self._send_one(group[0], conn)
+                    await self._send_one(group[0])
                 else:
-                    await self._send_group(group, conn)
+                    await self._send_group(group)
         finally:
             self._in_flight -= 1
             for req in group:
@@ -466,6 +440,10 @@ class GroupCommit:
                     # The call was cancelled (every caller had left): no outcome, and none will come.
                     req.state = _DONE
                 req.done.set()
+            if own and self._queue and self._idle:
+                # Requests queued behind this call (to its streams, or while it was the only one) wait for a worker:
+                # a worker's own call would have looked at the queue again at its end, this one's caller does not.
+                self._idle.unpark()
 
     @staticmethod
     def _settle(req: AppendRequest, results: list[AppendResult] | None, error: BaseException | None) -> None:
@@ -477,16 +455,16 @@ class GroupCommit:
             req.committed(req, results)
         req.done.set()
 
-    async def _send_one(self, req: AppendRequest, conn: Connection | None = None) -> None:
+    async def _send_one(self, req: AppendRequest) -> None:
         try:
-            results = await send_alone(req, conn)
+            results = await send_alone(req)
         except Exception as exc:  # the request's own outcome: a fence, a conflict, a lost connection, …
             self._settle(req, None, exc)
         else:
             self._settle(req, results, None)
 
-    async def _send_group(self, group: list[AppendRequest], conn: Connection | None = None) -> None:
-        db: Database | Connection = group[0].db if conn is None else conn
+    async def _send_group(self, group: list[AppendRequest]) -> None:
+        db = group[0].db
         try:
             rows = await db.fetch(
                 Q.append_group, [len(r.streams) for r in group], [len(r.types) for r in group], *columns(group)
@@ -507,7 +485,7 @@ class GroupCommit:
                     "a group of %d appends failed as a whole; sending them one by one", len(group), exc_info=True
                 )
             for req in group:
-                await self._send_one(req, conn)
+                await self._send_one(req)
             return
         results: list[list[AppendResult]] = [[] for _ in group]
         failures: list[BaseException | None] = [None] * len(group)

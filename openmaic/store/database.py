@@ -55,6 +55,7 @@ from openmaic.store.gateway import Gateway
 from openmaic.store.hints import HintSender
 from openmaic.store.listener import Listener
 from openmaic.store.queries import Q
+from openmaic.store.spares import Spares
 from openmaic.store.sqlstates import error_for_sqlstate  # noqa: F401 - also importable from here, as it always was
 from openmaic.store.subscriptions import Subscription
 
@@ -198,23 +199,16 @@ class Connection(Gateway):
     driver level is marked broken and terminated on release; the server then rolls back its transaction.
     """
 
-    def __init__(self, raw: asyncpg.Connection, cancel_grace: float = 0.0,
-                 release: Callable[..., Any] | None = None) -> None:
+    def __init__(self, raw: asyncpg.Connection) -> None:
         self._raw = raw
-        self._grace = cancel_grace
-        self._release = release
         self.broken = False
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         call = functools.partial(fn, **kwargs) if kwargs else fn
-        if self._grace > 0 and self._release is not None:
-            call = functools.partial(self._cancelled_as_pooled, call)
         try:
             # Cancelled mid-statement, the connection is terminated at once rather than cancelled: asyncpg's cancel
             # would leave a connection that outlives the unit unusable, and may never return (see the module doc).
-            # With a grace, the statement is cancelled as a pooled unit's is (see _cancelled_as_pooled), and the
-            # connection terminated if that has not come back by then.
-            result = await _aio_or_abort(call, *args, abort=self.terminate, grace=self._grace)
+            result = await _aio_or_abort(call, *args, abort=self.terminate, grace=0.0)
         except errors.DatabaseUnavailable:
             self.broken = True
             raise
@@ -222,22 +216,6 @@ class Connection(Gateway):
             self.broken = True
             raise
         return result
-
-    async def _cancelled_as_pooled(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """``fn(*args)``; cancelled, the connection goes back to the pool before the cancellation ends the call, as a
-        pooled unit's does: the pool waits for the server to answer asyncpg's cancel request, so the statement has
-        been ended when the caller learns it was cancelled (a statement waiting on a lock writes nothing; a client
-        that terminated its connection instead is noticed only once the lock is granted and the statement has
-        committed)."""
-        try:
-            return await fn(*args)
-        except asyncio.CancelledError:
-            assert self._release is not None
-            try:
-                await self._release(self._raw, timeout=self._grace)
-            finally:
-                self._release = None  # given back (or terminated by the pool): nothing more to do on release
-            raise
 
     async def _statement(self, method: str, sql: str, args: Sequence[Any]) -> Any:
         return await self._call(getattr(self._raw, method), sql, *args)
@@ -304,6 +282,8 @@ class Database(Gateway):
         self._listener_lost = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._refusals = Refusals()
+        self._spares = Spares()
+        """the pool's idle connections that units take before asking the pool (see store.spares)"""
 
     async def _run(self, fn: Callable[..., Any], *args: Any, abort: Callable[[], None] | None = None) -> Any:
         """One unit of work on the pool, noting when PostgreSQL refuses the pool a new connection at its limit. With
@@ -325,24 +305,34 @@ class Database(Gateway):
     # -- units of work: one asyncio coroutine each -------------------------------------------------------------
 
     async def _unit(self, op: Callable[..., Any], *args: Any) -> Any:
-        """``op(conn, *args)`` on a pooled connection, as one asyncio coroutine (acquire, op, release). Cancelled,
-        it is given :data:`CANCEL_GRACE_S` to come back before its connection is terminated."""
+        """``op(conn, *args)`` on a pooled connection, as one asyncio coroutine (take, op, give back). Cancelled, it
+        is given :data:`CANCEL_GRACE_S` to come back before its connection is terminated."""
         pool = self._pool
         held = _Held()
+        raw = self._spares.take()
 
         async def unit() -> Any:
-            conn = await pool.acquire()
+            conn = raw if raw is not None else await pool.acquire()
             held.conn = conn
+            clean = False
             try:
-                return await op(conn, *args)
+                result = await op(conn, *args)
+                clean = True
+                return result
+            except asyncpg.PostgresError as exc:
+                # Refused by a server still answering; unless it is ending the session (08, 57P), the connection is fine.
+                clean = not (exc.sqlstate or "").startswith(("08", "57P"))
+                raise
             except asyncio.TimeoutError:
                 # The client's own bound (command_timeout) passed: the server did not answer in time, and the
                 # connection's state is unknown. Terminate it rather than wait for asyncpg's cancel to come back.
                 conn.terminate()
                 raise
             finally:
+                # Kept for the next unit (store.spares), or given back to the pool; until the pool has it, the
+                # connection is still this unit's to terminate if a cancelled release outlasts the grace.
                 try:
-                    await pool.release(conn)
+                    await self._spares.settle(conn, clean, pool.release)
                 finally:
                     held.conn = None
 
@@ -362,13 +352,12 @@ class Database(Gateway):
         await self._unit(_copy_records, table, records, columns)
 
     @contextlib.asynccontextmanager
-    async def connection(self, *, cancel_grace: float = 0.0) -> AsyncIterator[Connection]:
+    async def connection(self) -> AsyncIterator[Connection]:
         """Hold one pooled connection across several units (e.g. a session advisory lock). A statement on it that
-        is cancelled terminates the connection at once, or with ``cancel_grace``, is cancelled on the server first
-        and the connection terminated only once that grace has passed (see :class:`Connection`)."""
+        is cancelled terminates the connection at once (see :class:`Connection`)."""
 
-        raw = await self._run(self._pool.acquire)
-        conn = Connection(raw, cancel_grace, self._pool.release)
+        raw = self._spares.take() or await self._run(self._pool.acquire)
+        conn = Connection(raw)
         try:
             yield conn
         finally:
@@ -417,7 +406,8 @@ class Database(Gateway):
 
     def statistics(self) -> dict[str, int]:
         """Pool size and idle connections: a leak shows as ``size - idle`` staying above zero at rest."""
-        return {"size": self._pool.get_size(), "idle": self._pool.get_idle_size(), "max": self._pool.get_max_size()}
+        return {"size": self._pool.get_size(), "idle": self._pool.get_idle_size() + len(self._spares),
+                "max": self._pool.get_max_size()}
 
     # -- NOTIFY and LISTEN: the driver's part (the policies are store.hints' and store.listener's) ------------
 
@@ -565,6 +555,7 @@ async def open_database(
             # milliseconds; one that has not closed by then is cut off (or stuck): terminate the stragglers.
             with trio.CancelScope(shield=True):
                 with trio.move_on_after(CANCEL_GRACE_S) as scope:
+                    await _aio(db._spares.release_all, pool.release)
                     await _aio(pool.close)
                 if scope.cancelled_caught:
                     pool.terminate()

@@ -10,7 +10,7 @@ import trio
 
 from openmaic import errors
 from openmaic.events.wakeups import CHANNEL, Wakeups
-from openmaic.store.database import open_database
+from openmaic.store.database import _detached, open_database
 
 
 async def idle_in_transaction(db) -> int:
@@ -154,3 +154,42 @@ async def test_rows_come_back_typed_from_the_pool_and_a_held_connection(db):
         await db.fetch_as(_Pair, "SELECT 1 AS n, 'a' AS word, 2 AS extra")
     with pytest.raises(TypeError, match="word"):
         await db.fetchrow_as(_Pair, "SELECT 1 AS n")
+
+
+async def test_a_call_reuses_a_given_back_connection_and_never_one_the_server_closed(db_url):
+    """A unit of work runs on the connection the last one gave back (no pool release and acquire between them),
+    so a burst's connections stay the pool's: at rest every one is idle, none is opened beyond what a burst needed,
+    and a spare whose backend the server ended is dropped, not handed to the next call."""
+    async with open_database(db_url, min_size=1, max_size=6) as db, open_database(db_url, min_size=1) as admin:
+        pids: set[int] = set()
+
+        async def call() -> None:
+            pids.add(await db.fetchval("SELECT pg_backend_pid() FROM pg_sleep(0.05)"))
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(4):
+                nursery.start_soon(call)
+        burst = db.statistics()
+        assert burst["idle"] == burst["size"] == len(pids) == 4, burst
+        # One after another, calls run on the connection the previous call gave back: no new one is opened.
+        one_by_one = {await db.fetchval("SELECT pg_backend_pid()") for _ in range(20)}
+        assert len(one_by_one) == 1 and one_by_one <= pids
+        assert db.statistics()["size"] == 4
+        # The server ends every one of them; once the driver has seen the close, no call is given a dead one.
+        await admin.execute("SELECT pg_terminate_backend(p) FROM unnest($1::int[]) AS p", sorted(pids))
+
+        async def all_gone() -> bool:
+            return await admin.fetchval(
+                "SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = ANY($1::int[])", sorted(pids)
+            )
+
+        async def closes_seen() -> bool:
+            # The driver has processed every close (the window before it is test_pooled_connections_terminated…'s).
+            return all(_detached(raw) or raw.is_closed() for raw in db._spares)
+
+        await wait_until(all_gone)
+        await wait_until(closes_seen)
+        for _ in range(10):
+            assert await db.fetchval("SELECT pg_backend_pid()") not in pids
+        stats = db.statistics()
+        assert stats["idle"] == stats["size"]
