@@ -15,11 +15,11 @@ What it measures, all against one database and one ``events`` table:
     pipelined, one round trip).
   - **ours** (*a*): ``EventLog.append_one`` as the product calls it from trio (control-plane write, no fence),
     one task per stream: encode the events, queue the request; the log's group commit sends what is queued
-    as one statement (a lone request as the one-statement ``append_one``, several as one
-    ``openmaic_append_group`` call: row locks, seq allocation, hash chain, insert), one trio→asyncio crossing
-    per call on a connection the group commit's worker holds while work keeps coming, up to four calls in
-    flight; then a coalesced NOTIFY hint. The report
-    gives the requests each call carried.
+    as one statement (a lone request as the one-statement ``append_one``, from its caller's task when no call is
+    in flight; several as one ``openmaic_append_group`` call: row locks, seq allocation, hash chain, insert), one
+    trio→asyncio crossing per call on the spare connection the last call gave back (no pool acquire and
+    release), up to four calls in flight; then a coalesced NOTIFY hint. The report gives the requests each call
+    carried.
   - **ours, attempt fence**: the same with ``attempt=`` (a worker's write).
   - diagnostic rows that split the gap: ``EventLog.append_one`` with group commit off (every append its own
     call from its caller's task, as before group commit); ``openmaic_append()`` and the ``append_one``
