@@ -25,7 +25,9 @@ from openmaic.store.database import open_database  # noqa: E402
 from openmaic.store.migrations import migrate  # noqa: E402
 from openmaic.store.postgres import ThrowawayCluster  # noqa: E402
 
-TEMPLATE = "openmaic_test_template"
+# Under pytest-xdist each worker process has a session of its own (its own throwaway cluster, or its own template
+# on a shared DATABASE_URL server); database names carry the pid, so they never collide either.
+TEMPLATE = "openmaic_test_template" + (f"_{os.environ['PYTEST_XDIST_WORKER']}" if "PYTEST_XDIST_WORKER" in os.environ else "")
 
 
 class PgServer:

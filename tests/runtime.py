@@ -52,16 +52,26 @@ async def open_worker(
         log = EventLog(db, wakeups)
         services = Services(config=config, db=db, log=log, wakeups=wakeups, models=models, media=media_router)
         worker = Worker(log, wakeups, kinds or {"test": TestKind()}, rt, services=services, **kw)
+        stopped = trio.Event()
+
+        async def run_worker(*, task_status: trio.TaskStatus[None]) -> None:
+            try:
+                await worker.run(task_status=task_status)
+            finally:
+                stopped.set()
+
         async with trio.open_nursery() as nursery:
             await nursery.start(wakeups.run, db)
-            await nursery.start(worker.run)
+            await nursery.start(run_worker)
             try:
                 yield worker
             finally:
                 worker.shutdown()
+                # Until the graceful shutdown has run its course (a claim in flight answered, every actor drained
+                # and released), as `openmaic serve` waits for it; cancelling as soon as no actor is left would cut
+                # off a claim still in flight.
                 with trio.move_on_after(rt.shutdown_grace_s + 10):
-                    while worker.actors:
-                        await trio.sleep(0.01)
+                    await stopped.wait()
                 nursery.cancel_scope.cancel()
 
 
