@@ -28,6 +28,7 @@ leaves its gauges as they were; the rest of the metrics are served regardless.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
@@ -37,6 +38,7 @@ import trio
 
 from openmaic import metrics
 from openmaic.errors import OpenMaicError
+from openmaic.events.log import HorizonRow
 from openmaic.kinds import SESSION_KINDS
 from openmaic.projections import default_projections, record_projection_lag
 from openmaic.store.database import Database
@@ -81,11 +83,11 @@ class Readiness(msgspec.Struct, frozen=True, kw_only=True):
 
 
 async def read_horizon(db: Database, threshold_s: float) -> Horizon:
-    row = await db.fetchrow(Q.horizon)
-    if row is None or row["age_s"] is None:  # nothing holds the log's tail back
+    row = await db.fetchrow_as(HorizonRow, Q.horizon)
+    if row is None or row.age_s is None:  # nothing holds the log's tail back
         return Horizon(age_s=0.0, threshold_s=threshold_s)
-    return Horizon(age_s=max(float(row["age_s"] or 0.0), 0.0), threshold_s=threshold_s, pid=row["pid"],
-                   database=row["database"], state=row["state"])  # fmt: skip
+    return Horizon(age_s=max(float(row.age_s or 0.0), 0.0), threshold_s=threshold_s, pid=row.pid,
+                   database=row.database, state=row.state)  # fmt: skip
 
 
 def _describe(h: Horizon) -> str:
@@ -150,13 +152,38 @@ STUCK_REASONS = {
 """Why a session is stuck (``Q.sessions_list`` decides), and what it means; the keys label the stuck gauge."""
 
 
+class SessionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
+    """A row of the operators' session list (``Q.sessions_list``, read here and by :mod:`openmaic.tools.sessions`):
+    the stream, what its user sees, its lease, how long it has been idle, and why it is stuck, if it is."""
+
+    id: str
+    kind: str
+    owner: str
+    state: str
+    """What the user sees (``paused``, ``idle`` …), from the session list; the scheduling status until then."""
+    status: str
+    """Scheduling: ``queued``, ``running``, ``waiting`` or ``terminal``."""
+    attempt: int
+    lease_worker: str | None
+    lease_left_s: float | None
+    """Seconds until the lease expires (negative: expired); None when nobody holds it."""
+    idle_s: float | None
+    """Seconds since the last event."""
+    title: str
+    stuck: str | None = None
+    """Why it counts as stuck (a key of :data:`STUCK_REASONS`), or None."""
+    last_at: dt.datetime | None = None
+    """When its last event was recorded (the list's order: newest first)."""
+
+
 async def _sample_stuck(db: Database, stuck_queued_s: float) -> None:
     # The operators' list itself (`openmaic sessions list --stuck`), counted: one definition of "stuck".
-    rows = await db.fetch(Q.sessions_list, list(SESSION_KINDS), None, None, None, True, stuck_queued_s, 100_000,
-                          None, False, None, None)  # fmt: skip
+    rows = await db.fetch_as(SessionRow, Q.sessions_list, list(SESSION_KINDS), None, None, None, True,
+                             stuck_queued_s, 100_000, None, False, None, None)  # fmt: skip
     counts = dict.fromkeys(STUCK_REASONS, 0)
     for r in rows:
-        counts[r["stuck"]] = counts.get(r["stuck"], 0) + 1
+        if r.stuck is not None:
+            counts[r.stuck] = counts.get(r.stuck, 0) + 1
     for reason, n in counts.items():
         metrics.SESSIONS_STUCK.labels(reason=reason).set(n)
 

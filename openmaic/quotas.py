@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+import msgspec
+
 from openmaic import errors
 from openmaic.store.database import Connection, Database
 from openmaic.store.locks import owner_lock
@@ -53,10 +55,12 @@ class Quota:
     """The ``limits`` key of its byte total, if it has one."""
 
 
-@dataclass(frozen=True)
-class Usage:
+class Usage(msgspec.Struct, frozen=True):
+    """What a quota's ``usage`` statement counts: things held, and their bytes (statements of a count-only quota
+    select no ``bytes``)."""
+
     count: int
-    bytes: int
+    bytes: int = 0
 
 
 @asynccontextmanager
@@ -66,9 +70,9 @@ async def within(db: Database, scope: str, quota: Quota, limit: int, *, adding_b
     ``quota.error`` (naming the key) when ``limit`` things are held already or the bytes would pass
     ``byte_limit``. Committed when the block ends, rolled back when it raises."""
     async with owner_lock(db, scope, quota.namespace) as conn:
-        row = await conn.fetchrow(quota.usage, scope)
-        assert row is not None
-        usage = Usage(int(row["count"]), int(row["bytes"]) if quota.bytes_key is not None else 0)
+        counted = await conn.fetchrow_as(Usage, quota.usage, scope)
+        assert counted is not None  # an aggregate always answers one row
+        usage = Usage(int(counted.count), int(counted.bytes) if quota.bytes_key is not None else 0)
         check(quota, usage, limit, adding_bytes=adding_bytes, byte_limit=byte_limit)
         yield conn
 

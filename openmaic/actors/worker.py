@@ -177,19 +177,18 @@ class Worker:
                     # Shielded: a claim cancelled in flight (by a shutdown) may have committed, and its streams
                     # would stay leased by nobody until the lease expired, then be charged an orphan takeover.
                     # A shutdown gives it until the end of its grace (see run).
-                    rows = []
+                    rows: list[Claim] = []
                     with trio.CancelScope(shield=True, deadline=self._claim_deadline) as self._claim_shield:
                         try:
                             with metrics.timed(metrics.CLAIM_SECONDS):
-                                rows = await self.db.fetch(Q.claim, self.id, kinds, limits, ttl_ms)
+                                rows = await self.db.fetch_as(Claim, Q.claim, self.id, kinds, limits, ttl_ms)
                         except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
                             trouble.note(exc)
                             rows = []
                         else:
                             trouble.succeeded()
                     self._claim_shield = None
-                    for r in rows:
-                        c = Claim(**dict(r))
+                    for c in rows:
                         self.stats.claimed(c)
                         self._start_actor(actors, Actor(self.actor_context, self.kinds[c.kind], c), sent)
                     if len(rows) == sum(max(n, 0) for n in limits) and rows:
@@ -261,17 +260,16 @@ class Worker:
             return
         sent = trio.current_time()
         try:
-            rows = await self.db.fetch(
+            renewed = set(await self.db.fetch_values(
                 Q.heartbeat, [h[0] for h in held], [h[1] for h in held], int(self.settings.lease_ttl_s * 1000),
                 self.id,
-            )
+            ))
         except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
             # The next interval retries; until a heartbeat gets through, the watchdog counts each lease down from
             # the last one that did.
             log.warning("worker %s: heartbeat failed: %s", self.id, exc)
             return
         self.stats.heartbeats += 1
-        renewed = {r["id"] for r in rows}
         for sid, attempt in held:
             a = self.actors.get(sid)
             if a is None or a.attempt != attempt:

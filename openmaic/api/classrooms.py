@@ -34,6 +34,7 @@ from openmaic.api.wire import Success, Wire, encode
 from openmaic.courses.views import ClassroomView, classroom_view
 from openmaic.events.log import RecordedEvent
 from openmaic.events.wakeups import owner_hint
+from openmaic.projections import LibraryCard
 from openmaic.runs.views import run_state
 from openmaic.store.queries import Q
 
@@ -78,11 +79,11 @@ async def cards(services: ApiServices, owner: str, *, limit: int | None = None, 
     """The owner's cards, newest first: every one, or ``limit`` after the one whose ``(updatedAt, id)`` is
     ``after``."""
     start = (None, None) if after is None else tuple(after)
-    rows = await services.db.fetch(Q.library_cards_of_owner, owner, *start, limit)
-    return [ClassroomCard(id=r["course_id"], title=r["title"], run_id=r["run_id"],
-                          run_state=run_state(r["run_state"]) if r["run_state"] else None, label=r["label"],
-                          scenes_total=r["scenes_total"], scenes_completed=r["scenes_completed"],
-                          updated_at=r["updated_at"]) for r in rows]  # fmt: skip
+    rows = await services.db.fetch_as(LibraryCard, Q.library_cards_of_owner, owner, *start, limit)
+    return [ClassroomCard(id=r.course_id, title=r.title, run_id=r.run_id,
+                          run_state=run_state(r.run_state) if r.run_state else None, label=r.label,
+                          scenes_total=r.scenes_total, scenes_completed=r.scenes_completed,
+                          updated_at=r.updated_at) for r in rows]  # fmt: skip
 
 
 @api_route(bp, "GET", "/api/classrooms", query=PageQuery, response=ClassroomsAnswer)

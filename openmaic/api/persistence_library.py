@@ -28,6 +28,7 @@ from openmaic.api.pages import WholeByDefault, page_of
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire
 from openmaic.browser_import import folders
+from openmaic.projections import LibraryCard
 from openmaic.store.queries import Q
 
 __all__ = ["bp"]
@@ -89,16 +90,16 @@ async def list_stages(call: Call) -> Stages:
     """Your courses, newest first, with the folder each is filed in (?limit=&cursor=: a page of them)."""
     await import_fence(call)
     db = call.services.db
-    filed = await db.fetch(Q.browser_documents_of_owner, call.user)
-    cards = {r["course_id"]: r for r in await db.fetch(Q.library_cards_of_owner, call.user, None, None, None)}
+    filed = await folders.filed_documents(db, call.user)
+    cards = {r.course_id: r for r in await db.fetch_as(LibraryCard, Q.library_cards_of_owner, call.user, None, None,
+                                                        None)}
     stages = [
-        StageEntry(id=r["document_id"], course_id=r["course_id"], updated_at=r["updated_at"],
-                   name=r["title"] or (cards[r["course_id"]]["title"] if r["course_id"] in cards else ""),
-                   folder_id=r["folder_id"])
+        StageEntry(id=r.document_id, course_id=r.course_id, updated_at=r.updated_at,
+                   name=r.title or (cards[r.course_id].title if r.course_id in cards else ""), folder_id=r.folder_id)
         for r in filed
     ]  # fmt: skip
-    known = {r["course_id"] for r in filed}
-    stages += [StageEntry(id=cid, course_id=cid, name=c["title"], updated_at=c["updated_at"])
+    known = {r.course_id for r in filed}
+    stages += [StageEntry(id=cid, course_id=cid, name=c.title, updated_at=c.updated_at)
                for cid, c in cards.items() if cid not in known]
     page, nxt = page_of(stages, lambda s: (s.updated_at, s.id), call.query, (dt.datetime, str), descending=True)
     return Stages(stages=page, next_cursor=nxt)

@@ -290,8 +290,7 @@ def _agents(stage: dict[str, Any]) -> list[AgentProfile]:
 
 async def find_document(conn: Connection | Any, owner: str, document_id: str) -> str | None:
     """The course of ``owner``'s document ``document_id`` (deleted or not), or None."""
-    row = await conn.fetchrow(Q.browser_document_find, owner, document_id)
-    return row["course_id"] if row is not None else None
+    return await conn.fetchval(Q.browser_document_find, owner, document_id)
 
 
 async def _load(conn: Connection | None, log: EventLog, course_id: str | None) -> tuple[StoredDocument, int]:
@@ -319,7 +318,7 @@ async def _commit(w: Writer, owner: str, document_id: str, course_id: str, befor
     if _same(after, before):
         return False  # the same document again: nothing to record
     refs = _references(after.scenes)
-    owned = {r["id"] for r in await w.conn.fetch(Q.assets_of_owner_among, owner, sorted(refs))} if refs else set()
+    owned = set(await w.conn.fetch_values(Q.assets_of_owner_among, owner, sorted(refs))) if refs else set()
     created, scenes = _translate(course_id, after, owned)
     events: list[Event] = []
     if head == 0:

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import datetime as dt
 import secrets
-from typing import Any
 
 import msgspec
 
 from openmaic import errors
 from openmaic.browser_import.documents import DocumentNotFound, find_document
 from openmaic.browser_import.store import writing
-from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow
 from openmaic.events.types import Event, register
 from openmaic.store.database import Database
+from openmaic.store.gateway import Gateway
 from openmaic.store.queries import Q
 
 __all__ = [
@@ -85,13 +85,35 @@ class Folder(msgspec.Struct, frozen=True, kw_only=True):
     updated_at: dt.datetime
 
 
-def _folder(row: Any) -> Folder:
-    return Folder(id=row["id"], name=row["name"], order=row["position"], created_at=row["created_at"],
-                  updated_at=row["updated_at"])
+class _FolderRow(msgspec.Struct, frozen=True):
+    id: str
+    name: str
+    position: int
+    created_at: dt.datetime
+    updated_at: dt.datetime
+
+    def folder(self) -> Folder:
+        return Folder(id=self.id, name=self.name, order=self.position, created_at=self.created_at,
+                      updated_at=self.updated_at)
+
+
+class FiledDocument(msgspec.Struct, frozen=True):
+    """One of an owner's document courses (``browser_documents_of_owner``), and the folder it is filed in."""
+
+    course_id: str
+    document_id: str
+    title: str
+    folder_id: str | None
+    updated_at: dt.datetime
+
+
+async def filed_documents(db: Gateway, owner: str) -> list[FiledDocument]:
+    """``owner``'s document courses but those deleted since."""
+    return await db.fetch_as(FiledDocument, Q.browser_documents_of_owner, owner)
 
 
 async def list_folders(db: Database, owner: str) -> list[Folder]:
-    return [_folder(r) for r in await db.fetch(Q.library_folders_of_owner, owner)]
+    return [r.folder() for r in await db.fetch_as(_FolderRow, Q.library_folders_of_owner, owner)]
 
 
 async def create_folder(log: EventLog, owner: str, name: str) -> Folder:
@@ -102,17 +124,18 @@ async def create_folder(log: EventLog, owner: str, name: str) -> Folder:
     if len(name) > MAX_NAME:
         raise FolderNameTooLong(f"a folder's name is at most {MAX_NAME} characters", path="name")
     async with writing(log, owner) as w:
-        rows = await w.conn.fetch(Q.library_folders_of_owner, owner)
-        if any(r["name"].casefold() == name.casefold() for r in rows):
+        rows = await w.conn.fetch_as(_FolderRow, Q.library_folders_of_owner, owner)
+        if any(r.name.casefold() == name.casefold() for r in rows):
             raise FolderNameDuplicate(f"you have a folder named {name!r} already", name=name)
         if len(rows) >= MAX_FOLDERS:
             raise FolderLimitReached(f"you have {MAX_FOLDERS} folders, the most you may have")
         folder_id = "folder-" + secrets.token_urlsafe(12)
-        position = max((r["position"] for r in rows), default=-1) + 1
-        row = await w.conn.fetchrow(Q.library_folder_insert, folder_id, owner, name, position)
+        position = max((r.position for r in rows), default=-1) + 1
+        row = await w.conn.fetchrow_as(_FolderRow, Q.library_folder_insert, folder_id, owner, name, position)
+        assert row is not None  # an INSERT … RETURNING returns its row
         await w.append(StreamAppend(stream_id=folder_id, create=NewStream("folder", owner), status="terminal",
                                     events=[FolderCreated(name=name)]))
-    return _folder(row)
+    return row.folder()
 
 
 async def file_course(log: EventLog, owner: str, stage_id: str, folder_id: str | None) -> bool:
@@ -121,19 +144,19 @@ async def file_course(log: EventLog, owner: str, stage_id: str, folder_id: str |
     async with writing(log, owner) as w:
         course_id = await find_document(w.conn, owner, stage_id)
         if course_id is None:
-            row = await w.conn.fetchrow(Q.stream, stage_id)
-            if row is None or row["owner_id"] != owner or row["kind"] != "course":
+            stream = await w.conn.fetchrow_as(StreamRow, Q.stream, stage_id)
+            if stream is None or stream.owner_id != owner or stream.kind != "course":
                 raise DocumentNotFound(f"no course {stage_id!r}", id=stage_id)
             # A course this server generated: filed under its own id from now on.
             course_id = stage_id
             await w.conn.execute(Q.browser_document_insert, course_id, owner, stage_id, "")
-        listed = {r["course_id"]: r for r in await w.conn.fetch(Q.browser_documents_of_owner, owner)}
+        listed = {r.course_id: r for r in await filed_documents(w.conn, owner)}
         if course_id not in listed:
             raise DocumentNotFound(f"course {stage_id!r} was deleted", id=stage_id)
-        if folder_id is not None and all(r["id"] != folder_id
-                                         for r in await w.conn.fetch(Q.library_folders_of_owner, owner)):
+        if folder_id is not None and all(r.id != folder_id for r in await w.conn.fetch_as(
+                _FolderRow, Q.library_folders_of_owner, owner)):
             raise FolderNotFound(f"no folder {folder_id!r}", id=folder_id)
-        if listed[course_id]["folder_id"] == folder_id:
+        if listed[course_id].folder_id == folder_id:
             return False
         await w.conn.execute(Q.browser_document_file, course_id, folder_id)
         await w.append(StreamAppend(stream_id=course_id, events=[CourseFiled(folder_id=folder_id)]))

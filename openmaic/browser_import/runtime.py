@@ -25,6 +25,7 @@ The rules, as OpenMAIC's runtime store keeps them:
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -34,7 +35,7 @@ import msgspec
 from openmaic import errors
 from openmaic.browser_import.documents import DocumentNotFound, find_document
 from openmaic.browser_import.store import Writer, fold_on, writing
-from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow
 from openmaic.events.types import Event, register
 from openmaic.store.queries import Q
 
@@ -134,8 +135,7 @@ def _stream_id(owner: str, session_id: str) -> str:
 
 
 async def _find(conn: Any, owner: str, session_id: str) -> str | None:
-    row = await conn.fetchrow(Q.runtime_session_find, owner, session_id)
-    return row["stream_id"] if row is not None else None
+    return await conn.fetchval(Q.runtime_session_find, owner, session_id)
 
 
 async def _locked(w: Writer, owner: str, session_id: str) -> tuple[str, RuntimeSession, int]:
@@ -175,8 +175,8 @@ async def create_session(log: EventLog, owner: str, session: dict[str, Any]) -> 
             return state.session or session, False
         stage = session["stageId"]
         if await find_document(w.conn, owner, stage) is None:
-            row = await w.conn.fetchrow(Q.stream, stage)
-            if row is None or row["owner_id"] != owner or row["kind"] != "course":
+            row = await w.conn.fetchrow_as(StreamRow, Q.stream, stage)
+            if row is None or row.owner_id != owner or row.kind != "course":
                 raise DocumentNotFound(f"no course {stage!r}", id=stage)
         sid = _stream_id(owner, session["id"])
         await w.conn.execute(Q.runtime_session_insert, sid, owner, session["id"], stage, session["learnerKey"])
@@ -238,12 +238,19 @@ async def sessions_of(log: EventLog, owner: str, stage_id: str, learner_key: str
     the last one given when more follow."""
     want = MAX_LISTED if limit is None else limit
     start = (None, None) if after is None else tuple(after)
-    rows = await log.db.fetch(Q.runtime_sessions_of_stage, owner, stage_id, learner_key, want + 1, *start)
+    rows = await log.db.fetch_as(_Filed, Q.runtime_sessions_of_stage, owner, stage_id, learner_key, want + 1, *start)
     more = limit is not None and len(rows) > want
     rows = rows[:want]
     out = []
     for row in rows:
-        state, _ = await fold_on(None, log, row["stream_id"], RuntimeSession(), evolve_session)
+        state, _ = await fold_on(None, log, row.stream_id, RuntimeSession(), evolve_session)
         if state.session is not None:
             out.append(state.session)
-    return out, (rows[-1]["created_at"], rows[-1]["stream_id"]) if more else None
+    return out, (rows[-1].created_at, rows[-1].stream_id) if more else None
+
+
+class _Filed(msgspec.Struct, frozen=True):
+    """A runtime session's stream, and when it was filed (the listing's keyset)."""
+
+    stream_id: str
+    created_at: dt.datetime

@@ -14,6 +14,7 @@ import contextlib
 import datetime as dt
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import msgspec
@@ -47,6 +48,18 @@ class Horizon(msgspec.Struct, frozen=True):
     """How long the transaction holding the horizon has been open (None: none is, or it is not visible to us)."""
     pid: int | None
     """Its backend (None for a prepared transaction, or when there is none)."""
+
+
+class HorizonRow(msgspec.Struct, frozen=True):
+    """What ``horizon`` reads: the snapshot's xmin and how far ids ran past it, and the open transaction holding it
+    (its backend, database, state and age; all None when none does)."""
+
+    xmin: str
+    behind: Decimal
+    pid: int | None
+    database: str | None
+    state: str | None
+    age_s: float | None
 
 
 class StreamRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -288,7 +301,8 @@ class EventLog:
         rows = await self.db.fetch(Q.read_streams, [c[0] for c in cursors], [c[1] for c in cursors], limit, max_bytes)
         out: dict[str, list[RecordedEvent]] = {}
         for r in rows:
-            out.setdefault(r["stream_id"], []).append(recorded(r))
+            e = recorded(r)
+            out.setdefault(e.stream_id, []).append(e)
         return out
 
     async def read_all(self, after: Cursor = START, limit: int = 1000) -> list[RecordedEvent]:
@@ -301,10 +315,9 @@ class EventLog:
     async def horizon(self) -> Horizon:
         """The tailing horizon and what holds it back. A transaction left open anywhere in the cluster (another
         database included) stalls every projector and feed that tails the log; this says which and for how long."""
-        r = await self.db.fetchrow(Q.horizon)
+        r = await self.db.fetchrow_as(HorizonRow, Q.horizon)
         assert r is not None
-        return Horizon(int(r["xmin"]), int(r["behind"]),
-                       float(r["age_s"]) if r["age_s"] is not None else None, r["pid"])
+        return Horizon(int(r.xmin), int(r.behind), float(r.age_s) if r.age_s is not None else None, r.pid)
 
     async def stream_row(self, stream_id: str) -> StreamRow | None:
         """The stream's row, typed, or None when there is no such stream."""

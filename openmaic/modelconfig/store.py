@@ -57,9 +57,17 @@ def _stored_error(path: str, what: str) -> ConfigError:
     return ConfigError(f"stored model settings: {path}: {what}", key=path)
 
 
-def _open(row: Any, key: InstanceKey) -> StoredSettings:
-    config = msgspec.json.decode(row["config"])
-    sealed: dict[str, Any] = msgspec.json.decode(row["secrets"])
+class _Stored(msgspec.Struct, frozen=True):
+    """An owner's row of ``model_settings``: the settings and the sealed keys as JSON text, and its revision."""
+
+    config: str
+    secrets: str
+    revision: int
+
+
+def _open(row: _Stored, key: InstanceKey) -> StoredSettings:
+    config = msgspec.json.decode(row.config)
+    sealed: dict[str, Any] = msgspec.json.decode(row.secrets)
     layer, _ = parse_model_shape(config, _stored_error, source="workspace")
     providers: dict[str, ProviderSpec] = {}
     unreadable: set[str] = set()
@@ -79,13 +87,13 @@ def _open(row: Any, key: InstanceKey) -> StoredSettings:
             api_key=Secret(opened["apiKey"]) if opened.get("apiKey") else None,
             credentials={k: Secret(v) for k, v in (opened.get("credentials") or {}).items()},
         )
-    return StoredSettings(layer=msgspec.structs.replace(layer, providers=providers), revision=row["revision"],
+    return StoredSettings(layer=msgspec.structs.replace(layer, providers=providers), revision=row.revision,
                           unreadable=frozenset(unreadable), sealed=sealed)
 
 
 async def read_settings(db: Database, owner: str, key: InstanceKey) -> StoredSettings | None:
     """The owner's settings, or ``None`` when they never saved any."""
-    row = await db.fetchrow(SQL.read, owner)
+    row = await db.fetchrow_as(_Stored, SQL.read, owner)
     return None if row is None else _open(row, key)
 
 

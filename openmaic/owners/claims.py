@@ -145,7 +145,7 @@ async def claim_owner(log: EventLog, from_owner: str, to_owner: str, *, busy_for
     pause = 0.01
     while True:
         try:
-            row = await log.db.fetchrow(SQL.claim_owner, *args)
+            row = await log.db.fetchrow_as(_Claimed, SQL.claim_owner, *args)
             break
         except errors.DatabaseError as exc:
             if exc.details.get("sqlstate") not in _RACES:
@@ -157,14 +157,22 @@ async def claim_owner(log: EventLog, from_owner: str, to_owner: str, *, busy_for
             await trio.sleep(random.uniform(pause / 2, pause))
             pause = min(pause * 2, 0.25)
     assert row is not None
-    outcome = row["outcome"]
+    outcome = row.outcome
     if outcome == "already-claimed":
         return ClaimResult(status="already-claimed")
     if outcome != "claimed":
         raise ClaimRefused(outcome)
     # Written by a SQL function, outside the log's append path: its watchers (live feeds, folds) are told here.
-    log.hint(row["stream_ids"])
-    return ClaimResult(status="claimed", moved=msgspec.json.decode(row["moved"]))
+    log.hint(row.stream_ids or [])
+    return ClaimResult(status="claimed", moved=msgspec.json.decode(row.moved or "{}"))
+
+
+class _Claimed(msgspec.Struct, frozen=True):
+    """What ``openmaic_claim_owner`` answers: its outcome, what moved (JSON), and the streams it appended to."""
+
+    outcome: str
+    moved: str | None
+    stream_ids: list[str] | None
 
 
 async def claimed_into(db: Database, owner: str) -> str | None:
@@ -177,8 +185,8 @@ async def claimed_into(db: Database, owner: str) -> str | None:
 async def merged_from(db: Database, owner: str, salt: str, digest: str) -> bool:
     """Whether a claim merged into ``owner`` an owner whose id hashes to ``digest`` (sha256 hex of
     ``salt ‖ NUL ‖ owner id``): OpenMAIC's check for a browser that recorded its first owner only as a digest."""
-    for r in await db.fetch(SQL.claims_into, owner):
-        mine = hashlib.sha256(f"{salt}\x00{r['from_owner_id']}".encode()).hexdigest()
+    for merged in await db.fetch_values(SQL.claims_into, owner):
+        mine = hashlib.sha256(f"{salt}\x00{merged}".encode()).hexdigest()
         if mine == digest:
             return True
     return False

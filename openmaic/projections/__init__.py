@@ -25,7 +25,7 @@ from openmaic.projections.base import (
 )
 from openmaic.projections.documents import CourseDocuments
 from openmaic.projections.history import AssistantMessage, HistoryMessage, ModelHistory, ToolMessage, UserMessage
-from openmaic.projections.library import LibraryCards, card_label
+from openmaic.projections.library import LibraryCard, LibraryCards, card_label
 from openmaic.projections.projector import Applier, Projector, run_projectors
 from openmaic.projections.rebuild import (
     ProjectionStatus, RebuildResult, projection_status, rebuild, record_projection_lag,
@@ -34,7 +34,7 @@ from openmaic.projections.sessions import SessionList
 
 __all__ = [
     "Applier", "AssistantMessage", "CheckpointMoved", "Context", "CourseDocuments", "HistoryMessage",
-    "LibraryCards", "ModelHistory", "Projection", "ProjectionPaused", "ProjectionStatus", "Projector",
+    "LibraryCard", "LibraryCards", "ModelHistory", "Projection", "ProjectionPaused", "ProjectionStatus", "Projector",
     "RebuildResult", "RebuildRunning", "SessionList", "Tables", "ToolMessage", "UnknownProjection", "UserMessage",
     "card_label", "default_projections", "get_projection", "lock_key", "projection_status", "rebuild",
     "record_projection_lag", "run_projectors",

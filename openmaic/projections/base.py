@@ -31,6 +31,21 @@ log = logging.getLogger(__name__)
 T = TypeVar("T", bound=msgspec.Struct)
 
 
+class CheckpointRow(msgspec.Struct, frozen=True):
+    """A projection's checkpoint as ``projection_checkpoint`` reads it: where it stands in the global order."""
+
+    generation: int
+    epoch: int
+    tx: str
+    position: int
+    events_applied: int
+
+
+class StreamSeq(msgspec.Struct, frozen=True):
+    stream_id: str
+    seq: int
+
+
 class ProjectionPaused(errors.OpenMaicError):
     """A rebuild of this projection is swapping its tables in; the projector waits and retries."""
 

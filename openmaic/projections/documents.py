@@ -5,7 +5,7 @@ Read model (what the API reads)::
     course_documents(course_id PK, owner_id, document json, seq, deleted, updated_at)   -- index (owner_id)
 
 ``document`` is the msgspec JSON of :class:`~openmaic.courses.events.CourseDocument` (decode it with
-``msgspec.json.decode(row["document"], type=CourseDocument)`` or serve the text as it is); ``seq`` is the course
+``msgspec.json.decode(document, type=CourseDocument)`` or serve the text as it is); ``seq`` is the course
 stream's seq it reflects; ``deleted`` mirrors ``document.deleted`` for filtering in SQL.
 """
 

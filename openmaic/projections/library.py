@@ -99,6 +99,19 @@ _encode = msgspec.json.Encoder().encode
 SQL = load_sql(__package__, "library.sql")
 
 
+class LibraryCard(msgspec.Struct, frozen=True):
+    """An owner's card as the read side lists it (``library_cards_of_owner``)."""
+
+    course_id: str
+    title: str
+    run_id: str | None
+    run_state: str | None
+    label: str
+    scenes_total: int
+    scenes_completed: int
+    updated_at: dt.datetime
+
+
 class _Loaded(msgspec.Struct, frozen=True):
     """A course a batch touches, as ``load`` reads it: its stored card (``stored``), if any, and its runs."""
 

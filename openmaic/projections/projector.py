@@ -30,7 +30,16 @@ from openmaic import errors, metrics
 from openmaic.concurrency import collapse_groups
 from openmaic.events.log import Cursor, EventLog, RecordedEvent
 from openmaic.events.wakeups import Wakeups
-from openmaic.projections.base import CheckpointMoved, Context, Projection, ProjectionPaused, Tables, lock_key
+from openmaic.projections.base import (
+    CheckpointMoved,
+    CheckpointRow,
+    Context,
+    Projection,
+    ProjectionPaused,
+    StreamSeq,
+    Tables,
+    lock_key,
+)
 from openmaic.projections.ordering import StreamOrder
 from openmaic.store.database import Backoff, Database, Op
 from openmaic.store.queries import Q
@@ -134,12 +143,12 @@ class Applier:
     async def load(self) -> None:
         """(Re)read the checkpoint and the early set; forget everything in memory."""
         await self.db.execute(Q.projection_checkpoint_init, self.checkpoint)
-        row = await self.db.fetchrow(Q.projection_checkpoint, self.checkpoint)
+        row = await self.db.fetchrow_as(CheckpointRow, Q.projection_checkpoint, self.checkpoint)
         assert row is not None
-        early = await self.db.fetch(Q.projection_early, self.checkpoint)
-        self.order.reset({(r["stream_id"], r["seq"]) for r in early})
-        self.cursor = (row["epoch"], int(row["tx"]), row["position"])
-        self.generation = row["generation"]
+        early = await self.db.fetch_as(StreamSeq, Q.projection_early, self.checkpoint)
+        self.order.reset({(r.stream_id, r.seq) for r in early})
+        self.cursor = (row.epoch, int(row.tx), row.position)
+        self.generation = row.generation
 
     async def step(self) -> int:
         """Apply the next batch. Returns the number of log events it covered (0: caught up).

@@ -14,6 +14,7 @@ import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from decimal import Decimal
 from typing import Any
 
 import msgspec
@@ -21,7 +22,7 @@ import trio
 
 from openmaic import errors, metrics
 from openmaic.events.log import EventLog
-from openmaic.projections.base import Projection, RebuildRunning, Tables, lock_key
+from openmaic.projections.base import CheckpointRow, Projection, RebuildRunning, Tables, lock_key
 from openmaic.projections.projector import Applier
 from openmaic.store.database import Database
 from openmaic.store.queries import Q
@@ -107,8 +108,8 @@ async def rebuild(
             # projection until that connection closed.
             with trio.CancelScope(shield=True):
                 await _unlock(conn, rebuild_key)
-    row = await db.fetchrow(Q.projection_checkpoint, name)
-    total = row["events_applied"] if row else events
+    row = await db.fetchrow_as(CheckpointRow, Q.projection_checkpoint, name)
+    total = row.events_applied if row else events
     return RebuildResult(name, total, time.perf_counter() - started, paused)
 
 
@@ -126,8 +127,8 @@ async def _drop_leftovers(db: Database, projection: Projection, cp: str) -> None
     lock, so no other rebuild of this projection is writing them."""
     ops: list[tuple[str, Sequence[Any]]] = []
     for t in projection.tables:
-        rows = await db.fetch(Q.rebuild_leftover_tables, t.replace("_", r"\_") + r"\_\_rb%")
-        ops += [(Q.drop_table.format(table=f'"{r["tablename"]}"'), ()) for r in rows]
+        names = await db.fetch_values(Q.rebuild_leftover_tables, t.replace("_", r"\_") + r"\_\_rb%")
+        ops += [(Q.drop_table.format(table=f'"{table}"'), ()) for table in names]
     ops.append((Q.projection_checkpoint_delete, (cp,)))
     ops.append((Q.projection_early_delete, (cp,)))
     await db.transaction(ops)
@@ -139,8 +140,7 @@ async def _swap(db: Database, projection: Projection, new: Tables, cp: str) -> N
     ops += [(Q.drop_table.format(table=t), ()) for t in projection.tables]
     for t, physical in new.items():
         ops.append((Q.rename_table.format(table=physical, new_name=t), ()))
-        for r in await db.fetch(Q.table_indexes, physical):
-            index = r["indexname"]
+        for index in await db.fetch_values(Q.table_indexes, physical):
             if index.startswith(physical):
                 ops.append((Q.rename_index.format(index=index, new_name=t + index[len(physical):]), ()))
     ops += [
@@ -169,6 +169,21 @@ class ProjectionStatus(msgspec.Struct, frozen=True):
     rebuilding: bool
 
 
+class _StatusRow(msgspec.Struct, frozen=True):
+    """A row of ``projection_status``."""
+
+    name: str
+    epoch: int | None
+    tx: str | None
+    position: int | None
+    events_applied: int | None
+    updated_at: dt.datetime | None
+    lag_events: int
+    lag_s: Decimal | float | None
+    holder_pid: int | None
+    rebuild_pid: int | None
+
+
 async def record_projection_lag(db: Database, projections: Sequence[Projection]) -> None:
     """Set the projection-lag gauges from the database: the lag is a fact of the log and the checkpoints, the same
     from every process, and must be visible where projectors serve no HTTP (``--role projector``)."""
@@ -179,16 +194,17 @@ async def record_projection_lag(db: Database, projections: Sequence[Projection])
 
 async def projection_status(db: Database, projections: Sequence[Projection]) -> list[ProjectionStatus]:
     names = [p.name for p in projections]
-    rows = await db.fetch(
-        Q.projection_status, names, [lock_key("own", n) for n in names], [lock_key("rebuild", n) for n in names]
+    rows = await db.fetch_as(
+        _StatusRow, Q.projection_status, names, [lock_key("own", n) for n in names],
+        [lock_key("rebuild", n) for n in names],
     )
-    by_name = {r["name"]: r for r in rows}
+    by_name = {r.name: r for r in rows}
     out = []
     for n in names:
         r = by_name[n]
         out.append(ProjectionStatus(
-            n, r["epoch"], int(r["tx"]) if r["tx"] is not None else None, r["position"], r["events_applied"] or 0,
-            r["updated_at"], r["lag_events"], float(r["lag_s"]) if r["lag_s"] is not None else None,
-            r["holder_pid"], r["rebuild_pid"] is not None,
+            n, r.epoch, int(r.tx) if r.tx is not None else None, r.position, r.events_applied or 0,
+            r.updated_at, r.lag_events, float(r.lag_s) if r.lag_s is not None else None,
+            r.holder_pid, r.rebuild_pid is not None,
         ))
     return out

@@ -21,6 +21,8 @@ from __future__ import annotations
 import datetime as dt
 from contextlib import AbstractAsyncContextManager
 
+import msgspec
+
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.runs.events import RunAdmitted
 from openmaic.store.database import Connection, Database
@@ -45,12 +47,22 @@ class Admission:
         self.now = now
 
 
+class _Executing(msgspec.Struct, frozen=True):
+    active: int
+    now: dt.datetime
+
+
+class _Counted(msgspec.Struct, frozen=True):
+    active: int
+    waiting: int
+
+
 async def admit(log: EventLog, owner: str, stream_id: str, attempt: int, limit: int) -> Admission:
     """Append ``run.admitted`` for this attempt if ``owner`` has fewer than ``limit`` executing runs."""
     async with log.appending(owner_transaction(log.db, owner)) as tx:
-        row = await tx.conn.fetchrow(Q.runs_executing, owner, stream_id)
-        assert row is not None
-        active, now = int(row["active"]), row["now"]
+        row = await tx.conn.fetchrow_as(_Executing, Q.runs_executing, owner, stream_id)
+        assert row is not None  # an aggregate always answers one row
+        active, now = int(row.active), row.now
         if active >= limit:
             return Admission(False, active, now)
         batch = StreamAppend(stream_id=stream_id, events=[RunAdmitted(attempt=attempt, active=active)],
@@ -71,6 +83,6 @@ class RunCounts:
 
 async def run_counts(conn: Connection, owner: str, exclude: str = "") -> RunCounts:
     """``owner``'s active and waiting runs other than ``exclude`` (call it inside :func:`owner_transaction`)."""
-    row = await conn.fetchrow(Q.runs_of_owner_by_status, owner, exclude)
-    assert row is not None
-    return RunCounts(int(row["active"]), int(row["waiting"]))
+    row = await conn.fetchrow_as(_Counted, Q.runs_of_owner_by_status, owner, exclude)
+    assert row is not None  # an aggregate always answers one row
+    return RunCounts(row.active, row.waiting)

@@ -53,6 +53,10 @@ class Gateway:
     async def execute(self, sql: str, *args: Any) -> str:
         return await self._statement("execute", sql, args)
 
+    async def fetch_values(self, sql: str, *args: Any) -> list[Any]:
+        """The first column of every row of ``sql`` (a statement that selects one)."""
+        return [r[0] for r in await self._statement("fetch", sql, args)]
+
     async def fetch_as(self, type_: type[T], sql: str, *args: Any) -> list[T]:
         """Every row of ``sql`` as ``type_``."""
         return typed_rows(type_, await self._statement("fetch", sql, args))

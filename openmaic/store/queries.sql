@@ -131,9 +131,12 @@ SELECT pg_snapshot_xmin(s)::text AS xmin,
 -- (the read model's or the scheduling one), $8 one stream's id. $5: stuck ones only, where stuck means running with
 -- an expired lease that no worker has claimed since, queued and due for longer than $6 seconds, or paused. $7 rows
 -- at most. $9: a page after the row whose (last_at, id) is ($10, $11) (keyset; $10 NULL: a row without events).
+-- The columns are SessionRow's (openmaic.probes); lease_left_s is NULL while no worker holds the lease.
 SELECT *
-  FROM (SELECT s.id, s.kind, s.owner_id, coalesce(l.status, s.status) AS state, s.status, s.attempt,
-               s.lease_worker, extract(epoch FROM s.lease_expires_at - now())::float8 AS lease_left_s,
+  FROM (SELECT s.id, s.kind, s.owner_id AS owner, coalesce(l.status, s.status) AS state, s.status, s.attempt,
+               s.lease_worker,
+               CASE WHEN s.lease_worker IS NOT NULL
+                    THEN extract(epoch FROM s.lease_expires_at - now())::float8 END AS lease_left_s,
                extract(epoch FROM now() - e.recorded_at)::float8 AS idle_s, coalesce(l.title, '') AS title,
                CASE WHEN s.status = 'running' AND s.lease_expires_at < now() THEN 'lease_expired'
                     WHEN s.status = 'queued' AND (s.wake_at IS NULL OR s.wake_at <= now())

@@ -104,6 +104,34 @@ class ExportResult(msgspec.Struct, frozen=True):
 # -- export -------------------------------------------------------------------------------------------------------
 
 
+class _Range(msgspec.Struct, frozen=True):
+    """``audit_ranges``: a stream's head, and the first and last seq to export (None: none in the window)."""
+
+    id: str
+    head_seq: int
+    lo: int | None
+    hi: int | None
+
+
+class _Anchor(msgspec.Struct, frozen=True):
+    stream_id: str
+    hash: bytes
+
+
+class _Stored(msgspec.Struct, frozen=True):
+    """An event as ``audit_page`` reads it; ``ord`` is the page entry it answers."""
+
+    ord: int
+    seq: int
+    type: str
+    v: int
+    recorded_at: dt.datetime
+    attempt: int | None
+    command_id: str | None
+    data: str
+    hash: bytes
+
+
 async def plan_export(db: Database, stream_ids: Sequence[str] = (), *, owner: str | None = None,
                       since: dt.datetime | None = None, until: dt.datetime | None = None) -> list[StreamRange]:
     """The seq range to export of each stream, read in one statement (one snapshot).
@@ -112,22 +140,22 @@ async def plan_export(db: Database, stream_ids: Sequence[str] = (), *, owner: st
     last event recorded before ``until``, contiguous, so that the chain can be verified across it.
     """
     if owner is not None:
-        ids = [r["id"] for r in await db.fetch(Q.owner_stream_ids, owner)]
+        ids = await db.fetch_values(Q.owner_stream_ids, owner)
         if not ids:
             raise errors.NotFound(f"owner {owner!r} has no streams")
     else:
         ids = list(dict.fromkeys(stream_ids))
         if not ids:
             raise errors.InvalidInput("name at least one stream, or --owner")
-    rows = {r["id"]: r for r in await db.fetch(Q.audit_ranges, ids, since, until)}
+    rows = {r.id: r for r in await db.fetch_as(_Range, Q.audit_ranges, ids, since, until)}
     missing = [i for i in ids if i not in rows]
     if missing:
         raise errors.StreamNotFound(f"no stream {', '.join(map(repr, missing))}", stream_id=missing[0])
     out = []
     for i in ids:
         r = rows[i]
-        lo = r["lo"] if r["lo"] is not None else r["head_seq"] + 1
-        hi = r["hi"] if r["hi"] is not None else 0
+        lo = r.lo if r.lo is not None else r.head_seq + 1
+        hi = r.hi if r.hi is not None else 0
         out.append(StreamRange(i, lo, max(hi, lo - 1)))
     return out
 
@@ -166,8 +194,8 @@ async def export(db: Database, path: str | os.PathLike[str], ranges: Sequence[St
     prev = {r.id: GENESIS_HEX for r in ranges}
     anchors = [(r.id, r.first_seq - 1) for r in ranges if r.first_seq > 1]
     if anchors:
-        for row in await db.fetch(Q.audit_hashes, [a[0] for a in anchors], [a[1] for a in anchors]):
-            prev[row["stream_id"]] = row["hash"].hex()
+        for anchor in await db.fetch_as(_Anchor, Q.audit_hashes, [a[0] for a in anchors], [a[1] for a in anchors]):
+            prev[anchor.stream_id] = anchor.hash.hex()
     last_hash = dict(prev)
     target = Path(path)
     tmp = target.with_name(target.name + ".partial")
@@ -176,22 +204,22 @@ async def export(db: Database, path: str | os.PathLike[str], ranges: Sequence[St
         with open(tmp, "wb") as f:
             f.write(encoder.encode(header) + b"\n")
             for pg in _pages(ranges, page):
-                rows = await db.fetch(Q.audit_page, [ranges[i].id for i, _, _ in pg], [lo for _, lo, _ in pg],
-                                      [hi for _, _, hi in pg])
-                by_ord = {k: list(g) for k, g in itertools.groupby(rows, key=lambda r: r["ord"])}
+                rows = await db.fetch_as(_Stored, Q.audit_page, [ranges[i].id for i, _, _ in pg],
+                                         [lo for _, lo, _ in pg], [hi for _, _, hi in pg])
+                by_ord = {k: list(g) for k, g in itertools.groupby(rows, key=lambda r: r.ord)}
                 lines: list[Any] = []
                 for n, (i, lo, hi) in enumerate(pg, 1):
                     sid = ranges[i].id
                     p = prev[sid]
                     for r in by_ord.get(n, ()):
-                        h = r["hash"].hex()
-                        data = r["data"].encode()
+                        h = r.hash.hex()
+                        data = r.data.encode()
                         if b"\n" in data or b"\r" in data or data[:1].isspace() or data[-1:].isspace():
-                            lines.append(TextEventLine(sid, r["seq"], r["type"], r["v"], r["recorded_at"],
-                                                       r["attempt"], r["command_id"], r["data"], p, h))
+                            lines.append(TextEventLine(sid, r.seq, r.type, r.v, r.recorded_at, r.attempt,
+                                                       r.command_id, r.data, p, h))
                         else:
-                            lines.append(EventLine(sid, r["seq"], r["type"], r["v"], r["recorded_at"], r["attempt"],
-                                                   r["command_id"], msgspec.Raw(data), p, h))
+                            lines.append(EventLine(sid, r.seq, r.type, r.v, r.recorded_at, r.attempt, r.command_id,
+                                                   msgspec.Raw(data), p, h))
                         p = h
                     prev[sid] = last_hash[sid] = p
                     if hi == ranges[i].last_seq:

@@ -29,7 +29,7 @@ from openmaic.actors.commands import Commands as SessionCommands
 from openmaic.config import Config
 from openmaic.events.log import EventLog, RecordedEvent
 from openmaic.kinds import SESSION_KINDS
-from openmaic.probes import STUCK_REASONS
+from openmaic.probes import STUCK_REASONS, SessionRow
 from openmaic.runs.service import RunService
 from openmaic.store.queries import Q
 
@@ -39,27 +39,6 @@ __all__ = ["Lease", "SessionRow", "SessionView", "cancel", "list_sessions", "ret
 
 HISTORY_LIMIT = 10_000
 """Events ``show`` reads at most (a longer history is cut, and says so)."""
-
-
-class SessionRow(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
-    id: str
-    kind: str
-    owner: str
-    state: str
-    """What the user sees (``paused``, ``idle`` …), from the session list; the scheduling status until then."""
-    status: str
-    """Scheduling: ``queued``, ``running``, ``waiting`` or ``terminal``."""
-    attempt: int
-    lease_worker: str | None
-    lease_left_s: float | None
-    """Seconds until the lease expires (negative: expired); None when nobody holds it."""
-    idle_s: float | None
-    """Seconds since the last event."""
-    title: str
-    stuck: str | None = None
-    """Why it counts as stuck (a key of :data:`STUCK_REASONS`), or None."""
-    last_at: dt.datetime | None = None
-    """When its last event was recorded (the list's order: newest first)."""
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True, rename="camel"):
@@ -106,26 +85,16 @@ async def list_sessions(
     """Newest activity first, at most ``limit``, after the row whose ``(last_at, id)`` is ``after`` (a page:
     the ``(last_at, id)`` of the last row given)."""
     start = (False, None, None) if after is None else (True, *after)
-    rows = await log.db.fetch(Q.sessions_list, list(SESSION_KINDS), owner, kind, state, stuck, stuck_queued_s, limit,
-                              None, *start)  # fmt: skip
-    return [_row(r) for r in rows]
-
-
-def _row(r: object) -> SessionRow:
-    get = r.__getitem__  # type: ignore[attr-defined]
-    held = get("lease_worker") is not None
-    return SessionRow(id=get("id"), kind=get("kind"), owner=get("owner_id"), state=get("state"), status=get("status"),
-                      attempt=get("attempt"), lease_worker=get("lease_worker"),
-                      lease_left_s=get("lease_left_s") if held else None, idle_s=get("idle_s"), title=get("title"),
-                      stuck=get("stuck"), last_at=get("last_at"))  # fmt: skip
+    return await log.db.fetch_as(SessionRow, Q.sessions_list, list(SESSION_KINDS), owner, kind, state, stuck,
+                                 stuck_queued_s, limit, None, *start)  # fmt: skip
 
 
 async def _session(log: EventLog, session_id: str, stuck_queued_s: float) -> SessionRow:
     # The list's own query, narrowed to the one stream: show and list never disagree about a session.
-    rows = await log.db.fetch(Q.sessions_list, list(SESSION_KINDS), None, None, None, False, stuck_queued_s, 1,
-                              session_id, False, None, None)  # fmt: skip
+    rows = await log.db.fetch_as(SessionRow, Q.sessions_list, list(SESSION_KINDS), None, None, None, False,
+                                 stuck_queued_s, 1, session_id, False, None, None)  # fmt: skip
     if rows:
-        return _row(rows[0])
+        return rows[0]
     row = await log.stream_row(session_id)
     if row is not None:
         raise errors.NotFound(f"{session_id!r} is a {row.kind} stream, not a session or run (see `openmaic replay`)")

@@ -65,14 +65,14 @@ async def course(api: Any, owner: str, course_id: str, title: str) -> None:
 
 async def test_idle_feeds_cost_nothing_when_other_owners_work(db, monkeypatch):
     reads: collections.Counter[str] = collections.Counter()
-    real_fetch = db.fetch
+    real_fetch_as = db.fetch_as
 
-    async def counting_fetch(sql: str, *args: Any) -> Any:
+    async def counting_fetch_as(row: Any, sql: str, *args: Any) -> Any:
         if sql == Q.library_cards_of_owner:
             reads[args[0]] += 1
-        return await real_fetch(sql, *args)
+        return await real_fetch_as(row, sql, *args)
 
-    monkeypatch.setattr(db, "fetch", counting_fetch)
+    monkeypatch.setattr(db, "fetch_as", counting_fetch_as)
     async with (
         running_api(db, make_config(CONFIG), blueprints=[classrooms.bp]) as api,
         httpx.AsyncClient(base_url=api.url, trust_env=False, timeout=60, limits=httpx.Limits(max_connections=200)) as http,
