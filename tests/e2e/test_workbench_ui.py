@@ -150,10 +150,13 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
         shot(page, "outline-review")
 
         # A reload shows the same run (a pure fold of its events) and keeps the unconfirmed edit.
+        expect(page.locator(".connection")).to_have_text("Live")
         before = main_text(page)
         page.reload()
         expect(page.locator("main")).to_have_attribute("data-run-state", "awaiting_outline_confirmation")
         expect(page.get_by_label("Title", exact=True).first).to_have_value("What plants eat")
+        # The page says "Connecting…" until its socket is open again; the text is compared once it is live.
+        expect(page.locator(".connection")).to_have_text("Live")
         assert main_text(page) == before
         assert original != "What plants eat"
 
