@@ -309,10 +309,10 @@ class Database(Gateway):
         is given :data:`CANCEL_GRACE_S` to come back before its connection is terminated."""
         pool = self._pool
         held = _Held()
-        raw = self._spares.take()
+        spares = self._spares
 
         async def unit() -> Any:
-            conn = raw if raw is not None else await pool.acquire()
+            conn = await spares.get(pool.acquire)
             held.conn = conn
             clean = False
             try:
@@ -332,7 +332,7 @@ class Database(Gateway):
                 # Kept for the next unit (store.spares), or given back to the pool; until the pool has it, the
                 # connection is still this unit's to terminate if a cancelled release outlasts the grace.
                 try:
-                    await self._spares.settle(conn, clean, pool.release)
+                    await spares.settle(conn, clean, pool.release)
                 finally:
                     held.conn = None
 
@@ -356,7 +356,7 @@ class Database(Gateway):
         """Hold one pooled connection across several units (e.g. a session advisory lock). A statement on it that
         is cancelled terminates the connection at once (see :class:`Connection`)."""
 
-        raw = self._spares.take() or await self._run(self._pool.acquire)
+        raw = await self._run(self._spares.get, self._pool.acquire)
         conn = Connection(raw)
         try:
             yield conn

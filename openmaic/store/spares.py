@@ -31,6 +31,8 @@ class Spares:
         self._idle_s = idle_s
         self._items: list[tuple[Any, float]] = []
         """(connection, when it was given back), most recently given back last"""
+        self._waiting = 0
+        """units waiting in the pool's ``acquire`` (see :meth:`get`)"""
 
     def __len__(self) -> int:
         return len(self._items)
@@ -54,6 +56,21 @@ class Spares:
             return raw
         return None
 
+    async def get(self, acquire: Callable[[], Awaitable[Any]]) -> Any:
+        """A spare, else the pool's ``acquire()``; an asyncio coroutine. While a unit waits in the pool's queue,
+        every unit that ends gives its connection to the pool, not to the spares: the pool hands connections
+        only to its own waiters, so a spare kept then would leave them waiting for one (until a spare goes cold,
+        :data:`SPARE_IDLE_S`) whenever more units run than the pool has connections. The look at the spares and
+        the count are one step of the event loop, so no unit can give a spare back between them unseen."""
+        raw = self.take()
+        if raw is not None:
+            return raw
+        self._waiting += 1
+        try:
+            return await acquire()
+        finally:
+            self._waiting -= 1
+
     def give(self, raw: Any) -> list[Any]:
         """Keep ``raw`` for the next unit; returns the spares unused for too long, for the pool to have back."""
         now = time.monotonic()
@@ -69,8 +86,8 @@ class Spares:
     async def settle(self, raw: Any, clean: bool, release: Callable[[Any], Awaitable[Any]]) -> None:
         """After a unit: ``raw`` is kept if the unit ended ``clean`` (its statements done, the server still answering)
         and it is open and outside any transaction; else the pool decides (it waits for a cancel to be answered,
-        rolls back, or replaces a closed connection)."""
-        if clean and not raw.is_closed() and not raw.is_in_transaction():
+        rolls back, or replaces a closed connection); while a unit waits for the pool, the pool has it (:meth:`get`)."""
+        if clean and not self._waiting and not raw.is_closed() and not raw.is_in_transaction():
             for stale in self.give(raw):
                 await release(stale)
         else:

@@ -193,3 +193,27 @@ async def test_a_call_reuses_a_given_back_connection_and_never_one_the_server_cl
             assert await db.fetchval("SELECT pg_backend_pid()") not in pids
         stats = db.statistics()
         assert stats["idle"] == stats["size"]
+
+
+async def test_more_units_than_connections_all_run_while_the_pool_is_waited_on(db_url):
+    # A unit that ends while others wait in the pool's queue gives its connection to the pool, not to the spares:
+    # the pool hands connections only to its own waiters, so a spare kept then would leave them waiting until it
+    # went cold (SPARE_IDLE_S, a minute). Plain calls and held connections both wait there.
+    async with open_database(db_url, min_size=1, max_size=2) as db:
+        done = []
+
+        async def call(i: int) -> None:
+            await db.fetchval("SELECT pg_sleep(0.02)")
+            done.append(i)
+
+        async def held(i: int) -> None:
+            async with db.connection() as conn:
+                await conn.fetchval("SELECT pg_sleep(0.02)")
+            done.append(i)
+
+        with trio.fail_after(10):
+            async with trio.open_nursery() as nursery:
+                for i in range(12):
+                    nursery.start_soon(call if i % 3 else held, i)
+        assert sorted(done) == list(range(12))
+        assert db.statistics()["size"] <= 2
