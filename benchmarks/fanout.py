@@ -1,6 +1,6 @@
 """Fan-out latency: from an append in one process to its receipt by WebSocket / SSE clients of an API process.
 
-    python -m benchmarks.fanout [--rounds 100] [--quick] [--only ws-raw:1000:1 ...]
+    python -m benchmarks.fanout [--rounds 100] [--quick] [--only ws-raw:1000:1 ...] [--client-procs 2]
 
 Setup: ``openmaic serve --role api`` runs as a subprocess on a throwaway durable cluster (or ``DATABASE_URL``).
 The benchmark process creates waiting ``workbench`` session streams directly in the database
@@ -19,12 +19,15 @@ Scenarios: WebSocket with 1, 100 and 1,000 clients on one stream and on 100 stre
 and SSE with 100 clients (one stream and 100 streams). One round appends one event to every stream at once and
 waits until every client has it before the next round.
 
-Two WebSocket clients: ``ws`` is trio-websocket (wsproto), ``ws-raw`` a minimal RFC 6455 reader
-(``benchmarks/_raw_ws.py``). The clients run in a process of their own (this module with ``--clients``,
-driven over its stdin/stdout), apart from the appender and from the API process, as real clients would be;
-all of them still share the machine's two cores with the API process and PostgreSQL. The ``srv cpu`` and
-``cli cpu`` columns show where the CPU went (per round, from /proc: the API process, the clients' process).
-Latency "from append commit to receipt" is the ``cmt`` columns (the processes share one clock).
+Three WebSocket clients: ``ws`` is trio-websocket (wsproto), ``websockets`` the asyncio library of that name
+(``benchmarks/_asyncio_clients.py``; not a dependency of the project: ``.venv/bin/pip install websockets==17.4``
+to run its rows, which only ``--only websockets:…`` asks for), ``ws-raw`` a minimal RFC 6455 reader
+(``benchmarks/_raw_ws.py``). The clients run in processes of their own (this module with ``--clients``, or the
+asyncio one, driven over stdin/stdout; ``--client-procs N`` deals each scenario's clients to N of them), apart
+from the appender and from the API process, as real clients would be; all of them still share the machine's
+two cores with the API process and PostgreSQL. The ``srv cpu`` and ``cli cpu`` columns show where the CPU went
+(per round, from /proc: the API process, the clients' processes together). Latency "from append commit to
+receipt" is the ``cmt`` columns (the processes share one clock).
 
 Baseline, same run, same database: ``append_one`` followed by one ``read_stream`` of that event from the
 benchmark process on another pooled connection. It is the floor any reader in another process could reach:
@@ -85,7 +88,7 @@ _decode_frame = msgspec.json.Decoder(_FrameHead).decode  # reads type and seq, s
 # -- the clients' process ---------------------------------------------------------------------------------------
 #
 # Driven line by line over stdin/stdout, one JSON object each way:
-#   {"op": "connect", "kind", "streams": [...], "clients"} -> {"ok": true} once every client is caught up
+#   {"op": "connect", "kind", "streams": [one per client]} -> {"ok": true} once every client is caught up
 #   {"op": "arm", "clients"} -> {"ok": true}; the next `clients` events received are this round's
 #   (the driver then appends)                 -> {"received": [[stream, seq, receive ns], ...]} when all arrived
 #   {"op": "disconnect"} -> {"ok": true}
@@ -188,9 +191,7 @@ async def clients_main(port: int) -> None:
                 return
             async with trio.open_nursery() as nursery:
                 with trio.fail_after(120):
-                    streams = cmd["streams"]
-                    for i in range(cmd["clients"]):
-                        s = streams[i % len(streams)]
+                    for s in cmd["streams"]:  # one client per entry
                         if cmd["kind"] == "ws":
                             await nursery.start(c.ws_client, s)
                         elif cmd["kind"] == "ws-raw":
@@ -213,7 +214,7 @@ async def clients_main(port: int) -> None:
 
 
 class Bench:
-    def __init__(self, log: EventLog, clients: _Lines) -> None:
+    def __init__(self, log: EventLog, clients: list[_Lines]) -> None:
         self.log = log
         self.clients = clients
 
@@ -224,16 +225,18 @@ class Bench:
         stats.append_ms.append((t1 - t0) / 1e6)
         sent[(stream, res.last_seq)] = (t0, t1)
 
-    async def run_rounds(self, streams: list[str], n_clients: int, rounds: int, stats: Stats) -> None:
+    async def run_rounds(self, streams: list[str], shares: list[int], rounds: int, stats: Stats) -> None:
         for _ in range(rounds):
-            await self.clients.put({"op": "arm", "clients": n_clients})
-            await self.clients.get()
+            for pipe, n in zip(self.clients, shares, strict=True):
+                await pipe.put({"op": "arm", "clients": n})
+            for pipe in self.clients:
+                await pipe.get()
             sent: dict[tuple[str, int], tuple[int, int]] = {}
             async with trio.open_nursery() as n:
                 for s in streams:
                     n.start_soon(self.append, sent, s, stats)
-            received = (await self.clients.get())["received"]
-            stats.missed += n_clients - len(received)
+            received = [r for pipe in self.clients for r in (await pipe.get())["received"]]
+            stats.missed += sum(shares) - len(received)
             for stream, seq, recv in received:
                 if (stream, seq) not in sent:
                     stats.missed += 1
@@ -272,13 +275,13 @@ def process_cpu_s(pid: int | None = None) -> float:
 
 
 def row(label: str, s: Stats) -> str:
-    return (f"{label:<34} {len(s.total_ms):>7} {percentile(s.total_ms, 50):>8.2f} {percentile(s.total_ms, 99):>8.2f}"
+    return (f"{label:<48} {len(s.total_ms):>7} {percentile(s.total_ms, 50):>8.2f} {percentile(s.total_ms, 99):>8.2f}"
             f" {percentile(s.after_commit_ms, 50):>8.2f} {percentile(s.after_commit_ms, 99):>8.2f}"
             f" {percentile(s.append_ms, 50):>8.2f} {percentile(s.append_ms, 99):>8.2f} {s.missed:>6}"
             f" {s.server_cpu_ms:>7.1f} {s.client_cpu_ms:>7.1f}")
 
 
-HEADER = (f"{'scenario':<34} {'samples':>7} {'tot p50':>8} {'tot p99':>8} {'cmt p50':>8} {'cmt p99':>8}"
+HEADER = (f"{'scenario':<48} {'samples':>7} {'tot p50':>8} {'tot p99':>8} {'cmt p50':>8} {'cmt p99':>8}"
           f" {'app p50':>8} {'app p99':>8} {'missed':>6} {'srv cpu':>7} {'cli cpu':>7}")
 
 
@@ -351,50 +354,76 @@ async def _run(args, url, port, proc, clients_list, sse_clients, rounds) -> None
         print(HEADER)
         (bs,) = await new_streams(1)
         print(row("baseline: append + read_stream", await baseline(log, bs, max(rounds, 50))), flush=True)
-        child = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "benchmarks.fanout", "--clients", str(port)], cwd=ROOT,
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
-        try:
-            await _scenarios(args, log, new_streams, proc, child, clients_list, sse_clients, rounds)
-        finally:
-            await child.stdin.aclose()
-            with trio.move_on_after(10):
-                await child.wait()
-            if child.returncode is None:
-                child.kill()
+        await _scenarios(args, log, new_streams, proc, port, clients_list, sse_clients, rounds)
 
 
-async def _scenarios(args, log, new_streams, proc, child, clients_list, sse_clients, rounds) -> None:
-    pipe = _Lines(child.stdout, child.stdin)
-    bench = Bench(log, pipe)
+async def _client_processes(kind: str, port: int, n: int) -> list[trio.Process]:
+    """``n`` processes of clients: asyncio ones for `websockets`, trio ones (this module) for the rest."""
+    if kind == "websockets":
+        cmd = [sys.executable, "-m", "benchmarks._asyncio_clients", str(port)]
+    else:
+        cmd = [sys.executable, "-m", "benchmarks.fanout", "--clients", str(port)]
+    return [await trio.lowlevel.open_process(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            for _ in range(n)]  # fmt: skip
+
+
+async def _stop(children: list[trio.Process]) -> None:
+    for child in children:
+        await child.stdin.aclose()
+    with trio.move_on_after(10):
+        for child in children:
+            await child.wait()
+    for child in children:
+        if child.returncode is None:
+            child.kill()
+
+
+async def _scenarios(args, log, new_streams, proc, port, clients_list, sse_clients, rounds) -> None:
     scenarios = [(kind, c, ns) for kind in ("ws", "ws-raw") for c in clients_list for ns in (1, 100) if ns <= c]
     scenarios += [("sse", sse_clients, ns) for ns in (1, min(100, sse_clients))]
     if args.only:
-        wanted = {tuple(x.split(":")) for x in args.only}
-        scenarios = [s for s in scenarios if (s[0], str(s[1]), str(s[2])) in wanted]
+        wanted = [tuple(x.split(":")) for x in args.only]
+        scenarios = [(kind, int(c), int(ns)) for kind, c, ns in wanted]
     for kind, n_clients, n_streams in scenarios:
         streams = await new_streams(n_streams)
         stats = Stats()
-        await pipe.put({"op": "connect", "kind": kind, "streams": streams, "clients": n_clients})
-        await pipe.get()
-        profiler = None
-        if args.py_spy:
-            # The API process sampled during the rounds only (not while clients connect): py-spy's raw format,
-            # one line per distinct stack with its sample count (see --py-spy).
-            out = f"{args.py_spy_out}-{kind}-{n_clients}-{n_streams}.txt"
-            profiler = subprocess.Popen([args.py_spy, "record", "-p", str(proc.pid), "-r", "250", "-f", "raw",
-                                         "-o", out, "--nonblocking"], stdout=subprocess.DEVNULL)  # fmt: skip
-            await trio.sleep(1)
-        server0, client0 = process_cpu_s(proc.pid), process_cpu_s(child.pid)
-        await bench.run_rounds(streams, n_clients, rounds, stats)
-        stats.server_cpu_ms = (process_cpu_s(proc.pid) - server0) / rounds * 1000
-        stats.client_cpu_ms = (process_cpu_s(child.pid) - client0) / rounds * 1000
-        if profiler is not None:
-            profiler.send_signal(signal.SIGINT)
-            profiler.wait()
-        await pipe.put({"op": "disconnect"})
-        await pipe.get()
-        label = f"{kind}: {n_clients} clients, {n_streams} stream{'s' if n_streams > 1 else ''}"
+        n_procs = min(args.client_procs, n_clients)
+        children = await _client_processes(kind, port, n_procs)
+        try:
+            pipes = [_Lines(child.stdout, child.stdin) for child in children]
+            # Client i follows stream i mod n_streams; the clients are dealt to the processes in turn, so each
+            # process follows every stream alike.
+            assigned: list[list[str]] = [[] for _ in pipes]
+            for i in range(n_clients):
+                assigned[i % n_procs].append(streams[i % n_streams])
+            for pipe, mine in zip(pipes, assigned, strict=True):
+                await pipe.put({"op": "connect", "kind": kind, "streams": mine})
+            for pipe in pipes:
+                await pipe.get()
+            profiler = None
+            if args.py_spy:
+                # The API process sampled during the rounds only (not while clients connect): py-spy's raw
+                # format, one line per distinct stack with its sample count (see --py-spy).
+                out = f"{args.py_spy_out}-{kind}-{n_clients}-{n_streams}.txt"
+                profiler = subprocess.Popen([args.py_spy, "record", "-p", str(proc.pid), "-r", "250", "-f", "raw",
+                                             "-o", out, "--nonblocking"], stdout=subprocess.DEVNULL)  # fmt: skip
+                await trio.sleep(1)
+            server0 = process_cpu_s(proc.pid)
+            clients0 = sum(process_cpu_s(child.pid) for child in children)
+            await Bench(log, pipes).run_rounds(streams, [len(mine) for mine in assigned], rounds, stats)
+            stats.server_cpu_ms = (process_cpu_s(proc.pid) - server0) / rounds * 1000
+            stats.client_cpu_ms = (sum(process_cpu_s(child.pid) for child in children) - clients0) / rounds * 1000
+            if profiler is not None:
+                profiler.send_signal(signal.SIGINT)
+                profiler.wait()
+            for pipe in pipes:
+                await pipe.put({"op": "disconnect"})
+            for pipe in pipes:
+                await pipe.get()
+        finally:
+            await _stop(children)
+        procs = f" ({n_procs} procs)" if n_procs > 1 else ""
+        label = f"{kind}: {n_clients} clients, {n_streams} stream{'s' if n_streams > 1 else ''}{procs}"
         print(row(label, stats), flush=True)
         await trio.sleep(0.5)
 
@@ -404,7 +433,9 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--quick", action="store_true", help="a smoke run: few clients and rounds")
     parser.add_argument("--only", nargs="+", metavar="KIND:CLIENTS:STREAMS",
-                        help="run only these scenarios, e.g. ws:1000:1 sse:100:100")
+                        help="run only these scenarios, e.g. ws:1000:1 sse:100:100 websockets:1000:100")
+    parser.add_argument("--client-procs", type=int, default=1, metavar="N",
+                        help="spread each scenario's clients over N processes (default 1)")
     parser.add_argument("--py-spy", metavar="PATH", help="sample the API process with this py-spy during the rounds")
     parser.add_argument("--py-spy-out", default="fanout-profile", metavar="PREFIX",
                         help="where --py-spy writes (PREFIX-KIND-CLIENTS-STREAMS.txt)")
