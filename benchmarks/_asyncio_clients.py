@@ -16,30 +16,13 @@ import json
 import sys
 import time
 
-import msgspec
+from benchmarks.fanout import Receipts, _decode_frame
 
 
-class _FrameHead(msgspec.Struct):
-    type: str
-    seq: int = 0
-
-
-_decode_frame = msgspec.json.Decoder(_FrameHead).decode  # reads type and seq, skips the envelope
-
-
-class Clients:
+class Clients(Receipts):
     def __init__(self, port: int) -> None:
+        super().__init__(asyncio.Event)
         self.port = port
-        self.received: list[tuple[str, int, int]] = []
-        self.pending = 0
-        self.done = asyncio.Event()
-
-    def deliver(self, stream: str, seq: int, recv_ns: int) -> None:
-        if self.pending > 0:
-            self.received.append((stream, seq, recv_ns))
-            self.pending -= 1
-            if self.pending == 0:
-                self.done.set()
 
     async def client(self, stream: str, caught_up: asyncio.Future[None]) -> None:
         from websockets.asyncio.client import connect
@@ -78,7 +61,7 @@ async def main(port: int) -> None:
                 tasks[-1].result()  # it failed before catching up: say why
         put({"ok": True})
         while (cmd := json.loads(await reader.readline()))["op"] == "arm":
-            c.received, c.pending, c.done = [], cmd["clients"], asyncio.Event()
+            c.arm(cmd["clients"])
             put({"ok": True})
             try:
                 await asyncio.wait_for(c.done.wait(), 5)

@@ -48,6 +48,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
@@ -94,13 +95,17 @@ _decode_frame = msgspec.json.Decoder(_FrameHead).decode  # reads type and seq, s
 #   {"op": "disconnect"} -> {"ok": true}
 
 
-class Clients:
-    def __init__(self, host: str, port: int) -> None:
-        self.host = host
-        self.port = port
+class Receipts:
+    """One round's receipts in a clients' process: ``arm`` it, then ``done`` is set once the round has all."""
+
+    def __init__(self, new_event: Any) -> None:
+        self._new_event = new_event  # trio.Event or asyncio.Event
         self.received: list[tuple[str, int, int]] = []
         self.pending = 0
-        self.done = trio.Event()
+        self.done = new_event()
+
+    def arm(self, clients: int) -> None:
+        self.received, self.pending, self.done = [], clients, self._new_event()
 
     def deliver(self, stream: str, seq: int, recv_ns: int) -> None:
         if self.pending > 0:
@@ -108,6 +113,13 @@ class Clients:
             self.pending -= 1
             if self.pending == 0:
                 self.done.set()
+
+
+class Clients(Receipts):
+    def __init__(self, host: str, port: int) -> None:
+        super().__init__(trio.Event)
+        self.host = host
+        self.port = port
 
     async def ws_client(self, stream: str, task_status=trio.TASK_STATUS_IGNORED) -> None:
         url = f"ws://{self.host}:{self.port}/api/streams/{stream}/ws?after=0"
@@ -200,7 +212,7 @@ async def clients_main(port: int) -> None:
                             await nursery.start(c.sse_client, http, s)
                 await pipe.put({"ok": True})
                 while (cmd := await pipe.get())["op"] == "arm":
-                    c.received, c.pending, c.done = [], cmd["clients"], trio.Event()
+                    c.arm(cmd["clients"])
                     await pipe.put({"ok": True})
                     with trio.move_on_after(5):
                         await c.done.wait()
