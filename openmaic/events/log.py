@@ -229,20 +229,16 @@ class EventLog:
 
     def _request(self, batches: Sequence[StreamAppend]) -> AppendRequest:
         # Encoded here, in the caller: an event that cannot be encoded fails its own call, not a group.
-        encode = self.types.encode
         types: list[str] = []
         versions: list[int] = []
         datas: list[str] = []
         for b in batches:
-            for ev in b.events:
-                t, v, data = encode(ev)
-                if json_has_nul(data):
-                    # The log's json keeps it, but no read model could copy it into text: refused here, the
-                    # last door, whoever the writer (the API's doors refuse it earlier, naming the field).
-                    raise errors.InvalidInput(unstorable_message(f"event {t}"), type=t)
-                types.append(t)
-                versions.append(v)
-                datas.append(data.decode())
+            self.types.encode_into(b.events, types, versions, datas)
+        for t, data in zip(types, datas):
+            if "\\u0000" in data and json_has_nul(data):
+                # The log's json keeps it, but no read model could copy it into text: refused here, the
+                # last door, whoever the writer (the API's doors refuse it earlier, naming the field).
+                raise errors.InvalidInput(unstorable_message(f"event {t}"), type=t)
         return AppendRequest(self.db, self._committed, batches, types, versions, datas)
 
     def _committed(self, req: AppendRequest, results: list[AppendResult]) -> None:

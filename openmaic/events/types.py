@@ -10,7 +10,7 @@ The stored ``data`` is the event's JSON *without* the tag (the tag is the ``type
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
@@ -77,6 +77,24 @@ class Registry:
         rest = raw[len(prefix) :]
         data = b"{" + rest[1:] if rest[:1] == b"," else b"{}"
         return cls.__struct_config__.tag, cls.version, data  # type: ignore[return-value]
+
+    def encode_into(self, events: Iterable[Event], types: list[str], versions: list[int], datas: list[str]) -> None:
+        """:meth:`encode` for many events, appended to three column lists, the data as text (what the log's
+        statements take): one pass, no tuple per event, the JSON decoded to text once (a 100-event append spent
+        more on encoding than on its statement's client side)."""
+        prefixes = self._prefixes
+        encode = self._encoder.encode
+        for event in events:
+            cls = type(event)
+            prefix = prefixes.get(cls)
+            if prefix is None:
+                raise TypeError(f"{cls.__name__} is not a registered event type")
+            raw = encode(event)
+            n = len(prefix)
+            # msgspec writes the tag first: strip it, the tag is stored in its own column.
+            datas.append("{" + raw[n + 1 :].decode() if raw[n : n + 1] == b"," else "{}")
+            types.append(cls.__struct_config__.tag)  # type: ignore[arg-type]
+            versions.append(cls.version)
 
     def decode(self, tag: str, version: int, data: bytes | str, *, stream_id: str = "?", seq: int = 0) -> Event:
         decoder = self._decoders.get(tag)

@@ -30,6 +30,32 @@ def test_event_without_fields_encodes_to_an_empty_object():
     assert reg.decode("test.ping", 1, b"{}") == Ping()
 
 
+def test_encoding_many_events_into_columns_gives_what_encoding_each_gives():
+    reg = Registry()
+
+    class Ping(Event, tag="test.ping"):
+        pass
+
+    class Bumped(Event, tag="test.bumped"):
+        version = 3
+        n: int
+        note: str = "é \u2028 \"quoted\""
+
+    for cls in (SessionMessagePosted, Ping, Bumped):
+        reg.register(cls)
+    events = [SessionMessagePosted(text="hi"), Ping(), Bumped(n=7), SessionMessagePosted(text="")]
+    types: list[str] = ["earlier"]
+    versions: list[int] = [0]
+    datas: list[str] = ["{}"]
+    reg.encode_into(events, types, versions, datas)
+    each = [reg.encode(e) for e in events]
+    assert types[1:] == [t for t, _, _ in each] and versions[1:] == [v for _, v, _ in each] == [1, 1, 3, 1]
+    assert datas[1:] == [d.decode() for _, _, d in each] and datas[2] == "{}"
+    assert types[0] == "earlier" and len(types) == len(versions) == len(datas) == 5
+    with pytest.raises(TypeError, match="not a registered"):
+        Registry().encode_into([Ping()], [], [], [])
+
+
 def test_unknown_tag_names_the_tag_and_stream():
     reg = Registry()
     with pytest.raises(errors.UnknownEventType) as exc:
