@@ -285,12 +285,21 @@ class GroupCommit:
     async def submit(self, req: AppendRequest) -> list[AppendResult]:
         if self.max_calls <= 0 or (not self._running and not self._start(req.db)):
             return await self._send_direct(req)
-        if self._in_flight == 0 and not self._queue:
-            # A lone request: no call in flight and nothing queued ahead of it (so no earlier request to its
-            # streams is pending). It is sent from this task, as the call a woken worker would make for it alone,
-            # without the hop to the worker and back.
-            return await self._send_own(req)
-        self._queue.append(req)
+        queue = self._queue
+        if self._in_flight == 0 and not queue:
+            # Possibly a lone request: no call in flight, nothing queued ahead of it. It waits in the queue for one
+            # scheduling round (the pending cancellation, if any, comes at its next checkpoint), so that appends
+            # made in the same round (writers woken together by the previous call) still share one call; if none
+            # came, it is sent from this task, as the call a woken worker would make for it alone, without the
+            # hop to the worker and back. It was first in the queue, so no earlier request to its streams is
+            # pending.
+            queue.append(req)
+            await trio.lowlevel.cancel_shielded_checkpoint()
+            if req.state == _QUEUED and len(queue) == 1 and self._in_flight == 0:
+                queue.popleft()
+                return await self._send_own(req)
+        else:
+            queue.append(req)
         if self._in_flight < self.max_calls and self._idle:
             self._idle.unpark()
         return await self._wait(req)
