@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 import urllib.parse
 
 import pytest
@@ -20,6 +21,12 @@ from openmaic.modelconfig.legacy import legacy_variables  # noqa: E402
 
 for _k in [k for k in os.environ if k.startswith("OPENMAIC_") or k in legacy_variables(os.environ)]:
     del os.environ[_k]
+
+# The tests start `python -m openmaic` (servers, the CLI) hundreds of times. Where PYTHONDONTWRITEBYTECODE is set,
+# each of them would compile every module of the package again (a third of its start-up); they keep the bytecode
+# in a cache of their own outside the checkout instead (a changed source is compiled again, as always).
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
+    os.environ.setdefault("PYTHONPYCACHEPREFIX", os.path.join(tempfile.gettempdir(), "openmaic-tests-pycache"))
 
 from openmaic.store.database import open_database  # noqa: E402
 from openmaic.store.migrations import migrate  # noqa: E402
