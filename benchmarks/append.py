@@ -356,6 +356,7 @@ async def bench_appends(
     for batch in args.batches:
         groups = make_groups(payload, batch)
         for streams, r in [(s, r) for s in args.streams for r in range(args.rounds)]:
+            base: Measured | None = None  # this round's raw window: every ratio of the round is against it
             for v in VARIANTS:
                 if v.batches_only and batch == 1:
                     continue
@@ -372,7 +373,8 @@ async def bench_appends(
                     )
                 finally:
                     gc.max_calls = saved
-                base = m if v.key == "raw" else results.appends.get((batch, streams, "raw"))
+                if v.key == "raw":
+                    base = m
                 results.record((batch, streams, v.key), m, base)
                 ratio = f"  a/b {m.rate / base.rate:.2f}" if base and v.key != "raw" else ""
                 per_call = f"  {m.per_call:.1f} appends/call" if m.per_call else ""
