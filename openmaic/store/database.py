@@ -285,14 +285,16 @@ class Database(Gateway):
         self._spares = Spares()
         """the pool's idle connections that units take before asking the pool (see store.spares)"""
 
-    async def _run(self, fn: Callable[..., Any], *args: Any, abort: Callable[[], None] | None = None) -> Any:
+    async def _run(
+        self, fn: Callable[..., Any], *args: Any, abort: Callable[[], None] | None = None, grace: float = CANCEL_GRACE_S
+    ) -> Any:
         """One unit of work on the pool, noting when PostgreSQL refuses the pool a new connection at its limit. With
-        ``abort``, cancelled, it is given :data:`CANCEL_GRACE_S` to come back before ``abort()`` (see
+        ``abort``, cancelled, it is given ``grace`` seconds to come back before ``abort()`` (see
         :func:`_aio_or_abort`)."""
         try:
             if abort is None:
                 return await _aio(fn, *args)
-            return await _aio_or_abort(fn, *args, abort=abort, grace=CANCEL_GRACE_S)
+            return await _aio_or_abort(fn, *args, abort=abort, grace=grace)
         except errors.DatabaseUnavailable as exc:
             self._refusals.note(exc)
             raise
@@ -304,9 +306,9 @@ class Database(Gateway):
 
     # -- units of work: one asyncio coroutine each -------------------------------------------------------------
 
-    async def _unit(self, op: Callable[..., Any], *args: Any) -> Any:
+    async def _unit(self, op: Callable[..., Any], *args: Any, grace: float = CANCEL_GRACE_S) -> Any:
         """``op(conn, *args)`` on a pooled connection, as one asyncio coroutine (take, op, give back). Cancelled, it
-        is given :data:`CANCEL_GRACE_S` to come back before its connection is terminated."""
+        is given ``grace`` seconds to come back before its connection is terminated."""
         pool = self._pool
         held = _Held()
         spares = self._spares
@@ -336,7 +338,13 @@ class Database(Gateway):
                 finally:
                     held.conn = None
 
-        return await self._run(unit, abort=held.terminate)
+        return await self._run(unit, abort=held.terminate, grace=grace)
+
+    async def _hint(self, sql: str, *args: Any) -> Any:
+        # The NOTIFY sender's statement. It is cancelled only when the database closes, and a hint is never the
+        # carrier: its connection is terminated at once rather than waited on (across a partition each such wait
+        # would add CANCEL_GRACE_S to a shutdown).
+        return await self._unit(_statement, "execute", sql, args, grace=0.0)
 
     async def _statement(self, method: str, sql: str, args: Sequence[Any]) -> Any:
         return await self._unit(_statement, method, sql, args)
@@ -537,7 +545,7 @@ async def open_database(
                 async with trio.open_nursery() as nursery:
                     if listen:
                         await nursery.start(db._listen_forever, list(listen), listener_ping_s)
-                    nursery.start_soon(db._hints.run, db.execute)
+                    nursery.start_soon(db._hints.run, db._hint)
                     db._nursery = nursery
                     try:
                         yield db
