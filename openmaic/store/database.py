@@ -471,7 +471,10 @@ class Database(Gateway):
         self, channels: Sequence[str], ping_s: float, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
         self._channels = set(channels)
-        await self._listener.run(self._connect_listener, functools.partial(self._watch_listener, ping_s=ping_s),
+        # The connect step is looked up at every reconnect, not bound once here, so it can be replaced while the
+        # listener runs (the readiness test refuses reconnections through it).
+        await self._listener.run(lambda: self._connect_listener(),
+                                 functools.partial(self._watch_listener, ping_s=ping_s),
                                  self._close_listener, task_status=task_status)
 
     async def _watch_listener(self, conn: asyncpg.Connection, ping_s: float) -> None:
