@@ -200,6 +200,13 @@ async def _eq(aw, value) -> bool:
     return await aw == value
 
 
+async def _actor_of(worker, stream_id: str):
+    # The claim's lease.claimed is visible in the log a moment before its reply reaches the worker, which starts
+    # the actor only then: wait for the actor itself.
+    await wait_for(lambda: _true(stream_id in worker.actors))
+    return worker.actors[stream_id]
+
+
 async def _true(v) -> bool:
     return v
 
@@ -256,8 +263,7 @@ async def test_a_cancel_after_one_a_follow_up_superseded_aborts_the_next_step_at
     await new_stream(log, "s1", steps=1, sleep=30, idle=True)
     cmds = Commands(log, message_kinds=["test"])
     async with open_worker(db_url, settings(wake_poll_s=60)) as worker:
-        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
-        actor = worker.actors["s1"]
+        actor = await _actor_of(worker, "s1")
         await wait_for(lambda: _true(actor.steps_started == 1))
         # A cancel and a follow-up in one commit: the cancel aborts the step, and the follow-up supersedes it, so
         # the session goes on with a turn for the message.
@@ -306,8 +312,7 @@ async def test_a_heartbeat_renews_the_lease_from_when_it_was_sent(db_url, log, d
     # The worker's own heartbeats are an hour apart: the test sends the one it watches, so no later heartbeat can
     # overwrite the renewal before it is read.
     async with open_worker(db_url, settings(lease_ttl_s=10.0, heartbeat_s=3600.0)) as worker:
-        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
-        actor = worker.actors["s1"]
+        actor = await _actor_of(worker, "s1")
         before = actor.renewed_at
         async with trio.open_nursery() as nursery:
             async with db.connection() as conn, conn.transaction():
@@ -325,8 +330,7 @@ async def test_a_worker_that_claims_its_own_expired_stream_stops_the_old_actor_f
     await new_stream(log, "s1", steps=1, sleep=30)
     # No heartbeat within the test, and a lease this worker believes in for 30 s: only the claim can tell it.
     async with open_worker(db_url, settings(lease_ttl_s=30.0, heartbeat_s=60.0)) as worker:
-        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
-        old = worker.actors["s1"]
+        old = await _actor_of(worker, "s1")
         await wait_for(lambda: _true(old.steps_started == 1))
         # The lease expired in the database while this worker still runs the stream (its heartbeat came too late).
         await db.execute("UPDATE streams SET lease_expires_at = now() - interval '1 second' WHERE id = 's1'")
@@ -347,8 +351,7 @@ async def _heartbeat_waits(db) -> bool:
 async def test_a_lease_presumed_lost_but_still_ours_is_handed_back_uncharged(db_url, log, db):
     await new_stream(log, "s1", steps=1, sleep=3)
     async with open_worker(db_url, settings(lease_ttl_s=1.5, heartbeat_s=0.3)) as worker:
-        await wait_for(lambda: _has(log, "s1", "lease.claimed"))
-        actor = worker.actors["s1"]
+        actor = await _actor_of(worker, "s1")
         async with db.connection() as conn, conn.transaction():
             # Heartbeats wait behind this row lock (a slow server, as far as the worker can tell) for over a TTL.
             await conn.execute("SELECT 1 FROM streams WHERE id = 's1' FOR UPDATE")
