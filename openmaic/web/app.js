@@ -393,8 +393,8 @@ function runView(runId) {
       if (stopped || c.seq === classroomSeq) return;
       classroomSeq = c.seq;
       classroom = c;
-      sceneCache.clear();
-      if (outlineBody.firstChild && shownKey === "scenes") outlineBody.firstChild.replaceChildren();
+      // No clearing of the list: a written scene's cache key holds classroomSeq, so the next render replaces
+      // each written scene in place. Emptied here, the list stayed empty until that (batched) render ran.
       render();
     } catch {
       // shown again on the next scene

@@ -165,16 +165,21 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
         page.keyboard.press("Tab")
         expect(page.get_by_role("button", name="Confirm outline and write the course")).to_be_focused()
         page.keyboard.press("Enter")
+        page.evaluate(WATCH_SCENE_LIST)
 
         expect(page.get_by_role("heading", name="Scenes", exact=True)).to_be_visible()
         expect(page.locator(".badge").first).to_have_text(re.compile(r"^(generating \d+/\d+|ready)$"))
         expect(page.locator(".scene").first).to_contain_text("What plants eat")
         n = page.locator(".scene").count()
+        # As scenes are written the list is updated in place: it never goes empty once it has shown a scene.
+        assert page.evaluate("window.sceneListEmptied") is False
         if page.locator("main").get_attribute("data-run-state") == "generating":
             shot(page, "run-generating")
             page.reload()  # mid-run: the view replays the events and follows on live
+            page.evaluate(WATCH_SCENE_LIST)
         expect(page.locator("main")).to_have_attribute("data-run-state", "completed")
         expect(page.locator(".badge").first).to_have_text("ready")
+        assert page.evaluate("window.sceneListEmptied") is False
         expect(page.locator(".scene")).to_have_count(n)
         expect(page.locator(".scene-status.ready")).to_have_count(n)
         expect(page.get_by_text(f"{n} of {n} scenes written")).to_be_visible()
@@ -210,6 +215,17 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
         expect(page.get_by_text("No courses yet.")).to_be_visible()
 
     await in_browser(scenario, base_url)
+
+
+WATCH_SCENE_LIST = """() => {
+  window.sceneListEmptied = false;
+  let seen = false;
+  new MutationObserver(() => {
+    const n = document.querySelectorAll(".scene").length;
+    if (n > 0) seen = true;
+    else if (seen) window.sceneListEmptied = true;
+  }).observe(document.body, { childList: true, subtree: true });
+}"""
 
 
 async def _ready_course(base: str, headers: dict[str, str] | None = None) -> str:
