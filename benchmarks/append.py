@@ -24,7 +24,8 @@ What it measures, all against one database and one ``events`` table:
   - diagnostic rows that split the gap: ``EventLog.append_one`` with group commit off (every append its own
     call from its caller's task, as before group commit); ``openmaic_append()`` and the ``append_one``
     statement called from inside asyncio on a held connection with pre-encoded arguments (the SQL's own cost,
-    no Python-side overhead); and,
+    no Python-side overhead); the same statement called from trio, one ``Database.fetchrow`` per append (the
+    crossing and the spare connection, nothing of the log: the floor of any append path called from trio); and,
     for batches, a one-statement ``INSERT … SELECT FROM unnest(…)`` (another way to drive raw asyncpg).
 
   Every variant writes to fresh streams of its own. Each runs for a fixed window (``--seconds``) after a
@@ -226,6 +227,27 @@ def ours_worker(log: EventLog, fenced: bool) -> Worker:
     return work
 
 
+def statement_worker(db: Database) -> Worker:
+    """The floor of any path from trio: the ``append_one`` statement with pre-encoded arguments, one
+    ``Database.fetchrow`` (one trio→asyncio crossing, a spare connection) per append, and nothing else: no
+    encoding, no group commit, no hint."""
+
+    async def work(sid: str, groups: list[Group], w: Window) -> int:
+        counted, k, ng = 0, 0, len(groups)
+        while True:
+            g = groups[k % ng]
+            k += 1
+            await db.fetchrow(Q.append_one, sid, None, None, None, None, False, None, False, False, g.types,
+                              g.versions, g.datas)
+            t = now()
+            if t >= w.until:
+                return counted
+            if t >= w.measure_from:
+                counted += len(g.types)
+
+    return work
+
+
 async def _raw_loop(pool: asyncpg.Pool, mode: str, sid: str, groups: list[Group], w: Window) -> int:
     """A whole window of inserts for one stream, run as one asyncio coroutine on one held connection."""
     counted, k, seq, ng = 0, 0, 0, len(groups)
@@ -288,6 +310,7 @@ VARIANTS = [
     Variant("alone", "    EventLog.append_one, no group commit *"),
     Variant("function", "    openmaic_append() from asyncio *"),
     Variant("onestmt", "    append_one statement from asyncio *"),
+    Variant("crossing", "    append_one statement from trio *"),
     Variant("unnest", "    raw INSERT…SELECT unnest (1 stmt) *", batches_only=True),
 ]
 
@@ -351,6 +374,7 @@ async def bench_appends(
         "alone": ours_worker(log, fenced=False),
         "function": asyncio_worker(pool, "function"),
         "onestmt": asyncio_worker(pool, "onestmt"),
+        "crossing": statement_worker(db),
         "unnest": asyncio_worker(pool, "unnest"),
     }
     for batch in args.batches:

@@ -292,7 +292,8 @@ class GroupCommit:
             # made in the same round (writers woken together by the previous call) still share one call; if none
             # came, it is sent from this task, as the call a woken worker would make for it alone, without the
             # hop to the worker and back. It was first in the queue, so no earlier request to its streams is
-            # pending.
+            # pending. (The round cannot be skipped when no other task looks runnable: trio takes a round's tasks
+            # off its run queue before running them, so the rest of this round's writers are not counted there.)
             queue.append(req)
             await trio.lowlevel.cancel_shielded_checkpoint()
             if req.state == _QUEUED and len(queue) == 1 and self._in_flight == 0:
@@ -426,8 +427,6 @@ class GroupCommit:
 
     async def _execute(self, group: list[AppendRequest], own: bool = False) -> None:
         call = _Call(group)
-        if own:
-            call.scope.shield = False  # its only caller runs it: cancelling the caller cancels the call
         for req in group:
             req.state = _IN_FLIGHT
             req.call = call
@@ -436,11 +435,16 @@ class GroupCommit:
         self.calls += 1
         self.requests += len(group)
         try:
-            with call.scope:
-                if len(group) == 1:
-                    await self._send_one(group[0])
-                else:
-                    await self._send_group(group)
+            if own:
+                # Its only caller runs it, unshielded: cancelling the caller cancels the call, and no other
+                # caller waits on its scope.
+                await self._send_one(group[0])
+            else:
+                with call.scope:
+                    if len(group) == 1:
+                        await self._send_one(group[0])
+                    else:
+                        await self._send_group(group)
         finally:
             self._in_flight -= 1
             for req in group:

@@ -468,6 +468,26 @@ async def queue_in_order(gc, nursery: trio.Nursery, sends) -> None:
         await until(lambda: gc.statistics()["queued"] == before + 1)
 
 
+async def test_appenders_started_together_with_nothing_in_flight_share_a_call(db):
+    # Nothing is in flight or queued when the first of them runs, but the others are runnable: it waits the one
+    # scheduling round, and they join its call (a first append that skipped the round would go alone, and the
+    # others in a second call).
+    from openmaic.events.group_commit import group_commit
+
+    log = EventLog(db)
+    gc = group_commit(db)
+    sids = [f"t{i}" for i in range(8)]
+    for sid in sids:
+        await create(log, sid)
+    await until(lambda: gc.statistics()["in_flight"] == 0 and gc.statistics()["queued"] == 0)
+    calls = gc.statistics()["calls"]
+    async with trio.open_nursery() as nursery:
+        for sid in sids:
+            nursery.start_soon(log.append_one, sid, [SessionMessagePosted(text=sid)])
+    assert gc.statistics()["calls"] - calls == 1, "eight appenders started in one round did not share one call"
+    assert [(await log.stream_row(s)).head_seq for s in sids] == [2] * 8
+
+
 async def test_group_commit_a_failed_request_fails_alone(db):
     log = EventLog(db)
     gc = one_call_at_a_time(db)
