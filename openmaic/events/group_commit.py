@@ -477,6 +477,9 @@ class GroupCommit:
             self._settle(req, results, None)
 
     async def _send_group(self, group: list[AppendRequest]) -> None:
+        if plain_set(group):
+            await self._send_set(group)
+            return
         db = group[0].db
         try:
             rows = await db.fetch(
@@ -513,6 +516,69 @@ class GroupCommit:
                 failures[i] = error_for_sqlstate(status, row[5], row[6] or None)
         for req, res, failure in zip(group, results, failures):
             self._settle(req, None if failure is not None else res, failure)
+
+
+    async def _send_set(self, group: list[AppendRequest]) -> None:
+        """A group of plain requests (see :func:`plain_set`) as one ``append_many`` statement; a request it did not
+        write (a missing stream, a refused fence) is sent alone afterwards, which decides its exact outcome."""
+        db = group[0].db
+        batches = [r.batches[0] for r in group]
+        types: list[str] = []
+        versions: list[int] = []
+        datas: list[str] = []
+        for r in group:
+            types += r.types
+            versions += r.versions
+            datas += r.datas
+        unset = [b.wake_at is _UNSET for b in batches]
+        try:
+            rows = await db.fetch(
+                Q.append_many, [b.stream_id for b in batches], [b.attempt for b in batches],
+                [b.expected_seq for b in batches], [b.status for b in batches], [not u for u in unset],
+                [None if u else b.wake_at for b, u in zip(batches, unset)], [b.release for b in batches],
+                [b.progress for b in batches], [len(r.types) for r in group], types, versions, datas,
+            )
+        except errors.DatabaseUnavailable as exc:
+            # As for any group: it may or may not have committed, so no request may be sent again.
+            for req in group:
+                self._settle(req, None, _copy_error(exc))
+            return
+        except Exception:
+            # Refused as a whole (nothing of it was committed): each request alone gets its own outcome.
+            if not self._warned:
+                self._warned = True
+                logger.warning(
+                    "a group of %d appends failed as a whole; sending them one by one", len(group), exc_info=True
+                )
+            for req in group:
+                await self._send_one(req)
+            return
+        written = {row[0]: row for row in rows}
+        refused = []
+        for i, req in enumerate(group, start=1):
+            row = written.get(i)
+            if row is None:
+                refused.append(req)
+            else:
+                self._settle(req, [AppendResult(req.streams[0], row[1], row[2], False)], None)
+        for req in refused:
+            # Nothing of it was written, and no other request of the group named its stream: alone now, it
+            # is applied or refused as if it had come after the group.
+            await self._send_one(req)
+
+
+def plain_set(group: Sequence[AppendRequest]) -> bool:
+    """Whether ``append_many`` can carry the group: each request one existing stream (no creation), at least
+    one event and no command id (a replay is openmaic_append's to decide), no two requests to one stream."""
+    seen: set[str] = set()
+    for r in group:
+        if len(r.batches) != 1 or not r.types:
+            return False
+        b = r.batches[0]
+        if b.create is not None or b.command_id is not None or b.stream_id in seen:
+            return False
+        seen.add(b.stream_id)
+    return True
 
 
 _group_commits: weakref.WeakKeyDictionary[Any, GroupCommit] = weakref.WeakKeyDictionary()

@@ -55,6 +55,61 @@ moved AS (
     RETURNING h.head_seq + 1 AS first_seq, s.head_seq AS last_seq)
 SELECT first_seq, last_seq FROM moved;
 
+-- name: append_many
+-- Several requests in one plain statement, each one existing stream with at least one event and no command id,
+-- no two to the same stream: append_one's shape over a set (group commit sends this instead of
+-- openmaic_append_group when a group is of that kind). Request r is $1[r] stream, $2[r] attempt fence, $3[r]
+-- expected head_seq, $4[r] status, $5[r]/$6[r] set wake_at, $7[r] release the lease, $8[r] progress, $9[r] its
+-- event count; $10/$11/$12 the events' types, versions and JSON, request after request. The streams' rows are
+-- locked in id order (the LockRows node runs over the sort: deadlock-free against every other appender, which
+-- locks in the same order), each with its fences in the WHERE (re-checked on the newest row version if another
+-- appender got the lock first); the seqs and hash chains come from the locked rows, and the events, the heads
+-- and the scheduling columns are written by the same statement, in request and seq order. A request whose
+-- stream is missing or whose fence refuses gets no row and nothing of it is written; the caller sends it alone
+-- (openmaic_append decides its exact error).
+WITH RECURSIVE
+req AS (
+    SELECT u.r, u.sid, u.att, u.exp, u.st, u.sw, u.wa, u.rel, u.prog, u.cnt,
+           (sum(u.cnt) OVER (ORDER BY u.r) - u.cnt)::int AS off
+      FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[], $5::boolean[], $6::timestamptz[],
+                  $7::boolean[], $8::boolean[], $9::int[])
+           WITH ORDINALITY AS u(sid, att, exp, st, sw, wa, rel, prog, cnt, r)),
+head AS (
+    SELECT q.r, s.id, s.head_seq, s.head_hash
+      FROM streams s JOIN req q ON s.id = q.sid
+     WHERE (q.att IS NULL OR s.attempt = q.att) AND (q.exp IS NULL OR s.head_seq = q.exp)
+     ORDER BY s.id
+       FOR UPDATE OF s),
+chain (r, i, seq, hash) AS (
+    SELECT h.r, 1, h.head_seq + 1,
+           openmaic_event_hash(h.head_hash, h.head_seq + 1, ($10::text[])[q.off + 1], ($12::text[])[q.off + 1])
+      FROM head h JOIN req q ON q.r = h.r
+    UNION ALL
+    SELECT c.r, c.i + 1, c.seq + 1,
+           openmaic_event_hash(c.hash, c.seq + 1, ($10::text[])[q.off + c.i + 1], ($12::text[])[q.off + c.i + 1])
+      FROM chain c JOIN req q ON q.r = c.r
+     WHERE c.i < q.cnt),
+written AS (
+    INSERT INTO events (stream_id, seq, type, v, data, attempt, hash, epoch)
+    SELECT q.sid, c.seq, ($10::text[])[q.off + c.i], ($11::int[])[q.off + c.i], (($12::text[])[q.off + c.i])::json,
+           q.att, c.hash, ep.epoch
+      FROM chain c JOIN req q ON q.r = c.r, (SELECT openmaic_epoch() AS epoch) ep
+     ORDER BY c.r, c.i),
+moved AS (
+    UPDATE streams s SET
+           head_seq = h.head_seq + q.cnt,
+           head_hash = (SELECT c.hash FROM chain c WHERE c.r = q.r AND c.i = q.cnt),
+           status = coalesce(q.st, s.status),
+           wake_at = CASE WHEN q.sw THEN q.wa ELSE s.wake_at END,
+           lease_worker = CASE WHEN q.rel THEN NULL ELSE s.lease_worker END,
+           lease_expires_at = CASE WHEN q.rel THEN NULL ELSE s.lease_expires_at END,
+           unattended_attempts = CASE WHEN q.prog THEN 0 ELSE s.unattended_attempts END,
+           updated_at = now()
+      FROM head h JOIN req q ON q.r = h.r
+     WHERE s.id = h.id
+    RETURNING q.r, h.head_seq + 1 AS first_seq, s.head_seq AS last_seq)
+SELECT r, first_seq, last_seq FROM moved;
+
 -- name: read_stream
 -- At most $3 events, and with a budget $5 (NULL: none) only while the events before each hold less than $5
 -- characters of data: a page always has one event, and at most $5 plus one event's worth. The running sum is

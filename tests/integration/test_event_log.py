@@ -532,6 +532,102 @@ async def test_group_commit_a_failed_request_fails_alone(db):
     assert verify_chain(await chain_of(log, "a")) == (await log.stream_row("a")).head_hash
 
 
+async def test_a_group_of_plain_requests_is_one_statement_and_a_refused_one_gets_its_own_error(db):
+    # Each request one existing stream, no command id, no two to one stream: the group goes as append_many, and
+    # the requests it refuses (a fence, a missing stream) are decided alone after it, with their own errors.
+    log = EventLog(db)
+    gc = one_call_at_a_time(db)
+    for sid in ("blocker", "a", "b", "c", "d"):
+        await create(log, sid)
+    await db.execute("UPDATE streams SET attempt = 2 WHERE id = 'b'")
+    await log.append_one("d", [SessionMessagePosted(text="d0")])
+    statements: list[str] = []
+    fetch = db.fetch
+
+    async def spy(sql, *args):
+        statements.append(sql)
+        return await fetch(sql, *args)
+
+    db.fetch = spy
+    outcomes: dict[str, object] = {}
+
+    def send(key: str, sid: str, n: int = 1, **fences):
+        async def run() -> None:
+            try:
+                outcomes[key] = await log.append_one(
+                    sid, [SessionMessagePosted(text=f"{key}.{i}") for i in range(n)], **fences)
+            except errors.OpenMaicError as exc:
+                outcomes[key] = exc
+
+        return run
+
+    try:
+        async with trio.open_nursery() as nursery:
+            held = Held(db, nursery)
+            await held.hold("blocker")
+            nursery.start_soon(send("first", "blocker"))
+            await until(lambda: gc.statistics()["in_flight"] == 1)
+            await queue_in_order(gc, nursery, [
+                send("a", "a", n=3),
+                send("b-stale", "b", attempt=1),
+                send("c-wrong-seq", "c", expected_seq=5),
+                send("missing", "nope"),
+                send("d", "d", n=2, expected_seq=2),
+            ])
+            held.release("blocker")
+    finally:
+        del db.fetch
+    assert Q.append_many in statements, "the plain group did not go as one append_many statement"
+    assert (outcomes["a"].first_seq, outcomes["a"].last_seq) == (2, 4)
+    assert (outcomes["d"].first_seq, outcomes["d"].last_seq) == (3, 4)
+    assert isinstance(outcomes["b-stale"], errors.StaleAttempt)
+    assert isinstance(outcomes["c-wrong-seq"], errors.WrongExpectedSeq)
+    assert isinstance(outcomes["missing"], errors.StreamNotFound)
+    assert [(await log.stream_row(s)).head_seq for s in ("a", "b", "c", "d")] == [4, 1, 1, 4]
+    a_events, d_events = await log.read_stream("a"), await log.read_stream("d")
+    assert [log.decode(e).text for e in a_events[1:]] == ["a.0", "a.1", "a.2"]
+    assert [log.decode(e).text for e in d_events[2:]] == ["d.0", "d.1"]
+    assert len({e.tx for e in a_events[1:] + d_events[2:]}) == 1, "one group, one transaction"
+    assert [e.position for e in a_events[1:] + d_events[2:]] == sorted(e.position for e in a_events[1:] + d_events[2:])
+    for sid in ("a", "d"):
+        assert verify_chain(await chain_of(log, sid)) == (await log.stream_row(sid)).head_hash
+    assert {e.attempt for e in a_events[1:]} == {None}
+
+
+async def test_many_streams_appended_concurrently_keep_gap_free_seqs_and_whole_chains(db):
+    # Thirty-two writers, each its own stream, batches of one to three events: their appends share group calls
+    # (append_many); every stream's seqs are gap-free, each append got its own contiguous range, every chain holds.
+    log = EventLog(db)
+    sids = [f"m{i}" for i in range(32)]
+    for sid in sids:
+        await create(log, sid)
+    results: dict[str, list] = {sid: [] for sid in sids}
+
+    async def appender(sid: str) -> None:
+        for j in range(8):
+            n = random.randint(1, 3)
+            results[sid].append(await log.append_one(
+                sid, [SessionMessagePosted(text=f"{sid}/{j}/{k}") for k in range(n)], attempt=0 if j % 2 else None))
+
+    from openmaic.events.group_commit import group_commit
+
+    gc = group_commit(db)
+    calls, requests = gc.calls, gc.requests
+    async with trio.open_nursery() as nursery:
+        for sid in sids:
+            nursery.start_soon(appender, sid)
+    assert (gc.requests - requests) / (gc.calls - calls) > 2, "the writers' appends did not share calls"
+    for sid in sids:
+        events = await log.read_stream(sid, limit=10_000)
+        assert [e.seq for e in events] == list(range(1, len(events) + 1))
+        ranges = [(r.first_seq, r.last_seq) for r in results[sid]]
+        assert ranges[0][0] == 2 and all(c == b + 1 for (_, b), (c, _) in zip(ranges, ranges[1:]))
+        assert ranges[-1][1] == len(events)
+        assert [log.decode(e).text for e in events[1:]] == [
+            f"{sid}/{j}/{k}" for j, r in enumerate(results[sid]) for k in range(r.last_seq - r.first_seq + 1)]
+        assert verify_chain(await chain_of(log, sid)) == (await log.stream_row(sid)).head_hash
+
+
 async def test_group_commit_applies_one_stream_s_requests_in_call_order(db):
     log = EventLog(db)
     gc = one_call_at_a_time(db)
