@@ -2,8 +2,10 @@
 
 Concurrent :meth:`~openmaic.events.log.EventLog.append` calls in one process share database calls. Requests queue
 while calls are in flight; a free worker takes what is queued, in order, up to ``max_requests`` requests and
-``max_events`` events, and sends it as ONE statement (``openmaic_append_group``, 0005): one trio→asyncio
-crossing, one transaction, one WAL flush. A lone request goes out at once (nothing waits on a timer), as the
+``max_events`` events, and sends it as ONE statement: one trio→asyncio crossing, one transaction, one WAL flush.
+The usual group (each request one existing stream, no command id, no two requests to one stream) is the plain,
+set-based ``append_many``; any other (creations, several streams in one request, command ids, one stream twice)
+is an ``openmaic_append_group`` call (0005). A lone request goes out at once (nothing waits on a timer), as the
 one-statement ``append_one`` when it names one existing stream, else as an ``openmaic_append`` call; and a
 lone request (no call in flight, nothing queued) from its caller's own task, with no hop to a worker. Per call,
 the client pays a crossing, the driver's encoding and a few task wake-ups, and the server a transaction and a
@@ -11,8 +13,10 @@ flush; for a one-event append these cost more than the append itself, and a grou
 
 * Each request keeps its own outcome: it commits all of its streams or none, and a failed fence
   (StaleAttempt, WrongExpectedSeq), CommandConflict, StreamNotFound or StreamExists fails that request only
-  (the SQL function reruns each request in its own subtransaction once any request of the group fails). A
-  replayed command returns its original seqs, also when the original is earlier in the same group.
+  (the SQL function reruns each request in its own subtransaction once any request of the group fails;
+  ``append_many`` writes only the requests whose fences pass, and each it refused is then sent alone, which
+  decides its error). A replayed command returns its original seqs, also when the original is earlier in the
+  same group.
 * Order: a stream's requests are applied in the order their ``append`` calls were made. Inside a group the
   function applies requests in queue order; and a request naming a stream that an in-flight call also names
   waits for a later call (as does every later request to that stream), so two calls in flight never share a
@@ -166,16 +170,7 @@ def columns(requests: Sequence[AppendRequest]) -> tuple[list[Any], ...]:
     release: list[bool] = []
     progress: list[bool] = []
     counts: list[int] = []
-    if len(requests) == 1:
-        # a lone request's encoded events are sent as they are, not copied
-        r = requests[0]
-        types, versions, datas = r.types, r.versions, r.datas
-    else:
-        types, versions, datas = [], [], []
-        for r in requests:
-            types += r.types
-            versions += r.versions
-            datas += r.datas
+    types, versions, datas = events_of(requests)
     for r in requests:
         for b in r.batches:
             ids.append(b.stream_id)
@@ -201,6 +196,21 @@ def columns(requests: Sequence[AppendRequest]) -> tuple[list[Any], ...]:
             counts.append(len(b.events))
     return (ids, kinds, owners, attempts, expected, commands, statuses, set_wake, wake_at, release, progress,
             counts, types, versions, datas)
+
+
+def events_of(requests: Sequence[AppendRequest]) -> tuple[list[str], list[int], list[str]]:
+    """The requests' encoded events (types, versions, JSON), request after request; a lone request's as they are."""
+    if len(requests) == 1:
+        r = requests[0]
+        return r.types, r.versions, r.datas
+    types: list[str] = []
+    versions: list[int] = []
+    datas: list[str] = []
+    for r in requests:
+        types += r.types
+        versions += r.versions
+        datas += r.datas
+    return types, versions, datas
 
 
 UNIQUE_VIOLATION = "23505"
@@ -485,23 +495,8 @@ class GroupCommit:
             rows = await db.fetch(
                 Q.append_group, [len(r.streams) for r in group], [len(r.types) for r in group], *columns(group)
             )
-        except errors.DatabaseUnavailable as exc:
-            # The connection was lost: the group may or may not have committed, so no request may be sent again.
-            # Each caller gets the error a lone call would have given it.
-            for req in group:
-                self._settle(req, None, _copy_error(exc))
-            return
-        except Exception:
-            # The statement failed as a whole (refused by the driver, or by the server outside every request),
-            # so nothing of it was committed: send each request alone, so that each gets its own outcome and a
-            # bad request cannot fail the others.
-            if not self._warned:
-                self._warned = True
-                logger.warning(
-                    "a group of %d appends failed as a whole; sending them one by one", len(group), exc_info=True
-                )
-            for req in group:
-                await self._send_one(req)
+        except Exception as exc:
+            await self._failed_as_a_whole(group, exc)
             return
         results: list[list[AppendResult]] = [[] for _ in group]
         failures: list[BaseException | None] = [None] * len(group)
@@ -518,40 +513,38 @@ class GroupCommit:
             self._settle(req, None if failure is not None else res, failure)
 
 
+    async def _failed_as_a_whole(self, group: list[AppendRequest], exc: Exception) -> None:
+        if isinstance(exc, errors.DatabaseUnavailable):
+            # The connection was lost: the group may or may not have committed, so no request may be sent again.
+            # Each caller gets the error a lone call would have given it.
+            for req in group:
+                self._settle(req, None, _copy_error(exc))
+            return
+        # The statement failed as a whole (refused by the driver, or by the server outside every request), so
+        # nothing of it was committed: send each request alone, so that each gets its own outcome and a bad
+        # request cannot fail the others.
+        if not self._warned:
+            self._warned = True
+            logger.warning("a group of %d appends failed as a whole; sending them one by one", len(group),
+                           exc_info=exc)
+        for req in group:
+            await self._send_one(req)
+
     async def _send_set(self, group: list[AppendRequest]) -> None:
         """A group of plain requests (see :func:`plain_set`) as one ``append_many`` statement; a request it did not
         write (a missing stream, a refused fence) is sent alone afterwards, which decides its exact outcome."""
         db = group[0].db
         batches = [r.batches[0] for r in group]
-        types: list[str] = []
-        versions: list[int] = []
-        datas: list[str] = []
-        for r in group:
-            types += r.types
-            versions += r.versions
-            datas += r.datas
         unset = [b.wake_at is _UNSET for b in batches]
         try:
             rows = await db.fetch(
                 Q.append_many, [b.stream_id for b in batches], [b.attempt for b in batches],
                 [b.expected_seq for b in batches], [b.status for b in batches], [not u for u in unset],
                 [None if u else b.wake_at for b, u in zip(batches, unset)], [b.release for b in batches],
-                [b.progress for b in batches], [len(r.types) for r in group], types, versions, datas,
+                [b.progress for b in batches], [len(r.types) for r in group], *events_of(group),
             )
-        except errors.DatabaseUnavailable as exc:
-            # As for any group: it may or may not have committed, so no request may be sent again.
-            for req in group:
-                self._settle(req, None, _copy_error(exc))
-            return
-        except Exception:
-            # Refused as a whole (nothing of it was committed): each request alone gets its own outcome.
-            if not self._warned:
-                self._warned = True
-                logger.warning(
-                    "a group of %d appends failed as a whole; sending them one by one", len(group), exc_info=True
-                )
-            for req in group:
-                await self._send_one(req)
+        except Exception as exc:
+            await self._failed_as_a_whole(group, exc)
             return
         written = {row[0]: row for row in rows}
         refused = []
