@@ -208,37 +208,15 @@ async def run_window(
     return Measured(events / seconds, (cpu[1] - cpu[0]) / appends * 1e6 if appends else float("nan"), per_call)
 
 
-def ours_worker(log: EventLog, fenced: bool) -> Worker:
-    """The product path: one ``append_one`` per append, from trio."""
-
-    async def work(sid: str, groups: list[Group], w: Window) -> int:
-        counted, k, ng = 0, 0, len(groups)
-        fences: dict[str, Any] = {"attempt": ATTEMPT} if fenced else {}
-        while True:
-            g = groups[k % ng]
-            k += 1
-            await log.append_one(sid, g.events, **fences)
-            t = now()
-            if t >= w.until:
-                return counted
-            if t >= w.measure_from:
-                counted += len(g.events)
-
-    return work
-
-
-def statement_worker(db: Database) -> Worker:
-    """The floor of any path from trio: the ``append_one`` statement with pre-encoded arguments, one
-    ``Database.fetchrow`` (one trio→asyncio crossing, a spare connection) per append, and nothing else: no
-    encoding, no group commit, no hint."""
+def trio_worker(append: Callable[[str, Group], Awaitable[object]]) -> Worker:
+    """One ``append(sid, group)`` per append, from trio, for the window."""
 
     async def work(sid: str, groups: list[Group], w: Window) -> int:
         counted, k, ng = 0, 0, len(groups)
         while True:
             g = groups[k % ng]
             k += 1
-            await db.fetchrow(Q.append_one, sid, None, None, None, None, False, None, False, False, g.types,
-                              g.versions, g.datas)
+            await append(sid, g)
             t = now()
             if t >= w.until:
                 return counted
@@ -246,6 +224,20 @@ def statement_worker(db: Database) -> Worker:
                 counted += len(g.types)
 
     return work
+
+
+def ours_worker(log: EventLog, fenced: bool) -> Worker:
+    """The product path: one ``append_one`` per append, from trio."""
+    fences: dict[str, Any] = {"attempt": ATTEMPT} if fenced else {}
+    return trio_worker(lambda sid, g: log.append_one(sid, g.events, **fences))
+
+
+def statement_worker(db: Database) -> Worker:
+    """The floor of any path from trio: the ``append_one`` statement with pre-encoded arguments, one
+    ``Database.fetchrow`` (one trio→asyncio crossing, a spare connection) per append, and nothing else: no
+    encoding, no group commit, no hint."""
+    return trio_worker(lambda sid, g: db.fetchrow(Q.append_one, sid, None, None, None, None, False, None, False,
+                                                   False, g.types, g.versions, g.datas))
 
 
 async def _raw_loop(pool: asyncpg.Pool, mode: str, sid: str, groups: list[Group], w: Window) -> int:

@@ -216,16 +216,17 @@ def events_of(requests: Sequence[AppendRequest]) -> tuple[list[str], list[int], 
 UNIQUE_VIOLATION = "23505"
 
 
-async def send_alone(req: AppendRequest) -> list[AppendResult]:
+async def send_alone(req: AppendRequest, *, plain: bool = True) -> list[AppendResult]:
     """One request as one statement: its error is raised, as PostgreSQL raised it.
 
     The common request (one existing stream, some events) goes as ``append_one``, one plain statement; when that
     writes nothing (a missing stream, a refused fence, a repeated command id), ``openmaic_append`` decides the
     outcome: the error to raise, or the replay's original seqs. Either statement commits alone, so the request is
-    applied by exactly one of them.
+    applied by exactly one of them. ``plain=False``: a plain statement just wrote nothing of it (``append_many``
+    refused it), so it goes to ``openmaic_append`` at once.
     """
     db = req.db
-    if len(req.batches) == 1 and req.types and req.batches[0].create is None:
+    if plain and len(req.batches) == 1 and req.types and req.batches[0].create is None:
         b = req.batches[0]
         unset = b.wake_at is _UNSET
         try:
@@ -478,9 +479,9 @@ class GroupCommit:
             req.committed(req, results)
         req.done.set()
 
-    async def _send_one(self, req: AppendRequest) -> None:
+    async def _send_one(self, req: AppendRequest, *, plain: bool = True) -> None:
         try:
-            results = await send_alone(req)
+            results = await send_alone(req, plain=plain)
         except Exception as exc:  # the request's own outcome: a fence, a conflict, a lost connection, …
             self._settle(req, None, exc)
         else:
@@ -511,7 +512,6 @@ class GroupCommit:
                 failures[i] = error_for_sqlstate(status, row[5], row[6] or None)
         for req, res, failure in zip(group, results, failures):
             self._settle(req, None if failure is not None else res, failure)
-
 
     async def _failed_as_a_whole(self, group: list[AppendRequest], exc: Exception) -> None:
         if isinstance(exc, errors.DatabaseUnavailable):
@@ -556,8 +556,9 @@ class GroupCommit:
                 self._settle(req, [AppendResult(req.streams[0], row[1], row[2], False)], None)
         for req in refused:
             # Nothing of it was written, and no other request of the group named its stream: alone now, it
-            # is applied or refused as if it had come after the group.
-            await self._send_one(req)
+            # is applied or refused as if it had come after the group (by openmaic_append: append_one would
+            # only refuse it again).
+            await self._send_one(req, plain=False)
 
 
 def plain_set(group: Sequence[AppendRequest]) -> bool:

@@ -460,6 +460,24 @@ def one_call_at_a_time(db):
     return gc
 
 
+def sender(log: EventLog, outcomes: dict[str, object]):
+    """``send(key, sid, n=None, **fences)``: a task that appends to ``sid`` and records the result, or the error,
+    under ``key``; one event with text ``key``, or ``n`` events with texts ``key.0`` … ``key.{n-1}``."""
+
+    def send(key: str, sid: str, n: int | None = None, **fences):
+        texts = [key] if n is None else [f"{key}.{i}" for i in range(n)]
+
+        async def run() -> None:
+            try:
+                outcomes[key] = await log.append_one(sid, [SessionMessagePosted(text=t) for t in texts], **fences)
+            except errors.OpenMaicError as exc:
+                outcomes[key] = exc
+
+        return run
+
+    return send
+
+
 async def queue_in_order(gc, nursery: trio.Nursery, sends) -> None:
     """Start each send once the previous one is queued, so queue order is the order given."""
     for send in sends:
@@ -495,15 +513,7 @@ async def test_group_commit_a_failed_request_fails_alone(db):
         await create(log, sid)
     await db.execute("UPDATE streams SET attempt = 2 WHERE id = 'b'")
     outcomes: dict[str, object] = {}
-
-    def send(key: str, sid: str, **fences):
-        async def run() -> None:
-            try:
-                outcomes[key] = await log.append_one(sid, [SessionMessagePosted(text=key)], **fences)
-            except errors.OpenMaicError as exc:
-                outcomes[key] = exc
-
-        return run
+    send = sender(log, outcomes)
 
     async with trio.open_nursery() as nursery:
         held = Held(db, nursery)
@@ -542,24 +552,19 @@ async def test_a_group_of_plain_requests_is_one_statement_and_a_refused_one_gets
     await db.execute("UPDATE streams SET attempt = 2 WHERE id = 'b'")
     await log.append_one("d", [SessionMessagePosted(text="d0")])
     statements: list[str] = []
-    fetch = db.fetch
+    fetch, fetchrow = db.fetch, db.fetchrow
 
-    async def spy(sql, *args):
+    async def spy_fetch(sql, *args):
         statements.append(sql)
         return await fetch(sql, *args)
 
-    db.fetch = spy
+    async def spy_fetchrow(sql, *args):
+        statements.append(sql)
+        return await fetchrow(sql, *args)
+
+    db.fetch, db.fetchrow = spy_fetch, spy_fetchrow
     outcomes: dict[str, object] = {}
-
-    def send(key: str, sid: str, n: int = 1, **fences):
-        async def run() -> None:
-            try:
-                outcomes[key] = await log.append_one(
-                    sid, [SessionMessagePosted(text=f"{key}.{i}") for i in range(n)], **fences)
-            except errors.OpenMaicError as exc:
-                outcomes[key] = exc
-
-        return run
+    send = sender(log, outcomes)
 
     try:
         async with trio.open_nursery() as nursery:
@@ -576,8 +581,11 @@ async def test_a_group_of_plain_requests_is_one_statement_and_a_refused_one_gets
             ])
             held.release("blocker")
     finally:
-        del db.fetch
+        del db.fetch, db.fetchrow
     assert Q.append_many in statements, "the plain group did not go as one append_many statement"
+    # The blocker's lone append_one, the group, and one openmaic_append for each refused request (append_one
+    # would only refuse it again).
+    assert (statements.count(Q.append_one), statements.count(Q.append)) == (1, 3), statements
     assert (outcomes["a"].first_seq, outcomes["a"].last_seq) == (2, 4)
     assert (outcomes["d"].first_seq, outcomes["d"].last_seq) == (3, 4)
     assert isinstance(outcomes["b-stale"], errors.StaleAttempt)
@@ -625,6 +633,46 @@ async def test_many_streams_appended_concurrently_keep_gap_free_seqs_and_whole_c
         assert ranges[-1][1] == len(events)
         assert [log.decode(e).text for e in events[1:]] == [
             f"{sid}/{j}/{k}" for j, r in enumerate(results[sid]) for k in range(r.last_seq - r.first_seq + 1)]
+        assert verify_chain(await chain_of(log, sid)) == (await log.stream_row(sid)).head_hash
+
+
+async def test_two_processes_grouping_the_same_streams_never_deadlock(db, db_url, caplog):
+    # Two pools, as two processes, each with a group of appends to the same sixteen streams, queued in opposite
+    # orders. A held lock on a middle stream stops both groups half-way through taking their row locks; released,
+    # the groups must not each hold what the other waits for. They do not, because append_many locks in id order
+    # whatever the request order (in request order this is a deadlock: one group is its victim, fails as a whole
+    # and is sent one by one).
+    sids = [f"x{i:02d}" for i in range(16)]
+    for sid in ("pa", "pb", *sids):
+        await create(EventLog(db), sid)
+
+    async def lock_waits() -> int:
+        # Only the two groups wait on a lock here (the holders wait on their client).
+        return await db.fetchval("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'")
+
+    with caplog.at_level("WARNING", logger="openmaic.events.group_commit"):
+        async with open_database(db_url, min_size=1, max_size=8) as db2, trio.open_nursery() as nursery:
+            held = Held(db, nursery)
+            for sid in ("x08", "pa", "pb"):
+                await held.hold(sid)
+            for that_db, first, order in ((db, "pa", sids), (db2, "pb", sids[::-1])):
+                # One call at a time, in flight on a held stream: the sixteen queue behind it in this order.
+                gc = one_call_at_a_time(that_db)
+                send = sender(EventLog(that_db), {})
+                nursery.start_soon(send(first, first))
+                await until(lambda: gc.statistics()["in_flight"] == 1)
+                await queue_in_order(gc, nursery, [send(f"{sid}@{first}", sid) for sid in order])
+            held.release("pa")
+            held.release("pb")
+            with trio.fail_after(10):
+                while await lock_waits() < 2:  # both groups wait, each holding the rows it locked before x08
+                    await trio.sleep(0.01)
+            held.release("x08")
+    assert not [r for r in caplog.records if "failed as a whole" in r.getMessage()], "a group failed as a whole"
+    log = EventLog(db)
+    for sid in sids:
+        events = await log.read_stream(sid)
+        assert [e.seq for e in events] == [1, 2, 3]
         assert verify_chain(await chain_of(log, sid)) == (await log.stream_row(sid)).head_hash
 
 
