@@ -30,11 +30,16 @@ if os.environ.pop("PYTHONDONTWRITEBYTECODE", None) is not None:
 
 from openmaic.store.database import open_database  # noqa: E402
 from openmaic.store.migrations import migrate  # noqa: E402
+from openmaic.store.ports import share_ports  # noqa: E402
 from openmaic.store.postgres import ThrowawayCluster  # noqa: E402
 
 # Under pytest-xdist each worker process has a session of its own (its own throwaway cluster, or its own template
 # on a shared DATABASE_URL server); database names carry the pid, so they never collide either.
 TEMPLATE = "openmaic_test_template" + (f"_{os.environ['PYTEST_XDIST_WORKER']}" if "PYTEST_XDIST_WORKER" in os.environ else "")
+
+# The servers the tests start pick their ports in a slice of this process's own (gw0 the first of N).
+if "PYTEST_XDIST_WORKER" in os.environ:
+    share_ports(int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw")), int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))
 
 
 class PgServer:

