@@ -146,16 +146,21 @@ async def _aio_or_abort(fn: Callable[..., Any], *args: Any, abort: Callable[[], 
 class _Held:
     """The connection a unit of work has acquired, while it holds it: what to terminate if the unit gets stuck."""
 
-    __slots__ = ("conn",)
+    __slots__ = ("conn", "grace")
 
-    def __init__(self) -> None:
+    def __init__(self, grace: float) -> None:
         self.conn: Any = None
+        self.grace = grace
+        """How long the unit, cancelled, is given to come back before :meth:`terminate` is called."""
 
     def terminate(self) -> None:
         conn = self.conn
         if conn is not None:
-            log.warning("a cancelled database call did not come back within %.1f s; terminating its connection",
-                        CANCEL_GRACE_S)
+            if self.grace > 0:
+                log.warning("a cancelled database call did not come back within %.1f s; terminating its connection",
+                            self.grace)
+            else:  # a call never waited on once cancelled (the NOTIFY sender's, at close): the plan, not a fault
+                log.debug("a cancelled database call is not waited on; terminating its connection")
             try:
                 conn.terminate()
             except asyncpg.InterfaceError:  # already given back to the pool
@@ -310,7 +315,7 @@ class Database(Gateway):
         """``op(conn, *args)`` on a pooled connection, as one asyncio coroutine (take, op, give back). Cancelled, it
         is given ``grace`` seconds to come back before its connection is terminated."""
         pool = self._pool
-        held = _Held()
+        held = _Held(grace)
         spares = self._spares
 
         async def unit() -> Any:

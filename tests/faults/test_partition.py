@@ -5,6 +5,7 @@ A TCP proxy (:mod:`tests.faults.proxy`) sits between the worker and the server a
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -22,7 +23,7 @@ from openmaic.events.wakeups import RUNNABLE
 from openmaic.store.database import CANCEL_GRACE_S, open_database
 from openmaic.store.postgres import free_port
 from tests.faults.client import check_run, run_completed, start_run
-from tests.faults.proxy import DOWN, open_proxy
+from tests.faults.proxy import DOWN, UP, open_proxy
 from tests.runtime import new_stream, open_worker, settings, wait_for
 from tests.serving import ROOT, wait_ready
 
@@ -73,10 +74,10 @@ async def _status_is(db, sid: str, status: str) -> bool:
     return await db.fetchval("SELECT status FROM streams WHERE id = $1", sid) == status
 
 
-async def test_a_call_cut_off_by_a_silent_partition_ends_within_its_bounds(db_url):
+async def test_a_call_cut_off_by_a_silent_partition_ends_within_its_bounds(db_url, caplog):
     """Cancelled, a call whose server cannot be reached returns within the cancel grace (its connection is
-    terminated); not cancelled, it is given up at its statement bound; held connections and closing the pool are
-    bounded too."""
+    terminated, and the log says so, naming the grace); not cancelled, it is given up at its statement bound; held
+    connections and closing the pool are bounded too."""
     slack = 1.5  # scheduling on a loaded machine
     async with open_proxy(server_port(db_url)) as proxy:
         with trio.fail_after(30):
@@ -88,6 +89,8 @@ async def test_a_call_cut_off_by_a_silent_partition_ends_within_its_bounds(db_ur
                     with trio.move_on_after(0.5):
                         await db.fetchval("SELECT 1")
                     assert trio.current_time() - started < 0.5 + CANCEL_GRACE_S + slack, "a cancelled pooled call"
+                    assert [f"did not come back within {CANCEL_GRACE_S:.1f} s" in r.getMessage()
+                            for r in caplog.records if r.levelno == logging.WARNING] == [True]
 
                     started = trio.current_time()
                     with trio.move_on_after(0.5):
@@ -102,6 +105,25 @@ async def test_a_call_cut_off_by_a_silent_partition_ends_within_its_bounds(db_ur
                     started = trio.current_time()
                 started = trio.current_time()
             assert trio.current_time() - started < 2 * CANCEL_GRACE_S + slack, "closing the pool"
+
+
+async def test_closing_with_a_hint_in_flight_ends_it_at_once_and_reports_no_stuck_call(db_url, caplog):
+    """The NOTIFY sender's statement is never waited on once cancelled (a hint is never the carrier): closing the
+    database while one is cut off terminates its connection at once, and logs no warning of a call that "did not
+    come back" (nothing was waited for; how long closing takes across a partition is the test above's)."""
+    async with open_proxy(server_port(db_url)) as proxy:
+        with trio.fail_after(30):
+            async with open_database(through(proxy, db_url), min_size=2, max_size=2) as db:
+                assert await db.fetchval("SELECT 1") == 1
+                proxy.cut()
+                db.notify_soon("openmaic_partition_test", "hint")
+
+                async def flush_sent() -> bool:
+                    return proxy.held_bytes[UP] > 0
+
+                await wait_for(flush_sent, timeout=10)  # the flush's statement is on the wire, unanswered
+                assert db.statistics()["size"] - db.statistics()["idle"] == 1, "the flush holds a connection"
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 # -- whole processes cut off -----------------------------------------------------------------------------------
