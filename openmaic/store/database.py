@@ -63,15 +63,8 @@ log = logging.getLogger(__name__)
 
 Record = asyncpg.Record
 
-_CONNECTION_ERRORS = (
-    OSError,
-    asyncpg.PostgresConnectionError,
-    asyncpg.InterfaceError,
-    asyncpg.CannotConnectNowError,
-    asyncpg.AdminShutdownError,
-    asyncpg.CrashShutdownError,
-    asyncio.TimeoutError,
-)
+_CONNECTION_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
+                      asyncpg.AdminShutdownError, asyncpg.CrashShutdownError, asyncio.TimeoutError)
 
 
 def translate(exc: BaseException) -> BaseException:
@@ -125,10 +118,10 @@ async def _aio_or_abort(fn: Callable[..., Any], *args: Any, abort: Callable[[], 
     ``trio.Cancelled``.
     """
     loop = trio_asyncio.current_loop.get()
-    future = asyncio.ensure_future(fn(*args), loop=loop)
     finished = trio.Event()
-    future.add_done_callback(lambda _: finished.set())
-    with translated():
+    with translated():  # also around fn(*args): the proxy of a connection asyncpg took back raises right there
+        future = asyncio.ensure_future(fn(*args), loop=loop)
+        future.add_done_callback(lambda _: finished.set())
         try:
             await finished.wait()
         except trio.Cancelled:
@@ -233,7 +226,8 @@ class Connection(Gateway):
 
     @contextlib.asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
-        tx = self._raw.transaction()
+        with translated():  # the proxy of a connection asyncpg took back refuses at once
+            tx = self._raw.transaction()
         try:
             # Inside the try: a cancellation raised just after BEGIN completed must still roll back.
             await self._call(tx.start)
@@ -258,7 +252,8 @@ class Connection(Gateway):
 
     @property
     def backend_pid(self) -> int:
-        return self._raw.get_server_pid()
+        with translated():  # one the server ended was taken back by asyncpg: its proxy refuses every call
+            return self._raw.get_server_pid()
 
 
 def _detached(raw: Any) -> bool:
@@ -377,25 +372,30 @@ class Database(Gateway):
             # Shielded: a cancelled release leaks the connection, and the pool's next acquire hangs. Each step is
             # bounded, and a step that does not finish in time terminates the connection (Connection._call).
             with trio.CancelScope(shield=True):
-                if _detached(raw):
-                    return  # the server closed it and asyncpg already gave it back to the pool
-                if not conn.broken and raw.is_in_transaction():
-                    # Never hand asyncpg's pool a connection inside a transaction: its reset path can hang.
-                    with trio.move_on_after(CANCEL_GRACE_S * 2):
-                        await conn._call(raw.execute, "ROLLBACK")
-                if not conn.broken:
-                    # The pool itself skips the reset (see _no_reset); a held connection may carry session
-                    # state (advisory locks, settings, LISTEN), so it gets the full reset here.
-                    with trio.move_on_after(CANCEL_GRACE_S * 2):
-                        await conn._call(raw.execute, raw.get_reset_query())
-                if _detached(raw):
-                    return
-                if conn.broken and not _detached(raw) and not raw.is_closed():
-                    raw.terminate()
-                try:
-                    await _aio(self._pool.release, raw)
-                except errors.OpenMaicError:
-                    log.warning("releasing a broken connection", exc_info=True)
+                await self._give_back(conn)
+
+    async def _give_back(self, conn: Connection) -> None:
+        # Its own method: a `return` inside the `finally` above would swallow whatever ended the block.
+        raw = conn._raw
+        if _detached(raw):
+            return  # the server closed it and asyncpg already gave it back to the pool
+        if not conn.broken and raw.is_in_transaction():
+            # Never hand asyncpg's pool a connection inside a transaction: its reset path can hang.
+            with trio.move_on_after(CANCEL_GRACE_S * 2):
+                await conn._call(raw.execute, "ROLLBACK")
+        if not conn.broken:
+            # The pool itself skips the reset (see _no_reset); a held connection may carry session state
+            # (advisory locks, settings, LISTEN), so it gets the full reset here.
+            with trio.move_on_after(CANCEL_GRACE_S * 2):
+                await conn._call(raw.execute, raw.get_reset_query())
+        if _detached(raw):
+            return
+        if conn.broken and not raw.is_closed():
+            raw.terminate()
+        try:
+            await _aio(self._pool.release, raw)
+        except errors.OpenMaicError:
+            log.warning("releasing a broken connection", exc_info=True)
 
     def start_soon(self, fn: Callable[..., Any], *args: Any, name: str | None = None) -> bool:
         """Run ``fn(*args)`` as a background task of this database; False when that is not possible.

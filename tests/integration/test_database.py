@@ -217,3 +217,40 @@ async def test_more_units_than_connections_all_run_while_the_pool_is_waited_on(d
                     nursery.start_soon(call if i % 3 else held, i)
         assert sorted(done) == list(range(12))
         assert db.statistics()["size"] <= 2
+
+
+async def test_a_held_connection_the_server_ended_still_lets_the_block_raise_and_be_cancelled(db_url):
+    # Once the server ends a held connection, asyncpg takes it back to the pool by itself, and giving it back on
+    # leaving the block has nothing to do; leaving must still raise whatever ended the block (an error, or a
+    # cancellation), never swallow it, and asking the connection anything must fail as DatabaseUnavailable.
+    async with open_database(db_url, min_size=1, max_size=2) as db, open_database(db_url, min_size=1) as admin:
+
+        async def ended_by_the_server(conn) -> None:
+            await admin.execute("SELECT pg_terminate_backend($1)", conn.backend_pid)
+            await wait_until(lambda: _async(_detached(conn._raw)))
+
+        async with db.connection() as conn:
+            await ended_by_the_server(conn)
+            with pytest.raises(errors.DatabaseUnavailable):
+                conn.backend_pid  # noqa: B018 - the property is what is tested
+            with pytest.raises(errors.DatabaseUnavailable):
+                await conn.execute("SELECT 1")
+            with pytest.raises(errors.DatabaseUnavailable):
+                async with conn.transaction():
+                    pass
+        with pytest.raises(errors.DatabaseUnavailable):
+            async with db.connection() as conn:
+                await ended_by_the_server(conn)
+                await conn.execute("SELECT 1")
+        with pytest.raises(KeyError):
+            async with db.connection() as conn:
+                await ended_by_the_server(conn)
+                raise KeyError("the block's own error")
+        with trio.move_on_after(10) as scope:
+            async with db.connection() as conn:
+                await ended_by_the_server(conn)
+                scope.cancel()
+                await trio.sleep_forever()
+            raise AssertionError("the cancellation was swallowed on leaving the block")
+        assert scope.cancelled_caught
+        assert await db.fetchval("SELECT 1") == 1
