@@ -383,7 +383,7 @@ class Database(Gateway):
             # Never hand asyncpg's pool a connection inside a transaction: its reset path can hang.
             with trio.move_on_after(CANCEL_GRACE_S * 2):
                 await conn._call(raw.execute, "ROLLBACK")
-        if not conn.broken:
+        if not conn.broken and not _detached(raw):  # (asyncpg may have taken it back during the ROLLBACK)
             # The pool itself skips the reset (see _no_reset); a held connection may carry session state
             # (advisory locks, settings, LISTEN), so it gets the full reset here.
             with trio.move_on_after(CANCEL_GRACE_S * 2):
