@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import math
 import re
-import socket
 
 import pytest
 import trio
@@ -17,6 +16,7 @@ from openmaic.api.errors import AddressInUse
 from openmaic.projections import default_projections, record_projection_lag, run_projectors
 from openmaic.store.database import open_database
 from openmaic.store.migrations import load_migrations
+from openmaic.store.ports import free_port
 from tests.integration.api_harness import make_config, running_api, testing_bp
 from tests.runtime import wait_for
 
@@ -255,10 +255,7 @@ async def test_serve_api_fails_fast_when_the_port_is_in_use(db):
             await serve_api(app, "127.0.0.1", api.port)
         assert exc.value.code == "address_in_use" and str(api.port) in exc.value.message
     # A free port works and reports where it listens.
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    free = probe.getsockname()[1]
-    probe.close()
+    free = free_port()
     async with running_api(db) as api, trio.open_nursery() as nursery:
         listening = await nursery.start(serve_api, create_app(api.services), "127.0.0.1", free)
         assert listening.port == free and listening.url == f"http://127.0.0.1:{free}"
