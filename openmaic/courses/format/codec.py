@@ -45,27 +45,27 @@ def json_problems(value: Any, path: str = "", *, negative_zero: bool = True) -> 
             continue
         if isinstance(item, str):
             if (why := _text_problem(item)) is not None:
-                problems.append(Problem(where, f"string {why}"))
+                problems.append(Problem(where or "/", f"string {why}"))
         elif isinstance(item, int):
             continue
         elif isinstance(item, float):
             if not math.isfinite(item):
-                problems.append(Problem(where, f"{item!r} is not a JSON number"))
+                problems.append(Problem(where or "/", f"{item!r} is not a JSON number"))
             elif negative_zero and item == 0 and math.copysign(1.0, item) < 0:
-                problems.append(Problem(where, "negative zero is not JSON-safe; write 0"))
+                problems.append(Problem(where or "/", "negative zero is not JSON-safe; write 0"))
         elif isinstance(item, dict):
             for key, member in reversed(list(item.items())):
                 if not isinstance(key, str):
-                    problems.append(Problem(where, f"object key {key!r} is not a string"))
+                    problems.append(Problem(where or "/", f"object key {key!r} is not a string"))
                     continue
                 if (why := _text_problem(key)) is not None:
-                    problems.append(Problem(where, f"object key {key!r} {why}"))
+                    problems.append(Problem(where or "/", f"object key {key!r} {why}"))
                 stack.append((child(where, key), member))
         elif isinstance(item, (list, tuple)):  # msgspec.to_builtins leaves a struct's tuples as tuples
             for index in range(len(item) - 1, -1, -1):
                 stack.append((child(where, index), item[index]))
         else:
-            problems.append(Problem(where, f"a {type(item).__name__} is not a JSON value"))
+            problems.append(Problem(where or "/", f"a {type(item).__name__} is not a JSON value"))
     problems.sort(key=lambda p: p.path)
     return problems
 
@@ -89,7 +89,7 @@ def raw_problems(raw: bytes) -> list[Problem]:
     try:
         value = _loose(raw)
     except ValueError as error:
-        return [Problem("", f"not valid JSON: {error}")]
+        return [Problem("/", f"not valid JSON: {error}")]
     return json_problems(value)
 
 
@@ -102,7 +102,7 @@ def decode_json(raw: bytes | str) -> Any:
     except msgspec.DecodeError as error:
         # msgspec refuses NaN, Infinity and lone surrogate escapes without saying where; find them.
         problems = raw_problems(raw)
-        raise FormatInvalid(problems or [Problem("", f"not valid JSON: {error}")]) from error
+        raise FormatInvalid(problems or [Problem("/", f"not valid JSON: {error}")]) from error
     problems = json_problems(value)
     if not problems and _NEGATIVE_ZERO.search(raw) is not None:
         problems = raw_problems(raw)

@@ -13,8 +13,8 @@ __all__ = ["FormatInvalid", "Problem", "child", "from_validation_error"]
 
 
 class Problem(msgspec.Struct, frozen=True):
-    """One problem: ``path`` is JSON-pointer-like (``/scenes/2/content/canvas/elements/0/left``; ``""`` is the
-    value itself), ``message`` says what is wrong there."""
+    """One problem: ``path`` is JSON-pointer-like (``/scenes/2/content/canvas/elements/0/left``; ``/`` is the
+    value itself, as in OpenMAIC's validators), ``message`` says what is wrong there."""
 
     path: str
     message: str
@@ -32,7 +32,7 @@ class FormatInvalid(InvalidInput):
             if self.problems:
                 first = self.problems[0]
                 more = f" (and {len(self.problems) - 1} more)" if len(self.problems) > 1 else ""
-                message = f"invalid course document at {first.path or '/'}: {first.message}{more}"
+                message = f"invalid course document at {first.path}: {first.message}{more}"
             else:
                 message = "invalid course document"
         path = self.problems[0].path if self.problems else ""
@@ -40,8 +40,8 @@ class FormatInvalid(InvalidInput):
 
 
 def child(path: str, key: str | int) -> str:
-    """``path`` extended by one key, escaped as in a JSON pointer."""
-    return f"{path}/{str(key).replace('~', '~0').replace('/', '~1')}"
+    """``path`` extended by one key, escaped as in a JSON pointer (``/`` is the root, as ``""`` is)."""
+    return f"{'' if path == '/' else path}/{str(key).replace('~', '~0').replace('/', '~1')}"
 
 
 _AT = re.compile(r"^(.*?)(?: - at `\$(.*)`)?$", re.S)
@@ -55,6 +55,6 @@ def from_validation_error(error: msgspec.ValidationError, base: str = "") -> Pro
     message, where = match.group(1), match.group(2) or ""
     path = base
     for step in _STEP.finditer(where):
-        key = step.group(1) if step.group(1) is not None else step.group(2) if step.group(2) is not None else step.group(3)
+        key = next(group for group in step.groups() if group is not None)
         path = child(path, key)
-    return Problem(path, message)
+    return Problem(path or "/", message)
