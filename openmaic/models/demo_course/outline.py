@@ -271,5 +271,7 @@ def _attach_media(brief: dict[str, Any], lang: str, topic: str, roles: list[str]
         if second is not None and brief.get("videoGeneration") is not True:
             second["mediaGenerations"] = [_media(lang, topic, "image", 2)]
     if brief.get("videoGeneration") is True:
-        target = slides.get("examples") or slides.get("steps") or slides.get("timeline") or slides["intro"]
-        target.setdefault("mediaGenerations", []).append(_media(lang, topic, "video", 1))
+        # A slide shows one generated medium: the video goes where no picture is.
+        free = [slides[r] for r in ("examples", "steps", "timeline", "mistakes", "table", "chart", "formula", "ideas")
+                if r in slides and not slides[r].get("mediaGenerations")]
+        (free[0] if free else slides["intro"]).setdefault("mediaGenerations", []).append(_media(lang, topic, "video", 1))

@@ -122,14 +122,16 @@ def _header(ctx: Ctx) -> tuple[list[dict[str, Any]], float]:
 def _title_layout(ctx: Ctx) -> list[dict[str, Any]]:
     p = ctx.palette
     els: list[dict[str, Any]] = [c.shape("shape_band", c.MARGIN, 150, 10, 190, p.primary)]
-    width = 875 if not ctx.images else 440
+    width = 875 if not (ctx.images or ctx.videos) else 440
     title = c.text_block("text_title", 75, 150, width, 130, [ctx.title], p.ink, (40, 36, 32, 28), bold=True)
     els.append(title)
     sub_top = 150 + title["height"] + 10
     sub = c.text_block("text_subtitle", 75, sub_top, width, c.BOTTOM - 60 - sub_top, [ctx.description or ctx.points[0]],
                        p.primary, (22, 20, 18))  # fmt: skip
     els.append(sub)
-    if ctx.images:
+    if ctx.videos:
+        els.append(_video(ctx.videos[0], 540, 130, 410, 300))
+    elif ctx.images:
         els.append(_picture(ctx, ctx.images[0], 540, 130, 410, 300))
     tags = " · ".join(ctx.points[:3]) if ctx.lang == EN else "　·　".join(ctx.points[:3])
     els.append(c.text_block("text_tags", 75, c.BOTTOM - 46, 875, 46, [tags], "#64748b", (16, 14)))
@@ -166,14 +168,16 @@ def _video_layout(ctx: Ctx) -> list[dict[str, Any]]:
     room = c.BOTTOM - top
     text = _bullets(ctx, c.MARGIN, top, 400, room)
     els.append(text)
-    ref = ctx.videos[0]
-    ratio = _RATIOS.get(str(ref.get("aspectRatio")), 9 / 16)
-    w = 470.0
-    h = w * ratio
+    els.append(_video(ctx.videos[0], c.RIGHT - 470, top, 470, room))
+    return els
+
+
+def _video(media: dict[str, Any], left: float, top: float, width: float, room: float) -> dict[str, Any]:
+    ratio = _RATIOS.get(str(media.get("aspectRatio")), 9 / 16)
+    w, h = width, width * ratio
     if h > room:
         h, w = room, room / ratio
-    els.append(c.video("video_main", c.RIGHT - w, top + (room - h) / 2, w, h, str(ref["ref"])))
-    return els
+    return c.video("video_main", left + (width - w) / 2, top + (room - h) / 2, w, h, str(media["ref"]))
 
 
 def _card_layout(ctx: Ctx) -> list[dict[str, Any]]:
