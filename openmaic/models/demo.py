@@ -1,7 +1,10 @@
 """The ``demo`` provider: offline and deterministic, so the whole product runs with no key and no network.
 
-Structured outputs come from ``demo_course`` (a real, small course built from the requirement in the last user
-message) and stream as JSON text in small chunks, ``latency_ms`` apart. Tool turns follow a fixed policy that
+A text completion (a turn with no tools, or ``complete`` asked for ``str``) whose last user message carries a
+generation brief (a ``Brief (JSON):`` line) is answered by ``demo_course.answer``: the outline, agents, slide,
+quiz, interactive page or actions the brief asks for, as a real model would write them. Structured outputs come
+from ``demo_course``'s structured functions (a real, small course built from the requirement in the last user
+message). Both stream as text in small chunks, ``latency_ms`` apart. Tool turns follow a fixed policy that
 suits the workbench: read the course first, then make the one edit the user's words ask for, then say what was
 done. Any model name is accepted.
 """
@@ -126,7 +129,14 @@ class DemoProvider:
         on_delta: Callable[[str], None] | None = None,
         on_retry: Callable[[], None] | None = None,
     ) -> T:
-        """The demo course's answer for ``output_type``, streamed as JSON text to ``on_delta``."""
+        """The demo course's answer for ``output_type``, streamed as JSON text to ``on_delta``.
+
+        ``str`` is a text completion: the answer to the brief the messages carry.
+        """
+        if output_type is str and demo_course.has_brief(messages):
+            text = demo_course.answer(messages)
+            await self._stream(text, on_delta)
+            return text  # type: ignore[return-value]
         fields = demo_course.read_prompt(_last_user_text(messages))
         makers: dict[Any, Callable[[dict[str, Any]], Any]] = {
             schema.Outline: demo_course.outline,
@@ -174,6 +184,9 @@ class DemoProvider:
             await self._stream(text, on_delta)
             return TurnResult(text=text, tool_calls=[], stop_reason="end_turn")
 
+        if not available and demo_course.has_brief(messages):
+            # A text completion for generation: the answer to its brief, not a chat reply.
+            return await say(demo_course.answer(messages))
         if not available:
             return await say(f"(demo) You said: {request.strip() or 'nothing'}")
         if not results and "read_course" in available:
