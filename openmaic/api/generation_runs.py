@@ -94,29 +94,11 @@ class StartRun(Wire):
     """This server's addition: the course's language tag; inferred from the requirement when empty."""
 
 
-class MediaGenerationBody(Wire):
-    type: str
-    prompt: str
-    element_id: str = ""
-    """Kept as given; a new entry without one gets the next free ``gen_img_<n>`` / ``gen_vid_<n>``."""
-    aspect_ratio: str = "16:9"
-
-
-class SceneOutlineBody(Wire):
-    id: str = ""
-    type: str
-    title: str
-    description: str = ""
-    key_points: list[str] = []
-    order: int = 0
-    media_generations: list[MediaGenerationBody] = []
-
-
 class ConfirmOutline(Wire):
     command_id: CommandId
     outline_revision: Annotated[int, msgspec.Meta(ge=1)]
-    outlines: list[SceneOutlineBody] | None = None
-    """An edited outline: it becomes revision + 1."""
+    outlines: list[dict[str, Any]] | None = None
+    """An edited outline (OpenMAIC's ``SceneOutline``s, kept whole): it becomes revision + 1."""
 
 
 class MediaRef(Wire):

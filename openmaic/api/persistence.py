@@ -3,10 +3,13 @@ its ``@openmaic/storage`` HTTP clients use them (errors in OpenMAIC's ``jsonErr`
 ``error.code``).
 
 * ``GET /api/persistence/learner-key`` → ``{learnerKey}``: the key runtime sessions are filed under (the owner).
-* ``GET /api/persistence/documents/{id}`` → the document ``{stage, scenes, outline?}`` as it was written; 404
-  ``DOCUMENT_NOT_FOUND`` for a missing, deleted or another owner's document (the same answer).
-* ``PUT /api/persistence/documents/{id}`` ``{stage, scenes, outline?}`` → 204: the whole document (creates its
-  course at the first save; a deleted course's id is 404 ``DOCUMENT_NOT_FOUND``).
+* ``GET /api/persistence/documents/{id}`` → the document ``{stage, scenes, outline?, dslVersion}`` (a course you
+  saved or generated: every door serves the same document); 404 ``DOCUMENT_NOT_FOUND`` for a missing, deleted or
+  another owner's document (the same answer).
+* ``PUT /api/persistence/documents/{id}`` ``{stage, scenes, outline?, dslVersion?}`` → 204: the whole document,
+  validated by the course format (400 ``VALIDATION_FAILED`` naming the path; nothing stored); creates its course at
+  the first save; a deleted course's id is 404 ``DOCUMENT_NOT_FOUND``; a course a run is still writing is 409
+  ``COURSE_LOCKED``.
 * ``PUT …/{id}/stage`` (the stage object) and ``PUT …/{id}/scenes/{sceneId}`` (the scene object) → 204; ``GET
   …/{id}/scenes/{sceneId}`` → the scene, or 404 ``SCENE_NOT_FOUND``.
 * ``POST /api/persistence/assets`` (multipart: ``meta`` JSON, ``bytes`` with its ``Content-Type``) → 201 ``{id}``
@@ -59,14 +62,6 @@ async def import_fence(call: Call) -> str | None:
     return await browser_of(call.services.log, call.user, header) if header is not None else None
 
 
-class Document(Wire):
-    """An OpenMAIC document (``@openmaic/dsl``): the stage, its scenes, and the outline it was made from."""
-
-    stage: dict[str, Any]
-    scenes: Annotated[list[dict[str, Any]], msgspec.Meta(max_length=documents.MAX_SCENES)]
-    outline: Any = None
-
-
 class LearnerKey(Wire):
     learner_key: str
 
@@ -82,22 +77,21 @@ async def learner_key(call: Call) -> LearnerKey:
     return LearnerKey(learner_key=call.user)
 
 
-@api_route(bp, "GET", "/api/persistence/documents/{document_id}", response=Document, error_style="json",
+@api_route(bp, "GET", "/api/persistence/documents/{document_id}", response=dict[str, Any], error_style="json",
            errors=(404, 409))
 async def get_document(call: Call, document_id: str) -> dict[str, Any]:
-    """One of your documents, as it was written."""
+    """One of your documents (a course you generated or saved): OpenMAIC's document, ``dslVersion`` at its root."""
     await import_fence(call)
-    return (await documents.read_document(call.services.log, call.user, document_id)).wire()
+    return documents.encode(await documents.read_document(call.services.log, call.user, document_id))
 
 
-@api_route(bp, "PUT", "/api/persistence/documents/{document_id}", body=Document, body_limit="upload",
+@api_route(bp, "PUT", "/api/persistence/documents/{document_id}", body=dict[str, Any], body_limit="upload",
            error_style="json", errors=(404, 409, 413))
 async def put_document(call: Call, document_id: str) -> None:
-    """Save a whole document as one of your courses (the same document again changes nothing)."""
+    """Save a whole document as one of your courses (validated by the course format; the same document again
+    changes nothing)."""
     browser = await import_fence(call)
-    body: Document = call.body
-    await documents.put_document(call.services.log, call.user, document_id, body.stage, body.scenes, body.outline,
-                                 browser=browser)
+    await documents.put_document(call.services.log, call.user, document_id, call.body, browser=browser)
 
 
 @api_route(bp, "PUT", "/api/persistence/documents/{document_id}/stage", body=dict[str, Any], body_limit="upload",
@@ -119,13 +113,10 @@ async def put_document_scene(call: Call, document_id: str, scene_id: str) -> Non
 @api_route(bp, "GET", "/api/persistence/documents/{document_id}/scenes/{scene_id}", response=dict[str, Any],
            error_style="json", errors=(404, 409))
 async def get_document_scene(call: Call, document_id: str, scene_id: str) -> dict[str, Any]:
-    """One scene of one of your documents, as it was written."""
+    """One scene of one of your documents."""
     await import_fence(call)
     doc = await documents.read_document(call.services.log, call.user, document_id)
-    scene = next((s for s in doc.scenes if s.get("id") == scene_id), None)
-    if scene is None:
-        raise documents.SceneNotFound(f"document {document_id!r} has no scene {scene_id!r}", id=scene_id)
-    return scene
+    return msgspec.to_builtins(documents.scene_of(doc, document_id, scene_id))  # type: ignore[no-any-return]
 
 
 def _asset_kind(media_type: str) -> AssetKind:

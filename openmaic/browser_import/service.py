@@ -115,13 +115,13 @@ async def import_stage(log: EventLog, owner: str, browser_id: str, body: StageIm
     the asset store as generated media do, within the owner's asset quota (AssetQuotaExceeded: nothing stored)."""
     t = translate_stage(browser_id, owner, body)
     asset_ids = [a.id for a in t.assets]
-    done = ImportedStage(course_id=t.course_id, imported=False, scenes=len(t.outline.scenes), assets=len(asset_ids),
+    done = ImportedStage(course_id=t.course_id, imported=False, scenes=len(t.document.document.scenes), assets=len(asset_ids),
                          dropped=t.dropped)
     course = StreamAppend(stream_id=t.course_id, create=NewStream("course", owner), command_id="legacy-import",
-                          events=[t.created, t.outline])
+                          events=[t.created, t.document])
     record = StreamAppend(
         stream_id=binding_stream(browser_id), command_id=f"stage:{body.stage.id}",
-        events=[LegacyStageImported(stage_id=body.stage.id, course_id=t.course_id, scenes=len(t.outline.scenes),
+        events=[LegacyStageImported(stage_id=body.stage.id, course_id=t.course_id, scenes=len(t.document.document.scenes),
                                     assets=asset_ids, dropped=t.dropped)],
     )  # fmt: skip
     # One transaction under the owner's import lock: the assets the scenes point at exist exactly when the course

@@ -1,20 +1,16 @@
-"""A 1.1.x stage and its scenes, as this server's course: pure translation, no I/O.
+"""A 1.1.x stage and its scenes, as a course holding OpenMAIC's document: pure translation, no I/O.
 
-The browser's course document and this server's differ (OpenMAIC 1.1.x drew slides as canvases of positioned
-elements; a course here keeps a slide's title, bullets and notes), so the translation keeps what a course here can
-hold and says what it could not:
+A 1.1.x browser kept its courses in OpenMAIC's own scene shape (canvases of positioned elements, quizzes, pages,
+projects, with their actions), so an imported stage is stored as the document it already was, read through the
+course format (:mod:`openmaic.courses.format`; what does not fit is left out one element or action at a time and
+counted in ``dropped``), with what has changed since that release put right:
 
-* a **slide**: its text elements, stripped of their HTML, in reading order (top to bottom, then left to right),
-  become the bullets (the first one is the title when it repeats the scene's title); the speech of its actions
-  becomes the notes; its picture and video elements become the scene's media, each pointing at the asset its
-  ``mediaFiles`` record was stored as (a failed or missing one stays a ``failed`` placeholder);
-* a **quiz**: its single- and multiple-choice questions (the first correct option is the answer); a
-  short-answer question has no options to keep and is left out;
-* an **interactive** page: its HTML; one known only by its URL becomes a slide naming it;
-* a **project** (``pbl``): a slide with its title and description;
-* **actions**: speech (with its speaker) and discussion prompts (as questions to the class); spotlights and
-  laser pointers belong to the canvas and are dropped. A speech action's clip, when the browser kept it, is the
-  scene's narration when it is the scene's only one.
+* a picture or video element whose placeholder names a ``mediaFiles`` record points at the asset that record is
+  stored as (``/api/assets/<id>``; a video keeps its placeholder as ``mediaRef``); a failed or missing one keeps
+  its placeholder (the classroom shows it as missing) and is counted in ``missingMedia``;
+* a speech action's clip, when the browser kept it, is stored and named by the action's ``audioId``; the
+  transport-only ``audioUrl`` is dropped (and so is an ``audioId`` whose clip was not kept);
+* an interactive scene keeps its page (``html`` or ``url``) and loses its retired ``teacherActions``.
 
 Ids: the course is ``course-`` + 16 base64url characters of ``sha256(browserId : stageId)``, so the same browser's
 same stage always lands on the same course, which is what makes a repeated import change nothing; assets are
@@ -25,30 +21,29 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import html
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
 from openmaic.browser_import.records import LegacyMedia, LegacyScene, StageImport
-from openmaic.courses.events import CourseCreated, CourseOutlineSet, Scene, SceneMedia
-from openmaic.courses.schema import (
-    ELEMENT_ID, Interactive, Quiz, QuizQuestion, SceneAction, SceneActions, SceneContent, Slide,
-)  # fmt: skip
+from openmaic.courses import format as fmt
+from openmaic.courses.document import asset_url
+from openmaic.courses.events import CourseCreated, CourseDocumentSet
+from openmaic.courses.lenient import lenient_scene
 from openmaic.media.assets import AssetKind, asset_id_for
 
-__all__ = [
-    "ImportedAsset", "MediaOf", "NarrationOf", "Translated", "course_id", "course_language", "plain_text",
-    "translate_scene", "translate_stage",
-]
+__all__ = ["ImportedAsset", "Translated", "course_id", "course_language", "translate_stage"]
 
-_TAG = re.compile(r"<[^>]*>")
-_BLOCK = re.compile(r"</(p|div|li|h[1-6])>|<br\s*/?>", re.IGNORECASE)
-_SPACE = re.compile(r"[ \t\r\f\v]+")
-MAX_BULLETS = 12
 MAX_TEXT = 2000
+
+
+class ImportedAsset(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    kind: AssetKind
+    media_type: str
+    data: bytes
 
 
 class Translated(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,11 +51,11 @@ class Translated(msgspec.Struct, frozen=True, kw_only=True):
 
     course_id: str
     created: CourseCreated
-    outline: CourseOutlineSet
+    document: CourseDocumentSet
     assets: list[ImportedAsset]
     """Every media and narration record a scene uses."""
     dropped: dict[str, int]
-    """What could not be kept, by kind (``shortAnswerQuestions``, ``missingMedia``, …)."""
+    """What could not be kept, by kind (``missingMedia``, ``elements``, ``actions``, ``scenes``)."""
 
 
 def _digest(*parts: str) -> bytes:
@@ -71,151 +66,9 @@ def course_id(browser_id: str, stage_id: str) -> str:
     return "course-" + base64.urlsafe_b64encode(_digest(browser_id, stage_id)).decode()[:16]
 
 
-class ImportedAsset(msgspec.Struct, frozen=True, kw_only=True):
-    id: str
-    kind: AssetKind
-    media_type: str
-    data: bytes
-
-
 def _asset(owner: str, kind: AssetKind, media_type: str, data: bytes) -> ImportedAsset:
     return ImportedAsset(id=asset_id_for(owner, hashlib.sha256(data).digest()), kind=kind, media_type=media_type,
                          data=data)
-
-
-def plain_text(value: Any) -> str:
-    """The text of an HTML fragment (a slide's text element): tags removed, entities decoded, lines kept."""
-    if not isinstance(value, str):
-        return ""
-    text = html.unescape(_TAG.sub("", _BLOCK.sub("\n", value)))
-    lines = (_SPACE.sub(" ", line).strip() for line in text.splitlines())
-    return "\n".join(line for line in lines if line)[:MAX_TEXT]
-
-
-def _num(value: Any) -> float:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
-
-
-def canvas_elements(scene: LegacyScene) -> list[Mapping[str, Any]]:
-    canvas = scene.content.get("canvas")
-    elements = canvas.get("elements") if isinstance(canvas, Mapping) else None
-    found = [e for e in elements if isinstance(e, Mapping)] if isinstance(elements, list) else []
-    return sorted(found, key=lambda e: (_num(e.get("top")), _num(e.get("left"))))
-
-
-def _speech(scene: LegacyScene, dropped: dict[str, int]) -> list[SceneAction]:
-    out: list[SceneAction] = []
-    for a in scene.actions:
-        kind, text = a.get("type"), a.get("text") or a.get("topic") or ""
-        speaker = a.get("agentId") if isinstance(a.get("agentId"), str) and a.get("agentId") else "teacher"
-        if kind == "speech" and isinstance(text, str) and text.strip():
-            out.append(SceneAction(kind="speech", agent_id=speaker, text=text.strip()[:MAX_TEXT]))
-        elif kind == "discussion" and isinstance(text, str) and text.strip():
-            out.append(SceneAction(kind="ask", agent_id=speaker, text=text.strip()[:MAX_TEXT]))
-        else:
-            dropped["canvasActions"] = dropped.get("canvasActions", 0) + 1
-    return out
-
-
-def _quiz(scene: LegacyScene, title: str, dropped: dict[str, int]) -> Quiz | None:
-    questions: list[QuizQuestion] = []
-    raw = scene.content.get("questions")
-    for q in raw if isinstance(raw, list) else []:
-        if not isinstance(q, Mapping):
-            continue
-        options = [o for o in q.get("options") or [] if isinstance(o, Mapping)]
-        if q.get("type") == "short_answer" or len(options) < 2:
-            dropped["shortAnswerQuestions"] = dropped.get("shortAnswerQuestions", 0) + 1
-            continue
-        values = [str(o.get("value", "")) for o in options]
-        correct = [str(v) for v in q.get("answer") or []]
-        answer = next((values.index(v) for v in correct if v in values), 0)
-        questions.append(QuizQuestion(
-            question=plain_text(q.get("question")) or "?",
-            options=[plain_text(o.get("label")) or str(o.get("value", "")) for o in options],
-            answer=answer, explanation=plain_text(q.get("analysis")),
-        ))  # fmt: skip
-    return Quiz(title=title, questions=questions) if questions else None
-
-
-def _media_of(scene: LegacyScene, stage_id: str, owner: str, media: Mapping[str, LegacyMedia],
-              dropped: dict[str, int]) -> tuple[list[SceneMedia], list[ImportedAsset]]:
-    out: list[SceneMedia] = []
-    assets: list[ImportedAsset] = []
-    for e in canvas_elements(scene):
-        kind = e.get("type")
-        if kind not in ("image", "video"):
-            continue
-        element = str(e.get("id") or "")
-        if element and not ELEMENT_ID.match(element):
-            # A media element id is used in URLs (media retry) and must have the shape of the ones made here.
-            element = "el-" + _digest(stage_id, scene.id, element).hex()[:16]
-        src = str(e.get("src") or "")
-        record = media.get(f"{stage_id}:{src}") or media.get(src) or media.get(f"{stage_id}:{element}")
-        if not element or record is None or record.error or not record.data:
-            dropped["missingMedia"] = dropped.get("missingMedia", 0) + 1
-            if element:
-                out.append(SceneMedia(element_id=element, kind=kind, prompt="", status="failed"))
-            continue
-        stored = _asset(owner, kind, record.mime_type or ("image/png" if kind == "image" else "video/mp4"), record.data)
-        assets.append(stored)
-        poster = None
-        if record.poster:
-            assets.append(poster := _asset(owner, "poster", "image/jpeg", record.poster))
-        out.append(SceneMedia(element_id=element, kind=kind, prompt=record.prompt[:MAX_TEXT], status="done",
-                              asset_id=stored.id, poster_asset_id=poster.id if poster else None))
-    return out, assets
-
-
-MediaOf = Callable[[LegacyScene, dict[str, int]], tuple[list[SceneMedia], list[ImportedAsset]]]
-"""A scene's picture and video elements as course media, with the assets they use."""
-NarrationOf = Callable[[str], tuple[str | None, list[ImportedAsset]]]
-"""The asset of a speech action's clip (its ``audioId``), and what must be stored for it."""
-
-
-def translate_scene(s: LegacyScene, *, scene_id: str, goal: str, number: int, media_of: MediaOf,
-                    narration_of: NarrationOf, dropped: dict[str, int]) -> tuple[Scene, list[ImportedAsset]]:
-    """One browser scene as a course scene (the ``number``-th, from 1), and the assets it uses (see the module's
-    doc); what it could not keep is counted in ``dropped``."""
-    name = s.title.strip() or f"Scene {number}"
-    actions = _speech(s, dropped)
-    assets: list[ImportedAsset] = []
-    content: SceneContent
-    scene_media: list[SceneMedia] = []
-    if s.type == "quiz" and (quiz := _quiz(s, name, dropped)) is not None:
-        content = SceneContent(kind="quiz", quiz=quiz)
-    elif s.type == "interactive" and isinstance(s.content.get("html"), str) and s.content["html"].strip():
-        content = SceneContent(kind="interactive", interactive=Interactive(
-            title=name, html=s.content["html"], instructions=""))
-    else:
-        if s.type == "slide":
-            texts = [t for t in (plain_text(e.get("content")) for e in canvas_elements(s) if e.get("type") == "text")
-                     if t]
-            bullets = [t for t in texts if t.splitlines()[0] != name] if texts else []
-            scene_media, used = media_of(s, dropped)
-            assets += used
-        elif s.type == "interactive":
-            bullets = [f"Interactive page: {s.content.get('url') or 'not kept by the browser'}"]
-        elif s.type == "pbl":
-            project = s.content.get("projectConfig")
-            project = project if isinstance(project, Mapping) else {}
-            bullets = [t for t in (plain_text(project.get("title")), plain_text(project.get("description"))) if t]
-        else:  # a quiz with no question a course here can hold
-            bullets = []
-        notes = "\n".join(a.text for a in actions if a.kind == "speech")[:MAX_TEXT]
-        content = SceneContent(kind="slide", slide=Slide(title=name, bullets=bullets[:MAX_BULLETS], notes=notes))
-    narration = None
-    clips = [a.get("audioId") for a in s.actions if a.get("type") == "speech" and a.get("audioId")]
-    if len(clips) == 1:
-        narration, used = narration_of(str(clips[0]))
-        assets += used
-    elif len(clips) > 1:
-        dropped["narrationClips"] = dropped.get("narrationClips", 0) + len(clips)
-    first = content.slide.bullets[:3] if content.slide else []
-    scene = Scene(id=scene_id, title=name, goal=goal[:MAX_TEXT] or name, kind=content.kind, key_points=first,
-                  content=content, actions=SceneActions(actions=actions), status="ready", media=scene_media,
-                  narration_asset_id=narration)
-    return scene, assets
 
 
 def course_language(directive: str | None) -> str:
@@ -224,35 +77,102 @@ def course_language(directive: str | None) -> str:
     return language[:10] if re.fullmatch(r"[a-z]{2}(-[A-Z]{2})?", language) else "en"
 
 
+def _count(dropped: dict[str, int], key: str, n: int = 1) -> None:
+    if n:
+        dropped[key] = dropped.get(key, 0) + n
+
+
+class _Media:
+    """The stage's media and narration records, stored as assets as the scenes name them."""
+
+    def __init__(self, owner: str, stage_id: str, body: StageImport, dropped: dict[str, int]) -> None:
+        self.owner, self.stage_id, self.dropped = owner, stage_id, dropped
+        self.media: Mapping[str, LegacyMedia] = {m.id: m for m in body.media}
+        self.audio = {a.id: a for a in body.audio}
+        self.assets: dict[str, ImportedAsset] = {}
+
+    def _keep(self, asset: ImportedAsset) -> str:
+        self.assets.setdefault(asset.id, asset)
+        return asset.id
+
+    def element(self, e: dict[str, Any]) -> None:
+        kind = e.get("type")
+        ref = str(e.get("mediaRef") or e.get("src") or "")
+        record = self.media.get(f"{self.stage_id}:{ref}") or self.media.get(ref) \
+            or self.media.get(f"{self.stage_id}:{e.get('id')}")
+        if record is None or record.error or not record.data:
+            if ref.startswith(("gen_img_", "gen_vid_")):
+                _count(self.dropped, "missingMedia")
+                if kind == "video":
+                    e["mediaRef"] = ref
+                    e.pop("src", None)
+            return
+        media_type = record.mime_type or ("image/png" if kind == "image" else "video/mp4")
+        stored = self._keep(_asset(self.owner, kind, media_type, record.data))
+        e["src"] = asset_url(stored)
+        if kind == "video":
+            e["mediaRef"] = ref or e.get("mediaRef")
+            if record.poster:
+                e["poster"] = asset_url(self._keep(_asset(self.owner, "poster", "image/jpeg", record.poster)))
+
+    def speech(self, a: dict[str, Any]) -> None:
+        a.pop("audioUrl", None)
+        clip = self.audio.get(str(a.get("audioId") or ""))
+        if clip is None or not clip.data:
+            a.pop("audioId", None)
+            return
+        clip_type = "audio/mpeg" if clip.format in ("", "mp3") else f"audio/{clip.format}"
+        a["audioId"] = self._keep(_asset(self.owner, "narration", clip_type, clip.data))
+
+
+def _scene(s: LegacyScene, stage_id: str, media: _Media, dropped: dict[str, int]) -> fmt.Scene | None:
+    content = msgspec.to_builtins(s.content)
+    content["type"] = s.type
+    content.pop("teacherActions", None)
+    canvas = content.get("canvas") if isinstance(content.get("canvas"), dict) else None
+    for e in canvas.get("elements") or [] if canvas is not None else []:
+        if isinstance(e, dict) and e.get("type") in ("image", "video"):
+            media.element(e)
+    actions = [dict(a) for a in s.actions if isinstance(a, dict)]
+    for a in actions:
+        if a.get("type") == "speech":
+            media.speech(a)
+    raw = {"id": s.id, "stageId": stage_id, "type": s.type, "title": s.title.strip() or s.id, "order": s.order,
+           "content": content, "actions": actions}
+    scene = lenient_scene(raw, stage_id=stage_id)
+    if scene is None:
+        _count(dropped, "scenes")
+        return None
+    if isinstance(scene.content, fmt.SlideContent) and canvas is not None:
+        _count(dropped, "elements", len(canvas.get("elements") or []) - len(scene.content.canvas.elements))
+    _count(dropped, "actions", len(actions) - len(scene.actions or []))
+    return scene
+
+
 def translate_stage(browser_id: str, owner: str, body: StageImport) -> Translated:
     """The course events and assets of one imported stage of ``owner`` (see the module's doc)."""
     stage = body.stage
     dropped: dict[str, int] = {}
-    media = {m.id: m for m in body.media}
-    audio = {a.id: a for a in body.audio}
+    media = _Media(owner, stage.id, body, dropped)
+    scenes = [sc for s in sorted(body.scenes, key=lambda s: s.order)
+              if (sc := _scene(s, stage.id, media, dropped)) is not None]
     title = stage.name.strip() or "Imported course"
-
-    def narration_of(clip_id: str) -> tuple[str | None, list[ImportedAsset]]:
-        clip = audio.get(clip_id)
-        if clip is None or not clip.data:
-            return None, []
-        clip_type = "audio/mpeg" if clip.format in ("", "mp3") else f"audio/{clip.format}"
-        stored = _asset(owner, "narration", clip_type, clip.data)
-        return stored.id, [stored]
-
-    scenes: list[Scene] = []
-    assets: list[ImportedAsset] = []
-    for s in sorted(body.scenes, key=lambda s: s.order):
-        scene, used = translate_scene(
-            s, scene_id=f"scene-{_digest(browser_id, stage.id, s.id).hex()[:16]}", goal=stage.description.strip(),
-            number=len(scenes) + 1, media_of=lambda sc, d: _media_of(sc, stage.id, owner, media, d),
-            narration_of=narration_of, dropped=dropped)  # fmt: skip
-        scenes.append(scene)
-        assets += used
+    created_ms = stage.created_at or 0
+    document_stage = fmt.Stage(id=stage.id, name=title, createdAt=created_ms,
+                               updatedAt=stage.updated_at or created_ms)
+    extra: dict[str, Any] = {}
+    if stage.description.strip():
+        extra["description"] = stage.description[:MAX_TEXT]
+    if stage.language_directive:
+        extra["languageDirective"] = stage.language_directive
+    if stage.agent_ids:
+        extra["agentIds"] = list(stage.agent_ids)
+    if extra:
+        document_stage = msgspec.structs.replace(document_stage, **extra)
     created = CourseCreated(title=title, language=course_language(stage.language_directive),
-                            requirement=stage.description[:MAX_TEXT])
+                            requirement=stage.description[:MAX_TEXT], created_ms=created_ms)
     return Translated(
         course_id=course_id(browser_id, stage.id), created=created,
-        outline=CourseOutlineSet(revision=1, title=title, scenes=scenes),
-        assets=list({a.id: a for a in assets}.values()), dropped=dropped,
+        document=CourseDocumentSet(document=fmt.Document(stage=document_stage, scenes=scenes)),
+        assets=list(media.assets.values()), dropped=dropped,
     )  # fmt: skip

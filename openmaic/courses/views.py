@@ -1,121 +1,84 @@
-"""The course document as clients read it (``GET /api/classrooms/{id}``): camelCase, with each scene's content
-and its agents' script, and whether a run is still writing it.
+"""The course as clients read it (``GET /api/classrooms/{id}``): OpenMAIC's document, plus what a live classroom
+needs beside it.
 
-A course document is this server's own (OpenMAIC's browser app renders its ``@openmaic/dsl`` stage model, whose
-shape is not established here), so these types mirror :mod:`openmaic.courses.schema` field for field, in wire
-spelling, and are filled from the folded :class:`~openmaic.courses.events.CourseDocument` by attribute.
+``stage`` and ``scenes`` are exactly the document every door serves (:func:`openmaic.courses.document.document_of`):
+the file-backed classroom payload of OpenMAIC's own server routes is ``{id, stage, scenes, createdAt}``, and this
+view is that payload with the document's ``dslVersion`` and ``outline``, the run still writing it
+(``generatingRunId``), the scenes of its outline not written yet (``pendingScenes``), the state of each generated
+picture or video by its ref (``media``) and the course stream's ``seq``.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import datetime as dt
+from typing import Any, Literal
 
 import msgspec
 
+from openmaic.courses import format as fmt
+from openmaic.courses.document import document_of
 from openmaic.courses.events import CourseDocument
 from openmaic.wire import Wire
 
-__all__ = ["ClassroomView", "classroom_view"]
+__all__ = ["ClassroomView", "MediaView", "PendingSceneView", "classroom_view"]
 
 
-class SlideView(Wire):
-    title: str
-    bullets: list[str]
-    notes: str = ""
-
-
-class QuizQuestionView(Wire):
-    question: str
-    options: list[str]
-    answer: int
-    """The 0-based index of the correct option."""
-    explanation: str = ""
-
-
-class QuizView(Wire):
-    title: str
-    questions: list[QuizQuestionView]
-
-
-class InteractiveView(Wire):
-    title: str
-    html: str
-    """A self-contained HTML document: show it in a sandboxed frame."""
-    instructions: str
-
-
-class SceneContentView(Wire, omit_defaults=True):
-    kind: Literal["slide", "quiz", "interactive"]
-    slide: SlideView | None = None
-    quiz: QuizView | None = None
-    interactive: InteractiveView | None = None
-
-
-class SceneActionView(Wire):
-    kind: Literal["speech", "highlight", "ask", "pause"]
-    agent_id: str
-    text: str = ""
-
-
-class SceneActionsView(Wire):
-    actions: list[SceneActionView]
-
-
-class SceneMediaView(Wire):
-    element_id: str
-    kind: Literal["image", "video"]
-    prompt: str
+class MediaView(Wire, omit_defaults=True):
     status: Literal["pending", "generating", "done", "disabled", "failed"]
     """A placeholder stands until ``done``; ``failed`` and ``disabled`` keep it."""
-    asset_id: str | None
+    kind: Literal["image", "video"]
+    scene_id: str | None = None
+    asset_id: str | None = None
     """``GET /api/assets/{assetId}`` once ``done``."""
-    poster_asset_id: str | None
-    """A video's poster frame; the same as ``assetId`` when no encoder made a clip and the frame stands in."""
+    poster_asset_id: str | None = None
 
 
-class SceneView(Wire):
+class PendingSceneView(Wire):
     id: str
     title: str
-    goal: str
-    kind: Literal["slide", "quiz", "interactive"]
-    key_points: list[str]
-    content: SceneContentView | None
-    actions: SceneActionsView | None
-    status: Literal["pending", "ready"]
-    """``ready`` once its content and its script are written."""
-    media: list[SceneMediaView]
-    """Its pictures and videos, in outline order."""
-    narration_asset_id: str | None
-    """Its narration clip (``GET /api/assets/{id}``), when a speech provider made one."""
+    type: str
+    order: int
 
 
-class ClassroomAgentView(Wire):
+class ClassroomView(Wire, omit_defaults=True):
     id: str
-    name: str
-    role: str
-    persona: str
-
-
-class ClassroomView(Wire):
-    id: str
-    title: str
-    language: str
-    requirement: str
-    outline_revision: int
-    scenes: list[SceneView]
-    agents: list[ClassroomAgentView]
+    stage: fmt.Stage
+    scenes: list[fmt.Scene]
+    """The scenes ready to play, by ``order``: OpenMAIC's scenes as they are."""
+    dsl_version: str
+    created_at: dt.datetime
     generating_run_id: str | None
     """The run still writing it (its scenes arrive as that run's ``scene_ready`` events), else null."""
+    pending_scenes: list[PendingSceneView]
+    """Scenes of the outline not ready yet (being written, or waiting for their turn)."""
+    media: dict[str, MediaView]
+    """Each generated picture or video by the ref its element names."""
     seq: int
     """The course stream's seq this view is at."""
+    outline: Any = msgspec.UNSET
+
+
+def _scene_of(doc: CourseDocument) -> dict[str, str]:
+    at: dict[str, str] = {}
+    for sid, outline in doc.outlines.items():
+        for m in outline.mediaGenerations or []:
+            at.setdefault(m.elementId, sid)
+    return at
 
 
 def classroom_view(course_id: str, doc: CourseDocument) -> ClassroomView:
     """The course ``course_id`` as its clients read it."""
+    document = document_of(course_id, doc)
+    ready = {s.id for s in document.scenes}
+    pending = [PendingSceneView(id=p.id, title=p.title, type=p.type, order=p.order) for p in doc.pending]
+    pending += [PendingSceneView(id=s.id, title=s.title, type=s.type, order=int(s.order))
+                for s in doc.scenes if s.id not in ready]
+    where = _scene_of(doc)
+    media = {ref: MediaView(status=m.status, kind=m.kind, scene_id=where.get(ref), asset_id=m.asset_id,
+                            poster_asset_id=m.poster_asset_id) for ref, m in doc.media.items()}
+    created = dt.datetime.fromtimestamp(document.stage.createdAt / 1000, dt.UTC)
     return ClassroomView(
-        id=course_id, title=doc.title, language=doc.language, requirement=doc.requirement,
-        outline_revision=doc.outline_revision,
-        scenes=msgspec.convert(list(doc.scenes), list[SceneView], from_attributes=True),
-        agents=msgspec.convert(list(doc.agents), list[ClassroomAgentView], from_attributes=True),
-        generating_run_id=doc.locked_by, seq=doc.seq,
-    )  # fmt: skip
+        id=course_id, stage=document.stage, scenes=document.scenes, dsl_version=document.dslVersion,
+        created_at=created, generating_run_id=doc.locked_by, pending_scenes=sorted(pending, key=lambda p: p.order),
+        media=media, seq=doc.seq, outline=document.outline,
+    )

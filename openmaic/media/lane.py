@@ -73,12 +73,13 @@ def lane_items(state: RunState) -> list[LaneItem]:
     seen: set[str] = set()
     items: list[LaneItem] = []
     for index, outline in enumerate(state.confirmed):
-        for request in outline.media:
-            if request.element_id in seen:
+        for request in outline.mediaGenerations or []:
+            if request.elementId in seen:
                 continue
-            seen.add(request.element_id)
-            items.append(LaneItem(element_id=request.element_id, kind=request.kind, prompt=request.prompt,
-                                  aspect_ratio=request.aspect_ratio, scene_index=index,
+            seen.add(request.elementId)
+            ratio = request.aspectRatio if isinstance(request.aspectRatio, str) else "16:9"
+            items.append(LaneItem(element_id=request.elementId, kind=request.type, prompt=request.prompt,
+                                  aspect_ratio=ratio, scene_index=index,  # type: ignore[arg-type]
                                   scene_id=scene_id(state.course_id, state.confirmed_revision, index)))
     return items
 

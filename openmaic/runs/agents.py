@@ -8,8 +8,8 @@ owner): another owner's agent is as unknown as a missing one. An owner keeps at 
 
 Runs cast agents by id (``agents: {mode: "preset", agentIds}``); ``auto`` leaves the roster to the model (the
 run's ``agents`` step asks the ``course.agents`` slot). A run's events store the cast as
-:class:`~openmaic.courses.schema.AgentProfile`\\ s, whose role for a student is ``classmate`` (its name in older
-logs). The built-in ids of earlier releases (``teacher``, ``assistant``, ``classmate_1``, ``classmate_2``) still
+:class:`~openmaic.courses.format.AgentConfig`\\ s (OpenMAIC's agent configs; older logs held profiles whose role
+for a student was ``classmate``, lifted when read). The built-in ids of earlier releases (``teacher``, ``assistant``, ``classmate_1``, ``classmate_2``) still
 resolve, so runs started before keep their cast, but they are no longer listed.
 """
 
@@ -23,7 +23,8 @@ from typing import Any
 import msgspec
 
 from openmaic import errors, quotas
-from openmaic.courses.schema import AgentProfile
+from openmaic.courses.format import AgentConfig
+from openmaic.steps.outputs import agent_config
 from openmaic.steps.roster import BUILTIN_AGENTS, Agent
 from openmaic.store.database import Database
 from openmaic.store.queries import Q
@@ -86,12 +87,12 @@ class AgentNotFound(errors.NotFound):
 
 
 _LEGACY = {
-    "teacher": AgentProfile(id="teacher", name="Ms. Rivera", role="teacher", persona=BUILTIN_AGENTS["default-1"].persona),
-    "assistant": AgentProfile(id="assistant", name="Sam", role="assistant", persona=BUILTIN_AGENTS["default-2"].persona),
-    "classmate_1": AgentProfile(id="classmate_1", name="Mia", role="classmate",
-                                persona="A classmate: curious and quick to ask for concrete examples."),
-    "classmate_2": AgentProfile(id="classmate_2", name="Leo", role="classmate",
-                                persona="A classmate: a friendly sceptic who likes to test every claim."),
+    "teacher": agent_config("teacher", "Ms. Rivera", "teacher", BUILTIN_AGENTS["default-1"].persona, 0),
+    "assistant": agent_config("assistant", "Sam", "assistant", BUILTIN_AGENTS["default-2"].persona, 1),
+    "classmate_1": agent_config("classmate_1", "Mia", "student",
+                                "A classmate: curious and quick to ask for concrete examples.", 2, 0),
+    "classmate_2": agent_config("classmate_2", "Leo", "student",
+                                "A classmate: a friendly sceptic who likes to test every claim.", 3, 1),
 }  # fmt: skip
 """The built-in agents of earlier releases, still cast by runs that name them."""
 
@@ -218,16 +219,16 @@ async def import_agents(db: Database, owner: str, agents: Sequence[Any], *, limi
     return imported, skipped
 
 
-async def _custom(db: Database, owner: str, ids: Sequence[str]) -> dict[str, AgentProfile]:
+async def _custom(db: Database, owner: str, ids: Sequence[str]) -> dict[str, AgentConfig]:
     wanted = [i for i in ids if i not in BUILTIN_AGENTS and i not in _LEGACY]
     if not wanted:
         return {}
-    return {r.id: r.agent().profile() for r in await db.fetch_as(_AgentRow, Q.agents_by_ids, owner, wanted)}
+    return {r.id: r.agent().config() for r in await db.fetch_as(_AgentRow, Q.agents_by_ids, owner, wanted)}
 
 
-def _known(agent_id: str) -> AgentProfile | None:
+def _known(agent_id: str) -> AgentConfig | None:
     builtin = BUILTIN_AGENTS.get(agent_id)
-    return builtin.profile() if builtin is not None else _LEGACY.get(agent_id)
+    return builtin.config() if builtin is not None else _LEGACY.get(agent_id)
 
 
 async def unknown_agents(db: Database, owner: str, ids: Sequence[str]) -> list[str]:
@@ -236,7 +237,7 @@ async def unknown_agents(db: Database, owner: str, ids: Sequence[str]) -> list[s
     return [i for i in ids if _known(i) is None and i not in custom]
 
 
-async def resolve_agents(db: Database, owner: str, ids: Sequence[str]) -> list[AgentProfile]:
+async def resolve_agents(db: Database, owner: str, ids: Sequence[str]) -> list[AgentConfig]:
     """The profiles of ``ids`` in order (duplicates dropped); NotFound naming the first unknown id."""
     unique = list(dict.fromkeys(ids))
     custom = await _custom(db, owner, unique)

@@ -40,7 +40,7 @@ from openmaic.runs.events import (
     RunStepStarted,
 )
 from openmaic.runs.fold import RunState, evolve, scene_id
-from openmaic.runs.views import agent_view, media_view, outline_view_of, run_state, scene_outlines, wire_step
+from openmaic.runs.views import media_view, outline_view_of, run_state, scene_outlines, wire_step
 
 __all__ = ["CLIENT_EVENT_TYPES", "ClientView", "client_event"]
 
@@ -89,7 +89,7 @@ def client_event(before: RunState, event: Event, *, max_attempts: int) -> tuple[
         case RunCourseCreated(course_id=course_id):
             return "course_created", {"stageId": course_id}
         case RunAgentsSelected(agents=agents):
-            return "agents", {"agents": [agent_view(a) for a in agents], "agentIds": [a.id for a in agents]}
+            return "agents", {"agents": list(agents), "agentIds": [a.id for a in agents]}
         case RunResearchDone(sources=sources):
             return "research_sources", {"sources": [{"title": x.title, "url": x.url, "content": x.content}
                                                     for x in sources]}
@@ -99,9 +99,16 @@ def client_event(before: RunState, event: Event, *, max_attempts: int) -> tuple[
             isinstance(event, RunSceneNarrated) == before.narrates
         ):
             # A scene is ready after its last step: narration, or its actions in a run logged before narration.
-            return "scene_ready", {"index": index,
-                                   "sceneId": scene_id(before.course_id, before.confirmed_revision, index),
-                                   "order": index + 1}
+            # It carries the scene as the course holds it (OpenMAIC's scene; generated media are put in their
+            # places when the classroom is read).
+            after = evolve(before, event, before.seq)
+            progress = after.scenes[index] if 0 <= index < len(after.scenes) else None
+            data: dict[str, Any] = {"index": index,
+                                    "sceneId": scene_id(before.course_id, before.confirmed_revision, index),
+                                    "order": index + 1}
+            if progress is not None and progress.content is not None:
+                data["scene"] = after.scene(index, progress.content, progress.actions)
+            return "scene_ready", data
         case SessionEnded(status=status):
             kind = "completed" if status == "completed" else "ended"
             return kind, {"stageId": before.course_id or None}

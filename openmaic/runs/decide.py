@@ -10,15 +10,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+import msgspec
+
 from openmaic import errors
 from openmaic.actors.kind import Finish
 from openmaic.courses.events import CourseOutlineSet, CourseUnlocked
-from openmaic.courses.schema import MAX_SCENES, OutlineItem
+from openmaic.courses.format import SceneOutline
+from openmaic.steps.outputs import MAX_SCENES
 from openmaic.events.core import SessionEnded
 from openmaic.events.log import StreamAppend
 from openmaic.events.types import Event
 from openmaic.runs.events import RunCourseCreated, RunOutlineConfirmed, RunStateChanged
-from openmaic.runs.fold import RunState, evolve
+from openmaic.runs.fold import RunState, evolve, scene_id
 
 MAX_OUTLINE_ITEMS = MAX_SCENES
 INTERRUPTED = "interrupted too many times"
@@ -27,7 +30,7 @@ AWAITING = "awaiting outline confirmation"
 QUEUED = "queued behind the owner's other runs"
 
 
-def check_outline(items: Sequence[OutlineItem], *, what: str = "outline") -> None:
+def check_outline(items: Sequence[SceneOutline], *, what: str = "outline") -> None:
     """Refuse an outline no course can be built from (InvalidInput naming the offending item)."""
     if not items:
         raise errors.InvalidInput(f"the {what} has no scenes", path=what)
@@ -40,11 +43,14 @@ def check_outline(items: Sequence[OutlineItem], *, what: str = "outline") -> Non
 
 
 def confirmation(
-    state: RunState, revision: int, items: Sequence[OutlineItem], by: Literal["user", "auto", "countdown"],
+    state: RunState, revision: int, items: Sequence[SceneOutline], by: Literal["user", "auto", "countdown"],
     *, previous: str | None = None,
 ) -> tuple[list[Event], StreamAppend]:
     """The run events and the course append that confirm ``items`` as outline ``revision``."""
-    confirmed = [*items]
+    # Each outline entry is named as the scene it becomes (OpenMAIC's outline ids are the model's own, and its
+    # scenes point back with ``outlineId``; here the two are one id, so no scene needs the app-only field).
+    confirmed = [msgspec.structs.replace(item, id=scene_id(state.course_id, revision, i), order=i + 1)
+                 for i, item in enumerate(items)]
     run_events: list[Event] = [
         RunOutlineConfirmed(revision=revision, items=confirmed, by=by),
         RunCourseCreated(course_id=state.course_id),
@@ -52,10 +58,10 @@ def confirmation(
     ]
     # The scenes are named from the confirmed outline alone, so the kind's fold and this agree on every id.
     after = evolve(state, run_events[0], state.seq)
-    scenes = [after.scene(i) for i in range(len(confirmed))]
     course = StreamAppend(
         stream_id=state.course_id,
-        events=[CourseOutlineSet(revision=revision, title=state.title, scenes=scenes)],
+        events=[CourseOutlineSet(revision=revision, title=state.title, outlines=list(after.confirmed),
+                                 scene_ids=after.scene_ids(), language_directive=state.language_directive)],
     )
     return run_events, course
 

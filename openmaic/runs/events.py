@@ -15,7 +15,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, ClassVar, Literal
 
-from openmaic.courses.schema import AgentProfile, OutlineItem, SceneActions, SceneContent
+from openmaic.courses import format as fmt
+from openmaic.courses import legacy
 from openmaic.events.types import Event, register, registry
 from openmaic.steps.brief import AgentsChoice, LearnerProfile, ResearchSource, RunInput, Voice  # noqa: F401
 
@@ -91,11 +92,24 @@ class RunMaterialsExtracted(Event, tag="run.materials_extracted"):
     """The formats read (``pdf``, ``md``, ``png``, …), for the client's ``material_kinds``; empty in older logs."""
 
 
+def _outline_v1(item: Any, index: int) -> dict[str, Any]:
+    """A v1 outline item (``{title, goal, kind, key_points, media}``) as OpenMAIC's ``SceneOutline``."""
+    item = item if isinstance(item, dict) else {}
+    media = [{**m, "element_id": m.get("element_id")} for m in item.get("media") or [] if isinstance(m, dict)]
+    return legacy.outline_of_scene({**item, "id": f"scene_{index + 1}", "media": media}, index + 1)
+
+
 @register
 class RunOutlineItem(Event, tag="run.outline_item"):
+    version: ClassVar[int] = 2
     index: int
-    item: OutlineItem
+    item: fmt.SceneOutline
     revision: int = 1
+
+
+@registry.upcaster("run.outline_item", 1)
+def _outline_item_v1(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "item": _outline_v1(data.get("item"), int(data.get("index") or 0))}
 
 
 @register
@@ -109,11 +123,18 @@ class RunOutlineRestarted(Event, tag="run.outline_restarted"):
 class RunOutlineProposed(Event, tag="run.outline_proposed"):
     """The outline step finished: the full proposal (the items were streamed as run.outline_item)."""
 
+    version: ClassVar[int] = 2
     revision: int
     title: str
-    items: list[OutlineItem]
+    items: list[fmt.SceneOutline]
     countdown_until: dt.datetime | None = None
     """With ``outline_review: countdown``: when the run confirms the outline by itself (database clock)."""
+    language_directive: str = ""
+
+
+@registry.upcaster("run.outline_proposed", 1)
+def _outline_proposed_v1(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "items": [_outline_v1(it, i) for i, it in enumerate(data.get("items") or [])]}
 
 
 @register
@@ -125,9 +146,15 @@ class RunOutlineHeld(Event, tag="run.outline_held"):
 
 @register
 class RunOutlineConfirmed(Event, tag="run.outline_confirmed"):
+    version: ClassVar[int] = 2
     revision: int
-    items: list[OutlineItem] = []
+    items: list[fmt.SceneOutline] = []
     by: Literal["user", "auto", "countdown"] = "user"
+
+
+@registry.upcaster("run.outline_confirmed", 1)
+def _outline_confirmed_v1(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "items": [_outline_v1(it, i) for i, it in enumerate(data.get("items") or [])]}
 
 
 @register
@@ -139,7 +166,16 @@ class RunCourseCreated(Event, tag="run.course_created"):
 
 @register
 class RunAgentsSelected(Event, tag="run.agents_selected"):
-    agents: list[AgentProfile]
+    version: ClassVar[int] = 2
+    agents: list[fmt.AgentConfig]
+    agent_ids: list[str] = []
+    """The preset agents cast by id (``agents: preset``), as the stage's ``agentIds`` names them."""
+
+
+@registry.upcaster("run.agents_selected", 1)
+def _agents_selected_v1(data: dict[str, Any]) -> dict[str, Any]:
+    agents = [a for a in data.get("agents") or [] if isinstance(a, dict)]
+    return {"agents": [legacy.agent_config(a, i) for i, a in enumerate(agents)]}
 
 
 @register
@@ -175,16 +211,29 @@ class RunAdmissionDeferred(Event, tag="run.admission_deferred"):
 class RunSceneContent(Event, tag="run.scene_content"):
     """Step ``scene:<index>:content`` produced this content."""
 
+    version: ClassVar[int] = 2
     index: int
-    content: SceneContent
+    content: fmt.SceneContent | None
+    """None only in a lifted v1 event whose content had no counterpart."""
+
+
+@registry.upcaster("run.scene_content", 1)
+def _scene_content_v1(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "content": legacy.scene_content(data.get("content"), {})}
 
 
 @register
 class RunSceneActions(Event, tag="run.scene_actions"):
     """Step ``scene:<index>:actions`` produced these actions."""
 
+    version: ClassVar[int] = 2
     index: int
-    actions: SceneActions
+    actions: list[fmt.Action]
+
+
+@registry.upcaster("run.scene_actions", 1)
+def _scene_actions_v1(data: dict[str, Any]) -> dict[str, Any]:
+    return {**data, "actions": legacy.scene_actions(data.get("actions"), slide=False)}
 
 
 @register
@@ -202,9 +251,12 @@ class RunSceneNarrated(Event, tag="run.scene_narrated"):
 
     index: int
     asset_id: str | None = None
+    """(Older logs) the scene's one clip; now each speech action names its own (``audio``)."""
     skipped: bool = False
     unvoiced: bool = False
     """A clip was made but the asset store refused it (the owner's quota is full)."""
+    actions: list[fmt.Action] | None = None
+    """The scene's actions with each speech's ``audioId``; None when nothing was spoken."""
 
 
 @register

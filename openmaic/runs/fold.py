@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from openmaic.courses.events import Scene, SceneMedia
-from openmaic.courses.schema import AgentProfile, OutlineItem, SceneActions, SceneContent
+from openmaic.courses import format as fmt
 from openmaic.events.core import LeaseReleased, SessionEnded, StreamOwnerChanged
 from openmaic.events.types import Event
 from openmaic.runs.events import (
@@ -58,8 +57,8 @@ def scene_id(course_id: str, revision: int, index: int) -> str:
 class SceneProgress(msgspec.Struct, frozen=True, kw_only=True):
     """What the run has committed for one scene of the confirmed outline."""
 
-    content: SceneContent | None = None
-    actions: SceneActions | None = None
+    content: fmt.SceneContent | None = None
+    actions: tuple[fmt.Action, ...] | None = None
     narrated: bool = False
     narration_asset_id: str | None = None
     unvoiced: bool = False
@@ -82,19 +81,21 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     material_images: tuple[str, ...] = ()
     research_done: bool = False
     research_sources: tuple[ResearchSource, ...] = ()
-    streamed: tuple[OutlineItem, ...] = ()
+    streamed: tuple[fmt.SceneOutline, ...] = ()
     """Outline items streamed so far by the outline step in flight."""
     title: str = ""
-    proposed: tuple[OutlineItem, ...] = ()
+    proposed: tuple[fmt.SceneOutline, ...] = ()
+    language_directive: str = ""
     proposed_revision: int = 0
     countdown_until: dt.datetime | None = None
     countdown_waited: bool = False
     outline_held: bool = False
     """The countdown was stopped (``hold-outline``): the proposed outline waits for a user's confirmation."""
-    confirmed: tuple[OutlineItem, ...] = ()
+    confirmed: tuple[fmt.SceneOutline, ...] = ()
     confirmed_revision: int = 0
     confirmed_by: str | None = None
-    agents: tuple[AgentProfile, ...] = ()
+    agents: tuple[fmt.AgentConfig, ...] = ()
+    agent_ids: tuple[str, ...] = ()
     agents_done: bool = False
     scenes: tuple[SceneProgress, ...] = ()
     media: dict[str, RunMediaState] = {}
@@ -118,7 +119,7 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
         return self.confirmed_revision or self.proposed_revision
 
     @property
-    def outline(self) -> tuple[OutlineItem, ...]:
+    def outline(self) -> tuple[fmt.SceneOutline, ...]:
         """The best outline there is: confirmed, else proposed, else what has streamed so far."""
         return self.confirmed or self.proposed or self.streamed
 
@@ -142,7 +143,7 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def media_requested(self) -> bool:
         """The confirmed outline asks for pictures or videos (so the run has a media lane)."""
-        return any(item.media for item in self.confirmed)
+        return any(item.mediaGenerations for item in self.confirmed)
 
     @property
     def media_pending(self) -> bool:
@@ -150,28 +151,17 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
         return bool(self.scenes) and all(self.scene_done(s) for s in self.scenes) and self.media_requested \
             and self.media_passes == 0
 
-    def scene(self, index: int, *, content: SceneContent | None = None, actions: SceneActions | None = None,
-              ready: bool = False, narration_asset_id: str | None = None) -> Scene:
-        """Scene ``index`` of the confirmed outline as a course scene, with the given output."""
+    def scene(self, index: int, content: fmt.SceneContent, actions: Sequence[fmt.Action] | None = None,
+              ) -> fmt.Scene:
+        """Scene ``index`` of the confirmed outline as a course scene (OpenMAIC's), with the given output."""
         item = self.confirmed[index]
-        media = []
-        seen: set[str] = set()
-        for request in item.media:
-            if request.element_id in seen:
-                continue
-            seen.add(request.element_id)
-            known = self.media.get(request.element_id)
-            media.append(SceneMedia(
-                element_id=request.element_id, kind=request.kind, prompt=request.prompt,
-                status=known.status if known is not None else "pending",
-                asset_id=known.asset_id if known is not None else None,
-                poster_asset_id=known.poster_asset_id if known is not None else None,
-            ))  # fmt: skip
-        return Scene(
-            id=scene_id(self.course_id, self.confirmed_revision, index), title=item.title, goal=item.goal,
-            kind=item.kind, key_points=list(item.key_points), content=content, actions=actions,
-            status="ready" if ready else "pending", media=media, narration_asset_id=narration_asset_id,
-        )
+        scene = fmt.Scene(id=scene_id(self.course_id, self.confirmed_revision, index), stageId=self.course_id,
+                          type=content.type, title=item.title, order=index + 1, content=content)  # type: ignore[arg-type]
+        return msgspec.structs.replace(scene, actions=list(actions)) if actions else scene
+
+    def scene_ids(self) -> list[str]:
+        """The ids of the confirmed outline's scenes, in order."""
+        return [scene_id(self.course_id, self.confirmed_revision, i) for i in range(len(self.confirmed))]
 
 
 def _set_scene(scenes: tuple[SceneProgress, ...], index: int, **change: object) -> tuple[SceneProgress, ...]:
@@ -214,9 +204,11 @@ def evolve(state: RunState, event: Event, seq: int) -> RunState:
             return r(s, materials_done=True, materials_text=text, material_images=tuple(images))
         case RunResearchDone(sources=sources):
             return r(s, research_done=True, research_sources=tuple(sources))
-        case RunSceneNarrated(index=index, asset_id=asset_id, unvoiced=unvoiced):
-            return r(s, scenes=_set_scene(s.scenes, index, narrated=True, narration_asset_id=asset_id,
-                                          unvoiced=unvoiced))
+        case RunSceneNarrated(index=index, asset_id=asset_id, unvoiced=unvoiced, actions=spoken):
+            change: dict[str, object] = {"narrated": True, "narration_asset_id": asset_id, "unvoiced": unvoiced}
+            if spoken is not None:
+                change["actions"] = tuple(spoken)
+            return r(s, scenes=_set_scene(s.scenes, index, **change))
         case RunMediaState(element_id=element_id):
             return r(s, media={**s.media, element_id: event})
         case RunMediaPassDone(media_pass=n):
@@ -227,9 +219,11 @@ def evolve(state: RunState, event: Event, seq: int) -> RunState:
             # Index 0 starts a new stream: an earlier attempt's items are replaced, never mixed in.
             items = () if index == 0 else s.streamed[:index]
             return r(s, streamed=(*items, item))
-        case RunOutlineProposed(revision=rev, title=title, items=items, countdown_until=until):
+        case RunOutlineProposed(revision=rev, title=title, items=items, countdown_until=until,
+                                language_directive=directive):
             return r(s, proposed=tuple(items), proposed_revision=rev, title=title, countdown_until=until,
-                     countdown_waited=False, outline_held=False, streamed=())
+                     countdown_waited=False, outline_held=False, streamed=(),
+                     language_directive=directive or s.language_directive)
         case RunOutlineHeld(revision=rev) if rev == s.proposed_revision:
             return r(s, outline_held=True, countdown_until=None)
         case RunOutlineConfirmed(revision=rev, items=items, by=by):
@@ -238,12 +232,12 @@ def evolve(state: RunState, event: Event, seq: int) -> RunState:
             confirmed = tuple(items) or s.proposed
             return r(s, confirmed=confirmed, confirmed_revision=rev, confirmed_by=by,
                      scenes=tuple(SceneProgress() for _ in confirmed))
-        case RunAgentsSelected(agents=agents):
-            return r(s, agents=tuple(agents), agents_done=True)
+        case RunAgentsSelected(agents=agents, agent_ids=ids):
+            return r(s, agents=tuple(agents), agent_ids=tuple(ids), agents_done=True)
         case RunSceneContent(index=index, content=content):
             return r(s, scenes=_set_scene(s.scenes, index, content=content))
         case RunSceneActions(index=index, actions=actions):
-            return r(s, scenes=_set_scene(s.scenes, index, actions=actions))
+            return r(s, scenes=_set_scene(s.scenes, index, actions=tuple(actions)))
         case LeaseReleased(reason=reason) if reason == COUNTDOWN_WAIT:
             return r(s, countdown_waited=s.proposed_revision > 0 and not s.confirmed_revision)
         case SessionEnded(status=status):

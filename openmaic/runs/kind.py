@@ -30,6 +30,7 @@ serves materials and custom agents) and ``models`` (a :class:`~openmaic.models.p
 from __future__ import annotations
 
 import datetime as dt
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
@@ -38,8 +39,8 @@ import trio
 
 from openmaic.actors.kind import Core, Decision, Finish, Outcome, Step, StepContext, Wait
 from openmaic.config import Config
+from openmaic.courses import format as fmt
 from openmaic.courses.events import CourseAgentsSet, CourseSceneSet
-from openmaic.courses.schema import Outline, OutlineItem
 from openmaic.errors import OpenMaicError
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
@@ -47,6 +48,7 @@ from openmaic.materials import images_for_model, material_texts
 from openmaic.media.assets import DEFAULT_QUOTA_BYTES
 from openmaic.media.lane import open_lane
 from openmaic.media.slots import MediaRouter
+from openmaic.models.errors import ModelNotReady
 from openmaic.models.incremental import StreamedArray
 from openmaic.models.provider import ModelRouter, fallback_events
 from openmaic.models.types import Image
@@ -80,10 +82,9 @@ from openmaic.runs.events import (
     RunStepStarted,
 )
 from openmaic.runs.fold import COUNTDOWN_WAIT, RunState, evolve, next_step
-from openmaic.steps import prompts
 from openmaic.steps.narration import narrate, research
-from openmaic.steps.outputs import repair_outline
-from openmaic.steps.scenes import cast_agents, write_scene_actions, write_scene_content
+from openmaic.steps.outputs import outline_entry, preset_roster
+from openmaic.steps.scenes import CourseBrief, cast_agents, plan_outline, write_scene_actions, write_scene_content
 from openmaic.store.queries import Q
 
 __all__ = ["GenerationKind", "RunServices", "StepDeadlineExceeded"]
@@ -311,15 +312,22 @@ class GenerationKind:
         # are not copied into the log, only their asset ids are).
         images = [Image(media_type=t, data=d)
                   for t, d in await images_for_model(services.log.db, state.owner_id, state.material_images)]
-        provider, model = await services.models.for_owner(state.owner_id, "course.outline")
         revision = state.proposed_revision + 1
-        streamed = StreamedArray("items", OutlineItem)
+        salt = f"{ctx.stream_id}\x1f{revision}"
+        media = {slot: await _media_on(services.media, state.owner_id, slot) for slot in ("image", "video")}
+        streamed = StreamedArray("outlines", dict)
+        refs: dict[str, str] = {}
         pump = _Pump(ctx)
 
         def on_delta(text: str) -> None:
-            items = streamed.feed(text)
-            first = streamed.count - len(items)
-            pump.put([RunOutlineItem(index=first + k, item=it, revision=revision) for k, it in enumerate(items)])
+            raws = streamed.feed(text)
+            first = streamed.count - len(raws)
+            items = []
+            for k, raw in enumerate(raws):
+                item = outline_entry(raw, first + k + 1, salt, refs, image=media["image"], video=media["video"])
+                if item is not None:
+                    items.append(RunOutlineItem(index=first + k, item=item, revision=revision))
+            pump.put(items)
 
         def on_retry() -> None:
             streamed.reset()
@@ -328,38 +336,47 @@ class GenerationKind:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(pump.run)
             try:
-                outline = await provider.complete(
-                    model, prompts.outline_messages(inp, state.materials_text, images, state.research_sources), Outline,
+                provider, outline = await plan_outline(
+                    services.models, state.owner_id, inp, state.materials_text, images, state.research_sources,
+                    salt=salt, image_generation=media["image"], video_generation=media["video"],
                     on_delta=on_delta, on_retry=on_retry,
                 )
             finally:
                 pump.close()
-        items = repair_outline(outline.items)  # its length is in the schema; see openmaic.steps.outputs
 
         until = None
         if inp.outline_review == "countdown":
             # The database's clock: the countdown's wake-up is judged by the claim query against now().
             now = await services.log.db.fetchval(Q.database_now)
             until = now + dt.timedelta(seconds=self.countdown_s)
-        proposed = RunOutlineProposed(revision=revision, title=outline.title.strip() or state.title,
-                                      items=items, countdown_until=until)
+        proposed = RunOutlineProposed(revision=revision, title=outline.course_title or state.title,
+                                      items=outline.outlines, countdown_until=until,
+                                      language_directive=outline.language_directive)
         events: list[Event] = [*fallback_events([provider]), proposed, RunStepCompleted(step="outline")]
         if inp.outline_review == "auto":
             after = evolve(msgspec.structs.replace(state, state="outlining"), proposed, state.seq)
-            confirmed, course = confirmation(after, revision, items, "auto", previous="outlining")
+            confirmed, course = confirmation(after, revision, outline.outlines, "auto", previous="outlining")
             return Outcome(events=[*events, *confirmed], also=[course])
         events.append(RunStateChanged(state="awaiting_outline_confirmation", previous="outlining"))
         return Outcome(events=events)
+
+    @staticmethod
+    def _course(state: RunState) -> CourseBrief:
+        return CourseBrief(title=state.title, language_directive=state.language_directive,
+                           outlines=state.confirmed)
 
     async def _agents(self, ctx: StepContext, state: RunState) -> Outcome:
         services = self._services(ctx)
         inp = self._input(state)
         called = []
         if inp.agents.mode == "auto":
-            provider, agents = await cast_agents(services.models, state.owner_id, inp, state.title, state.confirmed)
+            provider, agents = await cast_agents(services.models, state.owner_id, inp, self._course(state))
             called.append(provider)
         else:
             agents = await resolve_agents(services.log.db, state.owner_id, inp.agents.agent_ids)
+            if not any(a.role == "teacher" for a in agents):
+                # OpenMAIC's classroom puts a teacher before a roster that has none: the course says so itself.
+                agents = [preset_roster(["default-1"])[0], *agents]
         course = StreamAppend(stream_id=state.course_id, events=[CourseAgentsSet(agents=agents)])
         # The course exists with its outline: its media lane starts now, beside the scenes (its own stream).
         lane = open_lane(state)
@@ -370,10 +387,11 @@ class GenerationKind:
         step = next_step(state)
         assert step is not None
         index = int(step.split(":")[1])
+        teacher = next((a for a in state.agents if a.role == "teacher"), None)
         provider, content = await write_scene_content(self._services(ctx).models, state.owner_id, self._input(state),
-                                                      state.title, state.confirmed, index, state.materials_text)
-        scene = state.scene(index, content=content)
-        course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
+                                                      self._course(state), index, state.materials_text, teacher)
+        scene = state.scene(index, content)
+        course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene, ready=False, at_ms=_now_ms())])
         return Outcome(events=[*fallback_events([provider]), RunSceneContent(index=index, content=content),
                                RunStepCompleted(step=step)], also=[course])
 
@@ -381,16 +399,19 @@ class GenerationKind:
         step = next_step(state)
         assert step is not None
         index = int(step.split(":")[1])
-        item = state.confirmed[index]
         content = state.scenes[index].content
         assert content is not None
-        provider, actions = await write_scene_actions(self._services(ctx).models, state.owner_id, self._input(state),
-                                                      state.title, item, content, state.agents)
-        scene = state.scene(index, content=content, actions=actions, ready=not state.narrates)
-        course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
+        previous = state.scenes[index - 1].actions if index > 0 else None
+        said = [a.text for a in previous or () if isinstance(a, fmt.SpeechAction)]
+        provider, actions = await write_scene_actions(
+            self._services(ctx).models, state.owner_id, self._input(state), self._course(state), index,
+            state.scene(index, content), state.agents, previous_speech=said[-1] if said else "",
+        )
+        scene = state.scene(index, content, actions)
+        course = StreamAppend(stream_id=state.course_id,
+                              events=[CourseSceneSet(scene=scene, ready=not state.narrates, at_ms=_now_ms())])
         return Outcome(events=[*fallback_events([provider]), RunSceneActions(index=index, actions=actions),
                                RunStepCompleted(step=step)], also=[course])
-
 
     async def _research(self, ctx: StepContext, state: RunState) -> Outcome:
         services = self._services(ctx)
@@ -405,12 +426,27 @@ class GenerationKind:
         progress = state.scenes[index]
         assert progress.content is not None and progress.actions is not None
         services = self._services(ctx)
-        asset_id, unvoiced = await narrate(services.media, services.log.db, state.owner_id, state.course_id,
-                                           progress.actions, quota_bytes=self.asset_quota,
-                                           voice=state.input.voice if state.input is not None else None)
-        scene = state.scene(index, content=progress.content, actions=progress.actions, ready=True,
-                            narration_asset_id=asset_id)
-        course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene)])
-        narrated = RunSceneNarrated(index=index, asset_id=asset_id, skipped=asset_id is None and not unvoiced,
-                                    unvoiced=unvoiced)
+        spoken, unvoiced = await narrate(services.media, services.log.db, state.owner_id, state.course_id,
+                                         progress.actions, quota_bytes=self.asset_quota,
+                                         voice=state.input.voice if state.input is not None else None)
+        voiced = any(isinstance(a, fmt.SpeechAction) and a.audioId for a in spoken)
+        scene = state.scene(index, progress.content, spoken)
+        course = StreamAppend(stream_id=state.course_id, events=[CourseSceneSet(scene=scene, ready=True, at_ms=_now_ms())])
+        narrated = RunSceneNarrated(index=index, skipped=not voiced and not unvoiced, unvoiced=unvoiced,
+                                    actions=spoken if voiced else None)
         return Outcome(events=[narrated, RunStepCompleted(step=step)], also=[course])
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+async def _media_on(media: MediaRouter | None, owner: str, slot: str) -> bool:
+    """Whether the outline may ask for ``slot``'s media: the slot serves this owner. One assigned but unusable
+    counts as on: the media lane then settles its elements with the reason, which the owner can fix and retry."""
+    if media is None:
+        return False
+    try:
+        return await media.for_owner(owner, slot) is not None
+    except ModelNotReady:
+        return True

@@ -24,6 +24,7 @@ import base64
 import datetime as dt
 import re
 import secrets
+import time
 import unicodedata
 import uuid
 from collections.abc import Callable, Sequence
@@ -35,7 +36,7 @@ from openmaic import errors
 from openmaic.actors.commands import CommandResult, not_found, owned_stream, previous_result, until_decided
 from openmaic.config import Config
 from openmaic.courses.events import CourseCreated, CourseDeleted, CourseDocument, evolve_course
-from openmaic.courses.schema import OutlineItem
+from openmaic.courses.format import SceneOutline
 from openmaic.events.core import SessionCreated
 from openmaic.events.folds import FoldCache
 from openmaic.events.log import AppendResult, EventLog, NewStream, StreamAppend, StreamRow, StreamSummary
@@ -100,7 +101,7 @@ class RunSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     title: str
     outline_review: str
     outline_revision: int
-    outline: list[OutlineItem]
+    outline: list[SceneOutline]
     """The confirmed outline, else the proposed one, else the items streamed so far."""
     scenes_total: int
     scenes_completed: int
@@ -194,7 +195,7 @@ class RunService:
             # projection; to the head of the row just read, so the document and its seq agree.
             doc = await self.course(course_id, to_seq=row.head_seq)
             if not doc.deleted:
-                return doc
+                return dated(doc, row)
         raise not_found(course_id)
 
     async def read(self, owner: str, run_id: str) -> tuple[StreamRow, RunState]:
@@ -285,7 +286,8 @@ class RunService:
         course = StreamAppend(
             stream_id=course_id, create=NewStream("course", owner), command_id=command_id,
             events=[CourseCreated(title=course_title(inp.requirement), language=inp.language,
-                                  requirement=inp.requirement, locked_by=run_id)],
+                                  requirement=inp.requirement, locked_by=run_id, created_ms=int(time.time() * 1000),
+                                  interactive=inp.interactive)],
         )
         async with self.log.appending(owner_transaction(self.log.db, owner)) as tx:
             self._check_limits(await run_counts(tx.conn, owner), starting=True)
@@ -430,7 +432,7 @@ class RunService:
 
     async def confirm_outline(
         self, owner: str, run_id: str, command_id: str, outline_revision: int,
-        outline: Sequence[OutlineItem] | None = None,
+        outline: Sequence[SceneOutline] | None = None,
     ) -> CommandOutcome:
         """Confirm the proposed outline at ``outline_revision``; with ``outline``, an edit (revision + 1).
 
@@ -450,7 +452,7 @@ class RunService:
             if outline_revision != s.proposed_revision:
                 raise RunStateConflict(f"outline revision {outline_revision} is stale; the current revision is "
                                        f"{s.proposed_revision}", outline_revision=s.proposed_revision)
-            if edited is not None and edited != list(s.proposed):
+            if edited is not None and _unnamed(edited) != _unnamed(s.proposed):
                 revision, items = s.proposed_revision + 1, edited
             else:
                 revision, items = s.proposed_revision, list(s.proposed)
@@ -538,6 +540,21 @@ class RunService:
 
         return await until_decided(
             attempt, lambda: errors.Conflict("the course is changing too fast to delete it now; retry"))
+
+
+def dated(doc: CourseDocument, row: StreamRow) -> CourseDocument:
+    """``doc`` with the stage's timestamps from its stream row when its events carry none (older logs)."""
+    if doc.created_ms:
+        return doc
+    created = int(row.created_at.timestamp() * 1000)
+    return msgspec.structs.replace(doc, created_ms=created, updated_ms=max(doc.updated_ms, created,
+                                                                         int(row.updated_at.timestamp() * 1000)))
+
+
+def _unnamed(items: Sequence[SceneOutline]) -> list[SceneOutline]:
+    """Outline entries compared for an edit: their ids and orders are the server's to give (a client sends back the
+    ids its view showed), so only what they say counts."""
+    return [msgspec.structs.replace(item, id="", order=0) for item in items]
 
 
 class _AlreadyEnded(errors.OpenMaicError):

@@ -3,8 +3,8 @@
 * ``research`` asks the ``webSearch`` slot about the requirement. No provider: the step records that it did
   nothing (``skipped``). A provider failure, or a slot that cannot be used, is recorded as the step's ``error`` and the run goes on without the
   context: research is an aid to the outline, never a reason to stop a course.
-* ``narrate`` speaks a scene's script (its speech actions, in order) with the ``tts`` slot and stores the clip
-  in the owner's asset store. No provider: no clip. A provider failure (or a ``tts`` slot that cannot be used:
+* ``narrate`` speaks each of a scene's speech actions with the ``tts`` slot and stores each clip in the owner's
+  asset store as that speech's ``audioId``. No provider: no clips. A provider failure (or a ``tts`` slot that cannot be used:
   ``MissingModel`` / ``MissingApiKey``) propagates, so the step fails, is retried,
   and pauses the run like any step; ``retry`` then resumes at that step. A full asset store leaves the scene
   unvoiced (counted in the job's warning) rather than stopping the course. The run's ``voice`` (OpenMAIC's
@@ -16,11 +16,12 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
 
-from openmaic.courses.schema import SceneActions
+from openmaic.courses import format as fmt
 from openmaic.media.assets import AssetQuotaExceeded, store_generated
 from openmaic.media.slots import MediaRouter
 from openmaic.models.errors import ModelNotReady, ProviderError
@@ -61,29 +62,40 @@ async def research(media: MediaRouter | None, owner: str, requirement: str) -> R
     return Research(sources=[ResearchSource(title=s.title, url=s.url, content=s.content) for s in found])
 
 
-def script_of(actions: SceneActions) -> str:
-    """What a scene's narration says: its speech and questions, in order."""
-    return " ".join(" ".join(a.text.split()) for a in actions.actions if a.kind in ("speech", "ask") and a.text.strip())
+def script_of(actions: Sequence[fmt.Action]) -> str:
+    """What a scene's narration says: its speech, in order."""
+    return " ".join(" ".join(a.text.split()) for a in actions if isinstance(a, fmt.SpeechAction) and a.text.strip())
 
 
 async def narrate(
-    media: MediaRouter | None, db: Database, owner: str, course_id: str, actions: SceneActions, *, quota_bytes: int,
-    voice: Voice | None = None,
-) -> tuple[str | None, bool]:
-    """``(asset id, unvoiced)`` of the scene's narration clip: ``(None, False)`` with no speech provider or
-    nothing to say, ``(None, True)`` when the asset store refused the clip. Provider errors propagate."""
+    media: MediaRouter | None, db: Database, owner: str, course_id: str, actions: Sequence[fmt.Action], *,
+    quota_bytes: int, voice: Voice | None = None,
+) -> tuple[list[fmt.Action], bool]:
+    """``(actions, unvoiced)``: the scene's actions with each speech's narration clip stored in the owner's asset
+    store and named by its ``audioId`` (OpenMAIC narrates per speech action). With no speech provider the actions
+    come back as they are; ``unvoiced`` is True when the asset store refused a clip (that speech keeps no audio).
+    Provider errors propagate."""
     route = await media.for_owner(owner, "tts") if media is not None else None
-    script = script_of(actions)
-    if media is None or route is None or not script:
-        return None, False
+    if media is None or route is None:
+        return list(actions), False
     provider, model = route
     spoken: dict[str, Any] = {}
     if voice is not None and voice.provider_id in await media.names_for_owner(owner, "tts"):
         spoken = {"voice": voice.voice_id} if voice.speed is None else {"voice": voice.voice_id, "speed": voice.speed}
-    clip = await provider.synthesize(model, script, **spoken)
-    try:
-        stored = await store_generated(db, owner, course_id, "narration", clip, quota_bytes=quota_bytes)
-    except AssetQuotaExceeded as exc:
-        log.warning("narration for course %s not stored: %s", course_id, exc.message)
-        return None, True
-    return stored.id, False
+    out: list[fmt.Action] = []
+    unvoiced = False
+    for action in actions:
+        text = " ".join(action.text.split()) if isinstance(action, fmt.SpeechAction) else ""
+        if not text or unvoiced:
+            out.append(action)
+            continue
+        clip = await provider.synthesize(model, text, **spoken)
+        try:
+            stored = await store_generated(db, owner, course_id, "narration", clip, quota_bytes=quota_bytes)
+        except AssetQuotaExceeded as exc:
+            log.warning("narration for course %s not stored: %s", course_id, exc.message)
+            unvoiced = True
+            out.append(action)
+            continue
+        out.append(msgspec.structs.replace(action, audioId=stored.id))
+    return out, unvoiced

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from openmaic.courses.schema import AgentProfile
+from openmaic.courses import format as fmt
 
 __all__ = ["BUILTIN_AGENTS", "SLIDE_ACTIONS", "WHITEBOARD_ACTIONS", "Agent", "VoiceConfig"]
 
@@ -44,10 +44,15 @@ class Agent(msgspec.Struct, frozen=True, kw_only=True):
     voice_design: Any = None
     read_only: bool = False
 
-    def profile(self) -> AgentProfile:
-        """What a run casts (and stores in its events)."""
-        role = "classmate" if self.role == "student" else self.role
-        return AgentProfile(id=self.id, name=self.name, role=role, persona=self.persona)  # type: ignore[arg-type]
+    def config(self) -> fmt.AgentConfig:
+        """What a run casts (and stores in its events): OpenMAIC's agent config."""
+        out = fmt.AgentConfig(id=self.id, name=self.name, role=self.role, persona=self.persona,
+                              avatar=self.avatar or "/avatars/teacher.png", color=self.color or "#3b82f6",
+                              priority=self.priority)
+        if self.voice_config is not None:
+            out = msgspec.structs.replace(out, voiceConfig=fmt.VoiceConfig(
+                providerId=self.voice_config.provider_id, voiceId=self.voice_config.voice_id))
+        return out
 
 
 def _builtin(n: int, name: str, role: str, avatar: str, color: str, priority: int, persona: str) -> Agent:
