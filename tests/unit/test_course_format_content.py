@@ -150,3 +150,8 @@ def test_manifest_order_kinds_and_owners() -> None:
     counts = fmt.reference_counts(document)
     assert counts["gen_vid_1"] == 1 and counts["ast_voice"] == 2 and counts["ast_bg"] == 2
     assert "gen_vid_2" not in counts
+
+
+def test_manifest_and_element_ids_of_json_values() -> None:
+    assert fmt.asset_refs(EXAMPLE) == [("https://example.org/media/simple-circuit.png", "image")]
+    assert "latex_ohm" in fmt.scene_element_ids(EXAMPLE["scenes"][0])

@@ -334,3 +334,33 @@ def test_decode_document_migrates_and_types() -> None:
     assert document.dslVersion == fmt.DSL_VERSION
     assert isinstance(fmt.decode_action(EXAMPLE["scenes"][2]["actions"][2]), fmt.WidgetSetStateAction)
     assert fmt.decode_stage(EXAMPLE["stage"]).generatedAgentConfigs[1].id == "agt_student_1"
+
+
+def test_decoding_the_example_loses_nothing_but_html_formatting() -> None:
+    from tests.unit.test_course_format_model import differences
+
+    decoded = fmt.to_json(fmt.decode_document(EXAMPLE))
+    assert differences(EXAMPLE, decoded) == [
+        "/scenes/0/content/canvas/elements/1/content: "
+        "'<p style=\"font-size: 32px;\"><strong>Ohm\\'s law</strong></p>' != "
+        "'<p style=\"font-size:32px\"><strong>Ohm\\'s law</strong></p>'",
+        "/scenes/0/content/canvas/elements/2/content: " + repr(EXAMPLE["scenes"][0]["content"]["canvas"]["elements"][2]
+                                                               ["content"]) + " != "  # fmt: skip
+        + repr(EXAMPLE["scenes"][0]["content"]["canvas"]["elements"][2]["content"].replace("font-size: 16px;",
+                                                                                            "font-size:16px")),
+    ]
+
+
+def test_the_outline_is_kept_verbatim_nulls_included() -> None:
+    doc = example()
+    doc["outline"]["outlines"][0]["languageNote"] = None
+    assert fmt.decode_document(doc).outline["outlines"][0]["languageNote"] is None
+    assert "outline" not in fmt.to_json(fmt.decode_document({**example(), "outline": None}))
+
+
+def test_unknown_element_and_action_types_are_named() -> None:
+    doc = example()
+    doc["scenes"][0]["content"]["canvas"]["elements"][0]["type"] = "sticker"
+    (problem,) = fmt.validate_document(doc)
+    assert problem.path == "/scenes/0/content/canvas/elements/0/type" and "unknown element type 'sticker'" in (
+        problem.message)

@@ -11,7 +11,9 @@ counts each reference's owners (an element, a background or a speech action; a p
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Literal
+from typing import Any, Literal
+
+import msgspec
 
 from openmaic.courses.format.actions import SpeechAction
 from openmaic.courses.format.base import UNSET
@@ -59,27 +61,34 @@ def _slots(document: Document) -> Iterator[tuple[str, AssetKind, str | None]]:
         yield ref, "video", None  # an entry, but no owner
 
 
-def asset_refs(document: Document) -> list[tuple[str, AssetKind]]:
-    """Every (reference, kind) the document names, each once, in the walk's order; empty references skipped."""
+def _document(document: Document | dict[str, Any]) -> Document:
+    return document if isinstance(document, Document) else msgspec.convert(document, Document)
+
+
+def asset_refs(document: Document | dict[str, Any]) -> list[tuple[str, AssetKind]]:
+    """Every (reference, kind) the document (typed, or a valid JSON document) names, each once, in the walk's
+    order; empty references skipped."""
     seen: dict[tuple[str, AssetKind], None] = {}
-    for ref, kind, _owner in _slots(document):
+    for ref, kind, _owner in _slots(_document(document)):
         if ref:
             seen.setdefault((ref, kind), None)
     return list(seen)
 
 
-def reference_counts(document: Document) -> dict[str, int]:
+def reference_counts(document: Document | dict[str, Any]) -> dict[str, int]:
     """How many owners name each reference (a video's ``src`` and ``mediaRef`` count once)."""
     owners: dict[str, set[str]] = {}
-    for ref, _kind, owner in _slots(document):
+    for ref, _kind, owner in _slots(_document(document)):
         if ref and owner is not None:
             owners.setdefault(ref, set()).add(owner)
     return {ref: len(keys) for ref, keys in owners.items()}
 
 
-def scene_element_ids(scene: Scene) -> set[str]:
+def scene_element_ids(scene: Scene | dict[str, Any]) -> set[str]:
     """The ids of the elements on a slide scene's canvas (what ``spotlight``, ``laser`` and ``play_video`` may
-    name); empty for other scenes."""
+    name); empty for other scenes. ``scene`` is typed, or a valid JSON scene."""
+    if not isinstance(scene, Scene):
+        scene = msgspec.convert(scene, Scene)
     if not isinstance(scene.content, SlideContent):
         return set()
     return {element.id for element in scene.content.canvas.elements}
