@@ -58,6 +58,11 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_retries: NonNegInt = 4
     headers: dict[str, str] = {}
     proxy: str | None = None
+    owner_endpoint: bool = False
+    """An endpoint an owner chose (a provider saved on the Models page): called only through the guarded client,
+    and its failures reach the owner as one fixed message (:mod:`openmaic.models.retry`)."""
+    allow_local: bool = False
+    """``server.allow_local_endpoints``: an owner's endpoint may reach local and private addresses."""
 
     def key(self) -> str | None:
         """The API key, or ``None`` when the endpoint needs none."""

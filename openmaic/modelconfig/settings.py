@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from openmaic.config import Config
 from openmaic.errors import ConfigError, OpenMaicError
+from openmaic.modelconfig.addresses import endpoint_problem
 from openmaic.modelconfig.layer import (
     PROVIDER_ID, ModelLayer, ProviderSpec, SlotValue, assignment_document, parse_assignment, parse_provider,
 )  # fmt: skip
@@ -152,17 +151,6 @@ def _refuse(code: str) -> Any:
     return error
 
 
-def _local_host(host: str) -> bool:
-    if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return address.is_private or address.is_loopback or address.is_link_local or address.is_reserved \
-        or address.is_multicast or address.is_unspecified
-
-
 def _check_provider(config: Config, pid: str, spec: ProviderSpec) -> None:
     p = preset(spec.preset)
     if p is None:
@@ -181,11 +169,12 @@ def _check_provider(config: Config, pid: str, spec: ProviderSpec) -> None:
     if _own_endpoint_needed(p) and not spec.base_url:
         raise SettingsRefused("INVALID_PROVIDER", f"The {p.name} preset needs a base URL")
     if spec.base_url:
-        host = urlsplit(spec.base_url).hostname or ""
-        # The endpoint was typed by an owner: it must not reach the server's own network (GHSA-g87c).
-        if _local_host(host) and not config.server.allow_local_endpoints:
-            raise SettingsRefused("INVALID_PROVIDER", "The base URL points at a local or private network address, "
-                                                      "which this server does not call for its users")
+        # The endpoint was typed by an owner: it must not reach the server's own network (GHSA-g87c). This is the
+        # check of its form; every address its host resolves to is checked again when the server connects
+        # (openmaic.models.guard), which is what stops a name that resolves to an internal address.
+        problem = endpoint_problem(spec.base_url, allow_local=config.server.allow_local_endpoints)
+        if problem:
+            raise SettingsRefused("INVALID_PROVIDER", problem)
 
 
 def _check_resolves(config: Config, layer: ModelLayer) -> None:

@@ -325,15 +325,22 @@ class GenerationKind:
             streamed.reset()
             pump.restart(RunOutlineRestarted(revision=revision))
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(pump.run)
-            try:
-                outline = await provider.complete(
-                    model, prompts.outline_messages(inp, state.materials_text, images, state.research_sources), Outline,
-                    on_delta=on_delta, on_retry=on_retry,
-                )
-            finally:
-                pump.close()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pump.run)
+                try:
+                    outline = await provider.complete(
+                        model, prompts.outline_messages(inp, state.materials_text, images, state.research_sources),
+                        Outline, on_delta=on_delta, on_retry=on_retry,
+                    )
+                finally:
+                    pump.close()
+        except ExceptionGroup as group:
+            # The nursery wraps what the call raised; a provider's failure must reach the run as its own message,
+            # not as a step that "failed unexpectedly".
+            if len(group.exceptions) == 1 and isinstance(group.exceptions[0], OpenMaicError):
+                raise group.exceptions[0] from None
+            raise
         items = repair_outline(outline.items)  # its length is in the schema; see openmaic.steps.outputs
 
         until = None
