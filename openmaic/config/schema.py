@@ -199,6 +199,10 @@ class ServerConfig(_Section):
     allowed_origins: list[str] = []
     """Origins (``https://app.example.org``) besides this server's own whose pages may open its WebSockets and,
     in the cookie and proxy identity modes, send it writes."""
+    allowed_hosts: list[str] = []
+    """Names besides loopback ones (and IP addresses) a request's ``Host`` may give: the public names users reach
+    this server by (``openmaic.example.org``), ``*.example.org`` for every subdomain, ``"*"`` for any (a proxy in
+    front checks it). Any other name is refused (421), which is what stops a DNS-rebinding page."""
     admin_port: Port | None = None
     """/healthz, /readyz and /metrics on a listener of their own; unset: 8001 in processes without the API role
     (which serves them itself), none in the others."""
