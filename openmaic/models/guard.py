@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
 import typing
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -102,16 +103,18 @@ class GuardedClient(httpx.AsyncClient):
     :class:`openmaic.models.retry.Transport`, which uses no other client for an owner's endpoint)."""
 
 
-def owner_client(*, resolve: Resolver | None = None, max_connections: int = 50,
+def owner_client(*, resolve: Resolver | None = None, refuse: Callable[[str], bool] = internal,
+                 ssl_context: ssl.SSLContext | None = None, max_connections: int = 50,
                  max_keepalive: int = 10) -> GuardedClient:
     """A client for owners' endpoints (its owner closes it). No proxy from the environment is used: a proxy would
-    connect on our behalf to whatever the name resolves to there."""
+    connect on our behalf to whatever the name resolves to there. ``resolve``, ``refuse`` and ``ssl_context``
+    (the system's trust store by default) are for tests."""
     transport = httpx.AsyncHTTPTransport(trust_env=False)
     # httpx builds its httpcore pool without a way to name the network backend; the pool is built again here with
     # the same settings and the guarded backend (all of it httpcore's public interface).
     transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=httpx.create_ssl_context(), max_connections=max_connections,
-        max_keepalive_connections=max_keepalive, keepalive_expiry=5.0, network_backend=GuardedBackend(resolve=resolve),
+        ssl_context=ssl_context or httpx.create_ssl_context(), max_connections=max_connections,
+        max_keepalive_connections=max_keepalive, keepalive_expiry=5.0,
+        network_backend=GuardedBackend(resolve=resolve, refuse=refuse),
     )
-    return GuardedClient(transport=transport, trust_env=False,
-                         limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_keepalive))
+    return GuardedClient(transport=transport, trust_env=False)

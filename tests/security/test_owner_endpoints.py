@@ -10,21 +10,27 @@ Every test here has a real listener on 127.0.0.1 that must receive nothing.
 
 from __future__ import annotations
 
+import datetime
+import functools
 import json
+import ssl
 import random
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-import httpcore
 import httpx
 import pytest
 import trio
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from openmaic.config import parse_config
 from openmaic.modelconfig.layer import ModelLayer, ProviderSpec
 from openmaic.models.errors import ProviderError
-from openmaic.models.guard import GuardedBackend, owner_client
+from openmaic.models.guard import owner_client
 from openmaic.models.provider import ModelRouter
 from openmaic.models.types import UserMessage
 from openmaic.secret import Secret
@@ -166,14 +172,74 @@ async def test_the_checked_address_is_the_one_connected_to():
             assert host == "rebound.invalid"
             return ["127.0.0.1"]
 
-        backend = GuardedBackend(resolve=resolve, refuse=lambda address: False)
-        transport = httpx.AsyncHTTPTransport()
-        transport._pool = httpcore.AsyncConnectionPool(network_backend=backend)
-        async with httpx.AsyncClient(transport=transport) as client:
+        async with owner_client(resolve=resolve, refuse=lambda address: False) as client:
             r = await client.get(f"http://rebound.invalid:{target.port}/v1/models")
         assert r.status_code == 401
         assert len(target.connections) == 1
         assert f"host: rebound.invalid:{target.port}".encode() in target.connections[0].lower()
+
+
+def _certificate(name: str) -> tuple[bytes, bytes]:
+    """A self-signed certificate for ``name`` and its key, PEM."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    return (cert.public_bytes(serialization.Encoding.PEM),
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
+
+
+async def test_https_to_a_pinned_address_still_sends_and_checks_the_name(tmp_path):
+    """Over TLS the pinned connection offers the URL's name (SNI), the certificate is checked against that name,
+    and ``Host`` is the name: pinning changes where the socket goes, nothing else."""
+    cert, key = _certificate("models.example")
+    (tmp_path / "cert.pem").write_bytes(cert)
+    (tmp_path / "key.pem").write_bytes(key)
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_ctx.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    names: list[str | None] = []
+    server_ctx.sni_callback = lambda sock, name, ctx: names.append(name)  # type: ignore[assignment,misc]
+    client_ctx = ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))
+    port = free_port()
+    requests: list[bytes] = []
+
+    async def handle(stream: trio.SocketStream) -> None:
+        tls = trio.SSLStream(stream, server_ctx, server_side=True)
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += await tls.receive_some(65536)
+            requests.append(data)
+            await tls.send_all(b"HTTP/1.1 204 No Content\r\nconnection: close\r\n\r\n")
+            await tls.aclose()
+        except (trio.BrokenResourceError, ssl.SSLError):
+            pass  # the client refused the certificate
+
+    async def resolve(host: str, p: int) -> list[str]:
+        return ["127.0.0.1"]
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(functools.partial(trio.serve_tcp, handle, port, host="127.0.0.1"))
+        async with owner_client(resolve=resolve, refuse=lambda address: False, ssl_context=client_ctx) as client:
+            r = await client.get(f"https://models.example:{port}/v1/models")
+            assert r.status_code == 204
+            with pytest.raises(httpx.ConnectError) as refused:
+                await client.get(f"https://other.example:{port}/v1/models")  # same address, another name
+            causes = []
+            cause: BaseException | None = refused.value
+            while cause is not None:
+                causes.append(cause)
+                cause = cause.__cause__ or cause.__context__
+            assert any(isinstance(c, ssl.SSLCertVerificationError) and "Hostname mismatch" in str(c) for c in causes)
+        nursery.cancel_scope.cancel()
+    assert names[:2] == ["models.example", "other.example"]
+    assert f"host: models.example:{port}".encode() in requests[0].lower()
 
 
 async def test_an_owners_endpoint_fails_alike_on_open_and_closed_ports():
