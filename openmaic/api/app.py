@@ -19,6 +19,7 @@ from openmaic import metrics
 from openmaic.api import health, stream_socket
 from openmaic.api.errors import describe, render
 from openmaic.api.access_code import AccessCodeRequired
+from openmaic.api.hosts import HostNotAllowed, HostPolicy
 from openmaic.api.identity import IdentityResolver
 from openmaic.api.origins import normalize_origin
 from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
@@ -34,10 +35,12 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 
 def create_app(
     services: ApiServices, *, blueprints: Iterable[Blueprint] = (), core: Iterable[Blueprint] = CORE_BLUEPRINTS,
-    access_gate: bool = True,
+    access_gate: bool = True, listen_host: str | None = None,
 ) -> QuartTrio:
     """The API application for ``services``, serving the ``core`` routes plus ``blueprints``; ``access_gate``
     puts them behind ``ACCESS_CODE`` when one is configured (the admin listener guards its routes itself).
+    Every request must name one of the server's hosts first (:mod:`openmaic.api.hosts`): loopback, addresses,
+    ``server.allowed_hosts``, ``server.host`` and ``listen_host`` (the ``--host`` it listens on).
 
     Every route must be declared with :func:`openmaic.api.routing.api_route`: a URL rule added any other way
     is refused here (it would be missing from the OpenAPI document and skip the generic checks).
@@ -51,7 +54,9 @@ def create_app(
     identity = IdentityResolver(services.config.identity, services.db, access_code=services.config.access_code,
                                 log=services.log, mints_per_minute=limits.anonymous_owners_per_minute)
     allowed = frozenset(o for o in map(normalize_origin, services.config.server.allowed_origins) if o is not None)
-    state = ApiState(services, identity, allowed_origins=allowed)
+    server = services.config.server
+    hosts = HostPolicy([*server.allowed_hosts, *([listen_host] if listen_host else [])], listen_host=server.host)
+    state = ApiState(services, identity, allowed_origins=allowed, hosts=hosts)
     app.extensions[STATE_KEY] = state
 
     for bp in (*core, *blueprints):
@@ -62,6 +67,10 @@ def create_app(
         raise RuntimeError(f"routes not declared with api_route: {', '.join(undeclared)}")
 
     app.register_error_handler(Exception, _error_response)
+    # First of all, before the access gate and any route: a request naming a host that is not this server's is a
+    # DNS-rebinding page's, whatever else it carries.
+    app.before_request(_check_host)
+    app.before_websocket(_check_host)
     if access_gate:
         # The access-code gate stands before routing, as OpenMAIC's middleware: unknown /api paths are gated too.
         app.before_request(_admit)
@@ -89,6 +98,17 @@ async def _error_response(exc: Exception) -> Any:
     if code is not None:
         problem = msgspec.structs.replace(problem, code=code)
     return render(problem, spec.error_style, plain_not_found=spec.plain_not_found)
+
+
+async def _check_host() -> Response | None:
+    try:
+        app_state().hosts.check(_current())
+    except HostNotAllowed as exc:
+        # The body of the request is never read, so the connection closes (as for the access gate).
+        response = render(describe(exc))
+        response.headers["Connection"] = "close"
+        return response
+    return None
 
 
 async def _admit() -> Response | None:

@@ -58,6 +58,11 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_retries: NonNegInt = 4
     headers: dict[str, str] = {}
     proxy: str | None = None
+    owner_endpoint: bool = False
+    """An endpoint an owner chose (a provider saved on the Models page): called only through the guarded client,
+    and its failures reach the owner as one fixed message (:mod:`openmaic.models.retry`)."""
+    allow_local: bool = False
+    """``server.allow_local_endpoints``: an owner's endpoint may reach local and private addresses."""
 
     def key(self) -> str | None:
         """The API key, or ``None`` when the endpoint needs none."""
@@ -194,6 +199,10 @@ class ServerConfig(_Section):
     allowed_origins: list[str] = []
     """Origins (``https://app.example.org``) besides this server's own whose pages may open its WebSockets and,
     in the cookie and proxy identity modes, send it writes."""
+    allowed_hosts: list[str] = []
+    """Names besides loopback ones (and IP addresses) a request's ``Host`` may give: the public names users reach
+    this server by (``openmaic.example.org``), ``*.example.org`` for every subdomain, ``"*"`` for any (a proxy in
+    front checks it). Any other name is refused (421), which is what stops a DNS-rebinding page."""
     admin_port: Port | None = None
     """/healthz, /readyz and /metrics on a listener of their own; unset: 8001 in processes without the API role
     (which serves them itself), none in the others."""
