@@ -80,6 +80,14 @@ def test_hands_on_is_not_a_topic_marker(requirement):
     assert all("Binary Search" in t for t in slides), slides
 
 
+def test_a_topic_keeps_its_article_inside_a_phrase():
+    o = outline({"step": "outline", "requirement": "An introduction to the French Revolution", "interactive": True})
+    titles = [s["title"] for s in o["outlines"]]
+    assert "Key Ideas of the French Revolution" in titles and "French Revolution: An Overview" in titles
+    text = json.dumps(o)
+    assert re.search(r"(?:of|about|behind|Explore) French Revolution", text, re.I) is None
+
+
 def test_a_chinese_requirement_is_not_dropped_into_english_templates():
     requirement = "给高中生讲解光合作用，包含互动练习"
     course = build_course(requirement, image=True)

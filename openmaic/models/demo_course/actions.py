@@ -14,9 +14,9 @@ import re
 from typing import Any
 
 from openmaic.models.demo_course.brief import outline_titles, scene_of, seed, strings, text_of
-from openmaic.models.demo_course.knowledge import find_model, sample
+from openmaic.models.demo_course.knowledge import find_model, lower_label, sample
 from openmaic.models.demo_course.language import EN, ZH, course_language, pick, sentence
-from openmaic.models.demo_course.topic import topic_of
+from openmaic.models.demo_course.topic import topic_phrase
 
 _LEAD = re.compile(r"^[\s•●·\-–*\d.、)）]+")
 _MARKER = re.compile(r"^\s*\[(?:chart|table|formula)\]\s*", re.I)
@@ -221,7 +221,7 @@ def _slide(brief: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     description = text_of(scene.get("description"))
     points = [_MARKER.sub("", p) for p in strings(scene.get("keyPoints"))]
     requirement = text_of(brief.get("requirement"))
-    topic = topic_of(requirement) or title
+    topic = topic_phrase(requirement) or title
     order = _order(brief, title)
     elements = _elements(brief)
     items: list[dict[str, Any]] = []
@@ -309,8 +309,8 @@ def _chart_speech(lang: str, topic: str, requirement: str, title: str) -> str:
                     "图表展示了数据的变化，请注意整体趋势。")  # fmt: skip
     var, _, ys = sample(model)
     rising = ys[-1] >= ys[0]
-    name = var.label[1] if lang == ZH else var.label[0].lower()
-    result = model.result[1] if lang == ZH else model.result[0].lower()
+    name = var.label[1] if lang == ZH else lower_label(var.label[0])
+    result = model.result[1] if lang == ZH else lower_label(model.result[0])
     if rising:
         return pick(lang, f"Read the chart from left to right: as the {name} grows, the {result} rises too.",
                     f"从左往右看这张图：{name}越大，{result}也越大。")  # fmt: skip

@@ -19,7 +19,7 @@ from openmaic.models.demo_course.brief import scene_of, seed, strings, text_of
 from openmaic.models.demo_course.knowledge import Model, Variable, find_model
 from openmaic.models.demo_course.language import EN, ZH, course_language, pick
 from openmaic.models.demo_course.quiz import _WRONG
-from openmaic.models.demo_course.topic import topic_of
+from openmaic.models.demo_course.topic import topic_phrase
 
 _STYLE = """
 *{box-sizing:border-box}
@@ -251,7 +251,7 @@ def interactive(brief: dict[str, Any]) -> str:
     scene = scene_of(brief)
     requirement = text_of(brief.get("requirement"))
     title = text_of(scene.get("title"), pick(lang, "Explore", "动手探索"))
-    topic = topic_of(requirement) or title
+    topic = topic_phrase(requirement) or title
     outline = scene.get("widgetOutline") if isinstance(scene.get("widgetOutline"), dict) else {}
     kind = text_of(scene.get("widgetType"), "simulation")
     model = find_model(topic, requirement, text_of(outline.get("concept")))

@@ -14,7 +14,7 @@ from typing import Any
 
 from openmaic.models.demo_course.brief import scene_of, seed, strings, text_of
 from openmaic.models.demo_course.language import EN, ZH, course_language, pick
-from openmaic.models.demo_course.topic import topic_of
+from openmaic.models.demo_course.topic import topic_phrase
 
 LETTERS = "ABCD"
 _TYPES = ("single", "multiple", "short_answer")
@@ -76,7 +76,7 @@ def quiz(brief: dict[str, Any]) -> list[dict[str, Any]]:
     scene = scene_of(brief)
     count, difficulty, types = _config(scene)
     points = _points(scene, lang)
-    topic = topic_of(text_of(brief.get("requirement"))) or text_of(scene.get("title"), pick(lang, "this topic", "本主题"))
+    topic = topic_phrase(text_of(brief.get("requirement"))) or text_of(scene.get("title"), pick(lang, "this topic", "本主题"))
     s = seed("quiz", text_of(brief.get("requirement")), text_of(scene.get("title")))
     wrong_pool = _WRONG[lang]
     worth = dict(zip(_TYPES, _POINTS[difficulty], strict=True))

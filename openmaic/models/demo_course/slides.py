@@ -227,7 +227,7 @@ def _formula_layout(ctx: Ctx) -> list[dict[str, Any]]:
     legend = [f"{v.label[1] if ctx.lang == ZH else v.label[0]}: {v.low:g}–{v.high:g} {v.unit}".strip()
               for v in ctx.model.variables]  # fmt: skip
     result = ctx.model.result[1] if ctx.lang == ZH else ctx.model.result[0]
-    legend.append(f"{result} {ctx.model.unit}".strip() if ctx.model.unit else result)
+    legend.append(f"{result} ({ctx.model.unit})" if ctx.model.unit else result)
     low = top + 150
     room = c.BOTTOM - low
     els.append(c.text_block("text_symbols", c.MARGIN, low, 420, room,
@@ -288,7 +288,8 @@ def _flow(ctx: Ctx, labels: list[str], *, timeline: bool) -> list[dict[str, Any]
     room = c.BOTTOM - top
     if timeline:
         axis_y = top + room / 2
-        els.append(c.line("line_axis", c.MARGIN, axis_y, c.RIGHT, axis_y, p.primary, arrow=True, stroke=4))
+        # The arrow head is three strokes long and centred on the end: the axis stops short of the margin.
+        els.append(c.line("line_axis", c.MARGIN, axis_y, c.RIGHT - 12, axis_y, p.primary, arrow=True, stroke=4))
         for i, label in enumerate(labels):
             cx = c.MARGIN + width / 2 + i * (width + gap)
             els.append(c.shape(f"shape_dot_{i + 1}", cx - 12, axis_y - 12, 24, 24,
@@ -325,16 +326,20 @@ def _summary_layout(ctx: Ctx) -> list[dict[str, Any]]:
     cols = 2 if n == 4 else n
     rows = 2 if n == 4 else 1
     gap = 20.0
-    w = (900 - gap * (cols - 1)) / cols
-    h = (c.BOTTOM - top - gap * (rows - 1)) / rows
+    # Whole pixels, rounded down, so rounding never pushes the last card past the margin.
+    w = int((900 - gap * (cols - 1)) / cols)
+    h = int((c.BOTTOM - top - gap * (rows - 1)) / rows)
     for i, point in enumerate(points):
         left = c.MARGIN + (i % cols) * (w + gap)
         tp = top + (i // cols) * (h + gap)
         els.append(c.shape(f"shape_card_{i + 1}", left, tp, w, h, p.tint))
-        els.append(c.shape(f"shape_badge_{i + 1}", left + 16, tp + 16, 36, 36, p.primary, path=c.CIRCLE,
+        block = c.text_block(f"text_card_{i + 1}", left + 60, tp + 12, w - 76, h - 24, [point], p.ink,
+                             (22, 20, 18, 16, 14))  # fmt: skip
+        # Badge and text sit together in the middle of the card.
+        block["top"] = c._n(tp + (h - block["height"]) / 2)
+        els.append(c.shape(f"shape_badge_{i + 1}", left + 16, block["top"] + 5, 36, 36, p.primary, path=c.CIRCLE,
                            label=c.paragraphs_html([str(i + 1)], 18, bold=True)))  # fmt: skip
-        els.append(c.text_block(f"text_card_{i + 1}", left + 60, tp + 12, w - 76, h - 24, [point], p.ink,
-                                (20, 18, 16, 14)))  # fmt: skip
+        els.append(block)
     return els
 
 
