@@ -93,34 +93,57 @@ def _student(brief: dict[str, Any]) -> str | None:
     return text_of(students[seed("student", text_of(brief.get("requirement"))) % len(students)].get("id"))
 
 
-def _opening(brief: dict[str, Any], lang: str, title: str, description: str, order: int, topic: str) -> str:
+_QUIZ_TITLE = re.compile(r"\bquiz\b|check your|测验|检测|练习题", re.I)
+_HANDS_ON_TITLE = re.compile(r"\bexplore\b|yourself|hands-on|动手|探索|互动", re.I)
+
+
+def _previous(brief: dict[str, Any], order: int) -> tuple[str, str]:
+    """The previous scene's title and type (the type guessed from the title when outlines are titles only)."""
+    entries = _outline_entries(brief)
+    if not 2 <= order <= len(entries) + 1:
+        return "", ""
+    prev = entries[order - 2]
+    title = text_of(prev.get("title"))
+    kind = text_of(prev.get("type"))
+    if not kind:
+        kind = "quiz" if _QUIZ_TITLE.search(title) else "interactive" if _HANDS_ON_TITLE.search(title) else "slide"
+    return title, kind
+
+
+def _opening(brief: dict[str, Any], lang: str, title: str, order: int, topic: str) -> str:
+    """The first words of a slide: a greeting on the first, a link back to the previous scene on the others.
+
+    The outline's description is an instruction to the writer ("Set the scene for …"), so it is never read out.
+    """
     position = text_of(brief.get("position"))
     if position == "first" or order == 1:
         course = text_of(brief.get("courseTitle"), topic)
         return pick(
             lang,
             f"Hello everyone, and welcome! In this course, {course}, we take a close look at {topic}. "
-            + sentence(EN, description),
-            f"同学们好，欢迎来到“{course}”！这门课我们一起深入学习{topic}。" + sentence(ZH, description),
+            "Let's start with the big picture.",
+            f"同学们好，欢迎来到“{course}”！这门课我们一起深入学习{topic}。先从整体上认识一下它。",
         )
+    previous, kind = _previous(brief, order)
     if position == "last":
         return pick(
             lang,
-            f"We have reached the final page. Let's pull together what we learned about {topic}. ",
+            f"We have reached the final page. Let's pull together what we learned about {topic}.",
             f"我们来到了最后一页，一起把关于{topic}的所学串联起来。",
-        ) + sentence(lang, description)
-    titles = outline_titles(brief)
-    previous = titles[order - 2] if 2 <= order <= len(titles) + 1 else ""
+        )
+    if kind == "quiz":
+        return pick(lang, f"Now that you have checked your understanding, let's move on to {title}.",
+                    f"检验完刚才的学习成果，我们继续学习“{title}”。")  # fmt: skip
+    if kind == "interactive":
+        return pick(lang, f"After trying it out with your own hands, let's look at {title}.",
+                    f"亲手操作之后，我们来看“{title}”。")  # fmt: skip
     if previous:
         return pick(
             lang,
-            f"As we just saw in “{previous}”, the groundwork is in place. Now let's turn to {title}. "
-            + sentence(EN, description),
-            f"刚才在“{previous}”中我们打好了基础，接下来看看“{title}”。" + sentence(ZH, description),
+            f"As we just saw in “{previous}”, the groundwork is in place. Now let's turn to {title}.",
+            f"刚才在“{previous}”中我们打好了基础，接下来看看“{title}”。",
         )
-    return pick(lang, f"Building on what we just saw, let's turn to {title}. ", f"在刚才内容的基础上，我们来看“{title}”。") + (
-        sentence(lang, description)
-    )
+    return pick(lang, f"Building on what we just saw, let's turn to {title}.", f"在刚才内容的基础上，我们来看“{title}”。")
 
 
 _CONNECT = {
@@ -218,7 +241,6 @@ def _whiteboard_steps(lang: str, labels: list[str]) -> list[dict[str, Any]]:
 def _slide(brief: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     scene = scene_of(brief)
     title = text_of(scene.get("title"), pick(lang, "this page", "本页"))
-    description = text_of(scene.get("description"))
     points = [_MARKER.sub("", p) for p in strings(scene.get("keyPoints"))]
     requirement = text_of(brief.get("requirement"))
     topic = topic_phrase(requirement) or title
@@ -230,7 +252,7 @@ def _slide(brief: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     title_el = title_el or (texts[0] if texts else (elements[0] if elements else None))
     if title_el is not None:
         items.append(_act("spotlight", elementId=title_el["id"], dimOpacity=0.5))
-    items.append(_say(_opening(brief, lang, title, description, order, topic)))
+    items.append(_say(_opening(brief, lang, title, order, topic)))
 
     held = _assign([e for e in elements if e is not title_el], points)
     covered: list[str] = []

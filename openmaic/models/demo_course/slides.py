@@ -17,7 +17,7 @@ from typing import Any
 from openmaic.models.demo_course import canvas as c
 from openmaic.models.demo_course.brief import outline_titles, scene_of, seed, strings, text_of
 from openmaic.models.demo_course.knowledge import Model, field_of, find_model, sample
-from openmaic.models.demo_course.language import EN, ZH, course_language, pick
+from openmaic.models.demo_course.language import EN, ZH, audience, audience_name, course_language, pick
 from openmaic.models.demo_course.topic import topic_of
 
 _MARKER = re.compile(r"^\s*\[(chart|table|formula)\]\s*", re.I)
@@ -31,7 +31,8 @@ class Ctx:
 
     lang: str
     title: str
-    description: str
+    description: str  # an instruction to the writer, never shown as it is
+    audience: str
     points: list[str]
     markers: dict[str, str]
     palette: c.Palette
@@ -65,6 +66,7 @@ def _context(brief: dict[str, Any]) -> Ctx:
         lang=lang,
         title=title,
         description=text_of(scene.get("description")),
+        audience=audience_name(lang, audience(requirement)),
         points=points or [text_of(scene.get("description"), title)],
         markers=markers,
         palette=c.PALETTES[seed("palette", requirement or text_of(brief.get("courseTitle"))) % len(c.PALETTES)],
@@ -126,7 +128,7 @@ def _title_layout(ctx: Ctx) -> list[dict[str, Any]]:
     title = c.text_block("text_title", 75, 150, width, 130, [ctx.title], p.ink, (40, 36, 32, 28), bold=True)
     els.append(title)
     sub_top = 150 + title["height"] + 10
-    sub = c.text_block("text_subtitle", 75, sub_top, width, c.BOTTOM - 60 - sub_top, [ctx.description or ctx.points[0]],
+    sub = c.text_block("text_subtitle", 75, sub_top, width, c.BOTTOM - 60 - sub_top, [_subtitle(ctx)],
                        p.primary, (22, 20, 18))  # fmt: skip
     els.append(sub)
     if ctx.videos:
@@ -136,6 +138,13 @@ def _title_layout(ctx: Ctx) -> list[dict[str, Any]]:
     tags = " · ".join(ctx.points[:3]) if ctx.lang == EN else "　·　".join(ctx.points[:3])
     els.append(c.text_block("text_tags", 75, c.BOTTOM - 46, 875, 46, [tags], "#64748b", (16, 14)))
     return els
+
+
+def _subtitle(ctx: Ctx) -> str:
+    if ctx.order > 1:  # a title slide in the middle of a course: its first point
+        return ctx.points[0]
+    return pick(ctx.lang, f"A guided course for {ctx.audience}, one idea at a time",
+                f"面向{ctx.audience}的系统课程，一次讲透一个要点")  # fmt: skip
 
 
 def _picture(ctx: Ctx, media: dict[str, Any], left: float, top: float, width: float, room: float) -> dict[str, Any]:
@@ -203,9 +212,8 @@ def _columns_layout(ctx: Ctx) -> list[dict[str, Any]]:
         else (pick(ctx.lang, "Key points", "要点"), pick(ctx.lang, "Remember", "记住"))
     )
     half = (len(ctx.points) + 1) // 2
-    columns = (ctx.points[:half], ctx.points[half:] or [ctx.description or ctx.title])
-    if not wrong:
-        columns = (ctx.points[:4], [ctx.description or ctx.points[-1]])
+    tip = pick(ctx.lang, "Test each point on an example of your own.", "用自己的例子检验每个要点。")
+    columns = (ctx.points[:half], ctx.points[half:] or [tip])
     for i, (head, body) in enumerate(zip(heads, columns, strict=True)):
         left = c.MARGIN + i * 460
         color = p.secondary if (wrong and i == 0) else p.primary
@@ -269,7 +277,7 @@ def _table_layout(ctx: Ctx) -> list[dict[str, Any]]:
     ]
     rows = [[pick(ctx.lang, "Point", "要点"), pick(ctx.lang, "What to look for", "关注点")]]
     rows += [[p, focus[i % len(focus)]] for i, p in enumerate(rows_src)]
-    caption = ctx.markers.get("table") or ctx.markers.get("chart") or ctx.description
+    caption = ctx.markers.get("table") or ctx.markers.get("chart") or ctx.title
     cap = c.text_block("text_caption", c.MARGIN, top, 900, 50, [caption], ctx.palette.primary, (18, 16, 14))
     els.append(cap)
     table_top = top + cap["height"] + 10
@@ -312,8 +320,9 @@ def _flow(ctx: Ctx, labels: list[str], *, timeline: bool) -> list[dict[str, Any]
             els.append(c.line(f"line_arrow_{i}", left - gap + 10, box_top + box_h / 2, left - 10,
                               box_top + box_h / 2, p.ink))  # fmt: skip
     note_top = box_top + box_h + 20
-    if ctx.description and c.BOTTOM - note_top >= 46:
-        els.append(c.text_block("text_note", c.MARGIN, note_top, 900, c.BOTTOM - note_top, [ctx.description],
+    note = pick(ctx.lang, "Each step hands its result to the next.", "每一步的结果都是下一步的起点。")
+    if c.BOTTOM - note_top >= 46:
+        els.append(c.text_block("text_note", c.MARGIN, note_top, 900, c.BOTTOM - note_top, [note],
                                 "#475569", (18, 16, 14), align="center"))  # fmt: skip
     return els
 
