@@ -22,6 +22,10 @@ from openmaic.courses.format.scenes import *  # noqa: F403
 from openmaic.courses.format.scenes import __all__ as _scenes
 from openmaic.courses.format.stage import *  # noqa: F403
 from openmaic.courses.format.stage import __all__ as _stage
+from openmaic.courses.format.latex import render_latex
+from openmaic.courses.format.manifest import asset_refs, reference_counts, scene_element_ids
+from openmaic.courses.format.normalize import normalize_element, normalize_elements
+from openmaic.courses.format.repair import parse_json_response
 from openmaic.courses.format.sanitize import sanitize_element, sanitize_html
 from openmaic.courses.format.validate import (
     decode_action, decode_document, decode_scene, decode_stage, validate_action, validate_document, validate_scene,
@@ -33,6 +37,7 @@ __all__ = [
     *_actions, *_elements, *_outline, *_scenes, *_stage,
     "FormatInvalid", "PRESET_AGENTS", "Problem", "UNSET", "compare_versions", "decode_action", "decode_document",
     "decode_json", "decode_scene", "decode_stage", "encode", "is_future", "json_problems", "migrate", "new_id",
-    "sanitize_element", "sanitize_html", "to_json", "validate_action", "validate_document", "validate_scene",
+    "asset_refs", "normalize_element", "normalize_elements", "parse_json_response", "reference_counts",
+    "render_latex", "sanitize_element", "sanitize_html", "scene_element_ids", "to_json", "validate_action", "validate_document", "validate_scene",
     "validate_stage",
 ]  # fmt: skip

@@ -9,7 +9,7 @@ Unknown members are ignored on decode, as OpenMAIC's validators ignore them.
 from __future__ import annotations
 
 import secrets
-from typing import Any, TypeAlias, TypeVar
+from typing import TypeAlias, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType

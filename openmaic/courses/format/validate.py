@@ -24,9 +24,9 @@ from typing import Any
 
 import msgspec
 
-from openmaic.courses.format.actions import Action
+from openmaic.courses.format.actions import ACTION_TYPES, Action
 from openmaic.courses.format.codec import decode_json, json_problems
-from openmaic.courses.format.elements import Element, Slide, Whiteboard
+from openmaic.courses.format.elements import ELEMENT_TYPES, Element, Slide, Whiteboard
 from openmaic.courses.format.problems import FormatInvalid, Problem, child, from_validation_error
 from openmaic.courses.format.rules import action_rules, drop_nulls, scene_rules, stage_rules, storage_rules
 from openmaic.courses.format.sanitize import sanitize_scene, sanitize_stage
@@ -40,11 +40,18 @@ __all__ = [
 ]  # fmt: skip
 
 
+_UNION_NAMES = {id(Element): ("element", ELEMENT_TYPES), id(Action): ("action", ACTION_TYPES)}
+
+
 def _typed(value: Any, tp: Any, path: str) -> list[Problem]:
     try:
         msgspec.convert(value, tp, strict=True)
     except msgspec.ValidationError as error:
-        return [from_validation_error(error, path)]
+        problem = from_validation_error(error, path)
+        if id(tp) in _UNION_NAMES and problem.path == child(path, "type") and isinstance(value, dict):
+            noun, kinds = _UNION_NAMES[id(tp)]
+            problem = Problem(problem.path, f"unknown {noun} type {value.get('type')!r} (one of {', '.join(kinds)})")
+        return [problem]
     return []
 
 
@@ -110,16 +117,23 @@ def _stage_types(stage: dict[str, Any], path: str) -> list[Problem]:
     return out + [p for p in _typed(shell, Stage, path) if p.path not in found]
 
 
-def _prepare(value: Any) -> tuple[Any, list[Problem]]:
+def _drop_nulls(value: Any, document: bool) -> Any:
+    if document and isinstance(value, dict) and value.get("outline") is not None:
+        # A document's outline is opaque: stored and returned verbatim, nulls included.
+        return {**drop_nulls({k: v for k, v in value.items() if k != "outline"}), "outline": value["outline"]}
+    return drop_nulls(value)
+
+
+def _prepare(value: Any, *, document: bool = False) -> tuple[Any, list[Problem]]:
     """JSON-safety problems of ``value`` (bytes are decoded first), and the value with nulls dropped."""
     if isinstance(value, (bytes, bytearray, memoryview, str)):
         try:
             value = decode_json(bytes(value) if not isinstance(value, str) else value)
         except FormatInvalid as error:
             return None, error.problems
-        return drop_nulls(value), []
+        return _drop_nulls(value, document), []
     problems = json_problems(value)
-    return drop_nulls(value), problems
+    return _drop_nulls(value, document), problems
 
 
 def validate_stage(value: Any, *, strict: bool = True) -> list[Problem]:
@@ -210,7 +224,7 @@ def validate_document(value: Any, *, stage_id: str | None = None, strict: bool =
     :data:`DSL_VERSION` is a problem here (OpenMAIC's stores answer it with 409 ``FUTURE_VERSION``: check
     :func:`is_future` first to answer so).
     """
-    document, problems = _prepare(value)
+    document, problems = _prepare(value, document=True)
     if problems:
         return problems
     return document_rules(document, stage_id=stage_id, strict=strict)
@@ -245,7 +259,7 @@ def decode_action(value: Any) -> Action:
 
 def decode_document(value: Any, *, stage_id: str | None = None) -> Document:
     """A valid document, migrated to :data:`DSL_VERSION`, typed and sanitized; raises :class:`FormatInvalid`."""
-    document, problems = _prepare(value)
+    document, problems = _prepare(value, document=True)
     _raise(problems or validate_document(document, stage_id=stage_id))
     document = migrate(document)
     typed = msgspec.convert(document, Document, strict=True)
