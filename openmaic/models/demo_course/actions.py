@@ -157,15 +157,15 @@ _ELABORATE = {
         "Keep this in mind, because the next ideas build on it.",
         "Try to picture one example of it as we go.",
         "Many learners skip over this, so it is worth a pause.",
-        "Ask yourself why this has to be so.",
-        "This is the piece that ties the page together.",
+        "Take a moment to connect it with what you already know.",
+        "We will come back to this later in the course.",
     ],
     ZH: [
         "记住这一点，后面的内容都建立在它之上。",
         "边听边想一个具体的例子。",
         "很多同学容易忽略这一点，值得停下来想一想。",
-        "问问自己：为什么会是这样？",
-        "这一点把整页内容串了起来。",
+        "花点时间把它和你已经知道的内容联系起来。",
+        "课程后面还会用到这一点。",
     ],
 }
 

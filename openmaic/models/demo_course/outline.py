@@ -2,7 +2,8 @@
 
 Scenes come in teaching order: an overview, the key ideas, then some of (steps or a timeline, the formula, the
 numbers or a comparison, examples, common mistakes), an interactive exploration when asked for, a quiz on what
-was taught, and a summary. The audience sets the length and the quiz. Every phrase names the topic only as an
+was taught, and a summary. A subject the demo knows (``subjects``, ``knowledge``) fills the points with its own
+facts, steps, examples and misconceptions. The audience sets the length and the quiz. Every phrase names the topic only as an
 object ("Key Ideas of Binary Numbers", "Common Mistakes About …"), never as the subject of a verb.
 """
 
@@ -15,6 +16,7 @@ from openmaic.models.demo_course import language as lang_
 from openmaic.models.demo_course.brief import seed, text_of
 from openmaic.models.demo_course.knowledge import field_of, find_model, lower_label, worked_example
 from openmaic.models.demo_course.language import EN, ZH, pick
+from openmaic.models.demo_course.subjects import find_subject, pick_lang
 from openmaic.models.demo_course.topic import capital, title_case, topic_of, topic_phrase
 
 _INTERACTIVE_WORDS = re.compile(
@@ -222,6 +224,7 @@ def outline(brief: dict[str, Any]) -> dict[str, Any]:
     topic = course_topic(brief, lang)
     interactive = wants_interactive(brief)
     model = find_model(topic, requirement)
+    subject = find_subject(topic, requirement)
     phrase = topic_phrase(requirement) if lang == EN and topic_of(requirement) else topic
     values = {
         "t": phrase,
@@ -234,18 +237,29 @@ def outline(brief: dict[str, Any]) -> dict[str, Any]:
     roles = _roles(brief, topic, who, interactive)
     outlines: list[dict[str, Any]] = []
     taught: list[str] = []
+    known: list[str] = []  # what the subject's own facts taught (preferred by the quiz and the summary)
     for i, role in enumerate(roles):
         en_title, zh_title, en_desc, zh_desc, en_points, zh_points = _ROLES[role]
         points = [_fill(p, values) for p in (zh_points if lang == ZH else en_points)]
-        if role == "ideas" and model is not None:
+        if role == "ideas" and subject is not None and subject.ideas:
+            points = pick_lang(subject.ideas, lang == ZH)
+        elif role == "ideas" and model is not None:
             points = [f[1] if lang == ZH else f[0] for f in model.facts]
+        if subject is not None and role in ("steps", "timeline"):
+            points = pick_lang(subject.steps, lang == ZH)
+        if subject is not None and role == "examples":
+            points = pick_lang(subject.examples, lang == ZH)
+        if subject is not None and role == "mistakes":
+            myth, fact = pick(lang, "Myth: ", "误区："), pick(lang, "In fact: ", "事实：")
+            points = [myth + m for m in pick_lang(subject.myths, lang == ZH)]
+            points += [fact + f for f in pick_lang(subject.facts, lang == ZH)]
         if role == "formula" and model is not None:
             points = [pick(lang, f"The formula: {model.plain}", f"公式：{model.plain}"), points[1],
                       worked_example(model, lang)]
         if role == "quiz":
-            points = _quiz_points(taught, lang, values)
-        if role == "summary" and len(taught) >= 2:
-            points = taught[:3] + [points[-1]]
+            points = _quiz_points(known if len(known) >= 3 else taught, lang, values)
+        if role == "summary" and len(known if len(known) >= 3 else taught) >= 2:
+            points = (known if len(known) >= 3 else taught)[:3] + [points[-1]]
         if lang == EN:
             points = [capital(p) for p in points]
         scene: dict[str, Any] = {
@@ -267,7 +281,12 @@ def outline(brief: dict[str, Any]) -> dict[str, Any]:
             if scene["widgetType"] != "simulation":
                 scene["description"], scene["keyPoints"] = _WIDGET_TEXT[scene["widgetType"]][lang == ZH]
         if scene["type"] == "slide" and role not in ("intro", "summary"):
-            taught += [p for p in points if not re.match(r"\[|Step \d|第.步", p)]
+            # What the quiz may ask about: statements the course taught as true (never a myth).
+            true = [re.sub(r"^(?:In fact: |事实：)", "", p) for p in points
+                    if not re.match(r"\[|Step \d|第.步|Myth: |误区：", p)]  # fmt: skip
+            taught += true
+            if (role == "ideas" and (subject is not None or model is not None)) or (role == "mistakes" and subject):
+                known += true
         outlines.append(scene)
     _attach_media(brief, lang, topic, roles, outlines)
     return {
