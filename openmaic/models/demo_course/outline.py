@@ -3,8 +3,9 @@
 Scenes come in teaching order: an overview, the key ideas, then some of (steps or a timeline, the formula, the
 numbers or a comparison, examples, common mistakes), an interactive exploration when asked for, a quiz on what
 was taught, and a summary. A subject the demo knows (``subjects``, ``knowledge``) fills the points with its own
-facts, steps, examples and misconceptions. The audience sets the length and the quiz. Every phrase names the topic only as an
-object ("Key Ideas of Binary Numbers", "Common Mistakes About …"), never as the subject of a verb.
+facts, steps, examples and misconceptions. The audience sets the length and the quiz. Every phrase names the
+topic only as an object ("Key Ideas of Binary Numbers", "Common Mistakes About …"), never as the subject of a
+verb.
 """
 
 from __future__ import annotations
@@ -190,7 +191,7 @@ def _widget(lang: str, topic: str, requirement: str, points: list[str]) -> tuple
             "keyVariables": [v.name for v in model.variables],
         }
     if field in ("science", "history", "computing", "math"):
-        nodes = [{"id": f"n{i + 1}", "label": p.split("：", 1)[-1].split(": ", 1)[-1]} for i, p in enumerate(points)]
+        nodes = [{"id": f"n{i + 1}", "label": re.sub(r"^(?:Step \d+: |第.步：)", "", p)} for i, p in enumerate(points)]
         return "diagram", {"diagramType": "flowchart", "nodeCount": len(nodes), "nodes": nodes}
     return "game", {
         "gameType": "quiz",
