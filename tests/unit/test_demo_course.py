@@ -371,6 +371,15 @@ def test_correct_options_use_every_letter():
     assert letters == {"A", "B", "C", "D"}
 
 
+def test_most_courses_hold_one_discussion_and_some_whiteboard_work():
+    names = [
+        {i["name"] for s in course_for(case).scenes for i in s.actions if i["type"] == "action"}
+        for case in REQUIREMENTS
+    ]
+    assert sum("discussion" in n for n in names) >= 40
+    assert sum("wb_open" in n for n in names) >= 20
+
+
 def test_the_same_requirement_gives_the_same_course():
     case = ("Teach 8th graders about photosynthesis, with an interactive exercise", True, True, True)
     first = build_course(*case[:1], interactive=True, image=True, video=True)

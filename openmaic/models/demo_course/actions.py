@@ -23,6 +23,10 @@ _MARKER = re.compile(r"^\s*\[(?:chart|table|formula)\]\s*", re.I)
 _STEP = re.compile(r"^\s*(?:step\s*\d+\s*[:.)-]\s*|第[一二三四五六七八九十\d]+步[：:]\s*)", re.I)
 
 
+_QUIZ_TITLE = re.compile(r"\bquiz\b|check your|测验|检测|练习题", re.I)
+_HANDS_ON_TITLE = re.compile(r"\bexplore\b|yourself|hands-on|动手|探索|互动", re.I)
+
+
 def _say(text: str) -> dict[str, Any]:
     return {"type": "text", "content": text}
 
@@ -75,10 +79,7 @@ def discussion_order(brief: dict[str, Any]) -> int:
     n = len(entries)
     if n < 3:
         return 0
-    candidates = [
-        i + 1 for i, o in enumerate(entries)
-        if 0 < i < n - 1 and o.get("type", "slide") == "slide"
-    ]  # fmt: skip
+    candidates = [i + 1 for i, o in enumerate(entries) if 0 < i < n - 1 and _kind(o) == "slide"]
     if not candidates:
         return 0
     middle = (n + 1) / 2
@@ -93,21 +94,23 @@ def _student(brief: dict[str, Any]) -> str | None:
     return text_of(students[seed("student", text_of(brief.get("requirement"))) % len(students)].get("id"))
 
 
-_QUIZ_TITLE = re.compile(r"\bquiz\b|check your|测验|检测|练习题", re.I)
-_HANDS_ON_TITLE = re.compile(r"\bexplore\b|yourself|hands-on|动手|探索|互动", re.I)
+
+
+def _kind(entry: dict[str, Any]) -> str:
+    """An outline entry's scene type, guessed from its title when the outlines are titles only."""
+    title = text_of(entry.get("title"))
+    return text_of(entry.get("type")) or (
+        "quiz" if _QUIZ_TITLE.search(title) else "interactive" if _HANDS_ON_TITLE.search(title) else "slide"
+    )
 
 
 def _previous(brief: dict[str, Any], order: int) -> tuple[str, str]:
-    """The previous scene's title and type (the type guessed from the title when outlines are titles only)."""
+    """The previous scene's title and type."""
     entries = _outline_entries(brief)
     if not 2 <= order <= len(entries) + 1:
         return "", ""
     prev = entries[order - 2]
-    title = text_of(prev.get("title"))
-    kind = text_of(prev.get("type"))
-    if not kind:
-        kind = "quiz" if _QUIZ_TITLE.search(title) else "interactive" if _HANDS_ON_TITLE.search(title) else "slide"
-    return title, kind
+    return text_of(prev.get("title")), _kind(prev)
 
 
 def _opening(brief: dict[str, Any], lang: str, title: str, order: int, topic: str) -> str:

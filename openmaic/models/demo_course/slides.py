@@ -360,6 +360,12 @@ def _background(ctx: Ctx, layout: str) -> dict[str, Any]:
     return {"type": "solid", "color": p.page}
 
 
+_ZH_LAYOUTS = {
+    "title": "标题页", "video": "视频", "picture": "图文", "chart": "图表", "table": "表格", "formula": "公式",
+    "steps": "步骤", "timeline": "时间线", "summary": "总结卡片", "columns": "双栏", "card": "要点卡片",
+}  # fmt: skip
+
+
 def slide(brief: dict[str, Any]) -> dict[str, Any]:
     """The slide answer for a ``slide`` brief."""
     ctx = _context(brief)
@@ -384,5 +390,5 @@ def slide(brief: dict[str, Any]) -> dict[str, Any]:
         elements = _columns_layout(ctx)
     else:
         elements = _card_layout(ctx)
-    remark = pick(ctx.lang, f"Layout: {layout}. {ctx.description}", f"版式：{layout}。{ctx.description}").strip()
+    remark = pick(ctx.lang, f"Layout: {layout}. {ctx.description}", f"版式：{_ZH_LAYOUTS[layout]}。{ctx.description}")
     return {"background": _background(ctx, layout), "elements": elements, "remark": remark}
