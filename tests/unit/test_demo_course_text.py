@@ -224,3 +224,14 @@ async def test_the_provider_answers_a_brief_in_a_text_turn():
     # Without a brief a text turn is still the chat echo.
     plain_turn = await demo.stream_turn("any", [UserMessage("hello")], [], on_delta=lambda _: None)
     assert plain_turn.text == "(demo) You said: hello"
+
+
+def test_the_discussion_goes_to_a_middle_slide_even_when_outlines_are_titles():
+    from openmaic.models.demo_course.actions import discussion_order
+
+    titles = ["Fractions: An Overview", "Key Ideas of Fractions", "Quiz: Fractions", "Fractions in Everyday Life",
+              "Fractions: Summary and Next Steps"]  # fmt: skip
+    assert discussion_order({"outlines": titles}) == 2
+    typed = [{"title": t, "type": "quiz" if i == 1 else "slide"} for i, t in enumerate(titles)]
+    assert discussion_order({"outlines": typed}) == 3
+    assert discussion_order({"outlines": titles[:2]}) == 0
