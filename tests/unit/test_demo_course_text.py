@@ -141,7 +141,9 @@ def test_the_audience_sets_length_quiz_and_directive():
     assert quiz["difficulty"] == "easy" and quiz["questionCount"] == 3
     assert {o["type"]: o for o in pros["outlines"]}["quiz"]["quizConfig"]["difficulty"] == "hard"
     assert "young learners" in kids["languageDirective"] and "professionals" in pros["languageDirective"]
+    assert kids["outlines"][0]["title"] == "Meet Fractions!"
     zh = outline({"step": "outline", "requirement": "给小学生讲分数"})
+    assert zh["outlines"][0]["title"] == "一起来认识分数"
     assert "小学生" in zh["languageDirective"] and "简体中文" in zh["languageDirective"]
 
 

@@ -23,7 +23,7 @@ _MARKER = re.compile(r"^\s*\[(?:chart|table|formula)\]\s*", re.I)
 _STEP = re.compile(r"^\s*(?:step\s*\d+\s*[:.)-]\s*|第[一二三四五六七八九十\d]+步[：:]\s*)", re.I)
 
 
-_QUIZ_TITLE = re.compile(r"\bquiz\b|check your|测验|检测|练习题", re.I)
+_QUIZ_TITLE = re.compile(r"\bquiz\b|check your|测验|检测|练习题|挑战", re.I)
 _HANDS_ON_TITLE = re.compile(r"\bexplore\b|yourself|hands-on|动手|探索|互动", re.I)
 
 

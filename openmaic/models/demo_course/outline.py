@@ -152,6 +152,17 @@ _WIDGET_TEXT = {
     ),
 }  # fmt: skip
 
+# Titles pitched at an audience, where the general one would sound wrong for it: (EN, ZH).
+_AUDIENCE_TITLES = {
+    (lang_.CHILDREN, "intro"): ("Meet {B}!", "一起来认识{t}"),
+    (lang_.CHILDREN, "ideas"): ("The Big Ideas of {T}", "{t}的大秘密"),
+    (lang_.CHILDREN, "quiz"): ("Quick Quiz: {T}", "{t}小挑战"),
+    (lang_.CHILDREN, "summary"): ("{B}: What We Learned", "{t}：我们学到了什么"),
+    (lang_.UNIVERSITY, "ideas"): ("Core Concepts of {T}", "{t}的核心原理"),
+    (lang_.PROFESSIONAL, "examples"): ("{B} at Work", "工作中的{t}"),
+    (lang_.PROFESSIONAL, "summary"): ("{B}: Takeaways for Practice", "{t}：实践要点"),
+}
+
 _LENGTH = {
     lang_.CHILDREN: (5, 6), lang_.SCHOOL: (5, 7), lang_.UNIVERSITY: (6, 8), lang_.PROFESSIONAL: (6, 8),
     lang_.GENERAL: (5, 8),
@@ -266,7 +277,7 @@ def outline(brief: dict[str, Any]) -> dict[str, Any]:
         scene: dict[str, Any] = {
             "id": f"scene_{i + 1}",
             "type": "quiz" if role == "quiz" else "interactive" if role == "interactive" else "slide",
-            "title": _fill(zh_title if lang == ZH else en_title, values),
+            "title": _fill(_AUDIENCE_TITLES.get((who, role), (en_title, zh_title))[lang == ZH], values),
             "description": capital(_fill(zh_desc if lang == ZH else en_desc, values)),
             "keyPoints": points,
             "order": i + 1,
