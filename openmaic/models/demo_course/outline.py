@@ -259,6 +259,12 @@ def outline(brief: dict[str, Any]) -> dict[str, Any]:
             points = [f[1] if lang == ZH else f[0] for f in model.facts]
         if subject is not None and role in ("steps", "timeline"):
             points = pick_lang(subject.steps, lang == ZH)
+        ideas_table = subject is not None and role == "table" and bool(subject.ideas and subject.examples)
+        if ideas_table:
+            points = [pick(lang, f"[Table] Each key idea of {phrase} with an example",
+                           f"[Table] {topic}的核心概念与例子"),
+                      pick(lang, "Read the table row by row", "逐行阅读表格"),
+                      pick(lang, "Add an example of your own", "补充一个你自己的例子")]  # fmt: skip
         if subject is not None and role == "examples":
             points = pick_lang(subject.examples, lang == ZH)
         if subject is not None and role == "mistakes":
@@ -277,7 +283,11 @@ def outline(brief: dict[str, Any]) -> dict[str, Any]:
         scene: dict[str, Any] = {
             "id": f"scene_{i + 1}",
             "type": "quiz" if role == "quiz" else "interactive" if role == "interactive" else "slide",
-            "title": _fill(_AUDIENCE_TITLES.get((who, role), (en_title, zh_title))[lang == ZH], values),
+            "title": _fill(
+                ("{B}: Ideas and Examples", "{t}：概念与实例")[lang == ZH] if ideas_table
+                else _AUDIENCE_TITLES.get((who, role), (en_title, zh_title))[lang == ZH],
+                values,
+            ),
             "description": capital(_fill(zh_desc if lang == ZH else en_desc, values)),
             "keyPoints": points,
             "order": i + 1,

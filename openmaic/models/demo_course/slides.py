@@ -18,6 +18,7 @@ from openmaic.models.demo_course import canvas as c
 from openmaic.models.demo_course.brief import outline_titles, scene_of, seed, strings, text_of
 from openmaic.models.demo_course.knowledge import Model, field_of, find_model, sample
 from openmaic.models.demo_course.language import EN, ZH, audience, audience_name, course_language, pick
+from openmaic.models.demo_course.subjects import Subject, find_subject, pick_lang
 from openmaic.models.demo_course.topic import topic_of
 
 _MARKER = re.compile(r"^\s*\[(chart|table|formula)\]\s*", re.I)
@@ -39,6 +40,7 @@ class Ctx:
     images: list[dict[str, Any]]
     videos: list[dict[str, Any]]
     model: Model | None
+    subject: Subject | None
     order: int
     total: int
     field: str
@@ -73,6 +75,7 @@ def _context(brief: dict[str, Any]) -> Ctx:
         images=[m for m in media if m.get("type") == "image"],
         videos=[m for m in media if m.get("type") == "video"],
         model=find_model(topic, requirement, title),
+        subject=find_subject(topic, requirement),
         order=order or 1,
         total=len(titles) or max(order, 1),
         field=field_of(topic, requirement),
@@ -277,6 +280,12 @@ def _table_layout(ctx: Ctx) -> list[dict[str, Any]]:
     ]
     rows = [[pick(ctx.lang, "Point", "要点"), pick(ctx.lang, "What to look for", "关注点")]]
     rows += [[p, focus[i % len(focus)]] for i, p in enumerate(rows_src)]
+    if ctx.subject is not None and ctx.subject.ideas and ctx.subject.examples:
+        # A subject the demo knows: each key idea beside an example of it.
+        zh = ctx.lang == ZH
+        rows = [[pick(ctx.lang, "Key idea", "核心概念"), pick(ctx.lang, "Example", "例子")]]
+        rows += [list(pair) for pair in zip(pick_lang(ctx.subject.ideas, zh), pick_lang(ctx.subject.examples, zh),
+                                            strict=False)]  # fmt: skip
     caption = ctx.markers.get("table") or ctx.markers.get("chart") or ctx.title
     cap = c.text_block("text_caption", c.MARGIN, top, 900, 50, [caption], ctx.palette.primary, (18, 16, 14))
     els.append(cap)
