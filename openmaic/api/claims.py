@@ -52,7 +52,7 @@ async def claim_anonymous_work(call: Call) -> Response:
     owner = await identity.resolve(call.request)
     if is_anonymous(owner):
         raise ClaimRefused("TARGET_ANONYMOUS")
-    pending = identity.pending_claim(call.request)
+    pending = await identity.pending_claim(call.request)
     if pending is None:
         raise ClaimRefused("NO_PENDING_CLAIM")
     try:

@@ -11,7 +11,9 @@
 * ``shared`` — OpenMAIC's shared team owner (``PERSISTENCE_SHARED_OWNER_ID``, which requires ``ACCESS_CODE``):
   every request belongs to the team.
 * ``anonymous`` — OpenMAIC's anonymous fallback: the ``anonymous_id`` cookie holds a random UUID v4 (unsigned, as
-  OpenMAIC's) and the owner is ``anon:<uuid>``. It is set on the first visit and renewed on every HTTP answer
+  OpenMAIC's). Unlike OpenMAIC's, the cookie is a secret that is never the owner id: the owner is derived from it
+  with the instance secret (:mod:`openmaic.owners.anonymous`, which also moves a legacy owner ``anon:<cookie>``'s
+  work to the derived owner the first time its cookie comes back). It is set on the first visit and renewed on every HTTP answer
   (400 days, ``Path=/; HttpOnly; SameSite=Lax``, ``Secure`` over https, or when a trusted proxy says
   ``X-Forwarded-Proto: https``). A missing or malformed cookie is
   re-minted, never refused; a WebSocket cannot set cookies, so there it is a 401. An anonymous owner that was
@@ -35,7 +37,6 @@ Tokens and their storage are :mod:`openmaic.owners.tokens`'s; this module only a
 from __future__ import annotations
 
 import ipaddress
-import re
 import uuid
 from typing import Any
 
@@ -48,6 +49,7 @@ from openmaic.api.access_code import (
 )  # fmt: skip
 from openmaic.config import IdentityConfig
 from openmaic.events.log import EventLog
+from openmaic.owners.anonymous import COOKIE_VALUE, AnonymousOwners
 from openmaic.owners.claims import ClaimRefused, OwnerRetired, claim_owner, claimed_into, is_anonymous
 from openmaic.owners.tokens import looks_like_token, token_owner
 from openmaic.secret import Secret
@@ -66,9 +68,9 @@ _WS_BEARER = "bearer."
 _ANONYMOUS = "openmaic_anonymous_id"  # the name under quart.g of this request's anonymous id, for its cookie
 _DROP = "openmaic_drop_anonymous_id"  # set under quart.g when this answer drops the anonymous cookie
 _CLAIMED = "openmaic_claim_tried"  # set under quart.g once this request tried its automatic claim
+_PRESENTED = "openmaic_anonymous_presented"  # set under quart.g when the anonymous owner came from the request
 AUTO_CLAIM_BUSY_S = 1.0
 """How long an automatic claim retries lost lock races within the request before leaving it to the next one."""
-_UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
 class TooManyNewOwners(RateLimited):
@@ -93,12 +95,13 @@ async def accept_websocket(ws: Any) -> None:
 class IdentityResolver:
     """Resolves the owner of a request (or WebSocket handshake) according to the configured mode."""
 
-    def __init__(self, config: IdentityConfig, db: Database, *, access_code: Secret | None = None,
-                 log: EventLog | None = None, mints_per_minute: int = 60) -> None:
+    def __init__(self, config: IdentityConfig, log: EventLog, anonymous: AnonymousOwners, *,
+                 access_code: Secret | None = None, mints_per_minute: int = 60) -> None:
         self.config = config
-        self.db = db
+        self.db = log.db
         self.log = log
-        """Where automatic claims are written (``claim_trigger: auto``); without it claims are explicit only."""
+        """Where claims (automatic ones, ``claim_trigger: auto``) and legacy owners' moves are written."""
+        self.anonymous = anonymous
         self._networks = config.proxy_networks()
         self.gate = AccessGate(access_code) if access_code is not None else None
         self.attempts = AttemptLimiter()
@@ -130,17 +133,17 @@ class IdentityResolver:
         """The owner of ``request`` (a quart Request or Websocket), or :class:`Unauthorized`. With
         ``claim_trigger: auto``, a signed-in owner's request that presents an anonymous cookie claims it first."""
         owner = await self._resolve(request)
-        if self.config.claim_trigger == "auto" and self.log is not None and request.scope.get("type") == "http":
+        if self.config.claim_trigger == "auto" and request.scope.get("type") == "http":
             await self._claim_pending(request, owner)
         return owner
 
     async def _claim_pending(self, request: Any, owner: str) -> None:
-        pending = self.pending_claim(request)
-        if pending is None or is_anonymous(owner) or getattr(quart.g, _CLAIMED, False):
+        if is_anonymous(owner) or getattr(quart.g, _CLAIMED, False) or self._cookie(request) is None:
             return
         setattr(quart.g, _CLAIMED, True)  # once per request, however many times it resolves its owner
-        assert self.log is not None
         try:
+            pending = await self.pending_claim(request)
+            assert pending is not None
             await claim_owner(self.log, pending, owner, busy_for_s=AUTO_CLAIM_BUSY_S)
         except ClaimRefused as refused:
             if refused.error_code == "OWNER_BUSY":
@@ -156,24 +159,31 @@ class IdentityResolver:
             return await self._from_token(request)
         if mode == "trusted_header":
             return self._from_proxy(request)
-        owner = self._from_cookie(request)
+        owner = await self._from_cookie(request)
         # Only a presented cookie can name a retired owner (a freshly minted one is new).
-        if owner == self._presented(request) and await claimed_into(self.db, owner) is not None:
+        if getattr(quart.g, _PRESENTED, False) and await claimed_into(self.db, owner) is not None:
             # Claimed into an account: this identity must no longer write (or read) anything. The answer drops
             # the cookie, so the browser's next request starts a fresh anonymous owner instead of a loop of 403s.
             self.drop_anonymous_cookie()
             raise OwnerRetired()
         return owner
 
-    def pending_claim(self, request: Any) -> str | None:
-        """The anonymous owner a request of a signed-in owner presents beside its credential (its well-formed
-        ``anonymous_id`` cookie), or ``None``: what ``POST /api/identity/claim`` would claim. Never in
-        ``anonymous`` mode, where that cookie is the request's own identity."""
-        return None if self.config.mode == "anonymous" else self._presented(request)
+    async def pending_claim(self, request: Any) -> str | None:
+        """The anonymous owner a request of a signed-in owner presents beside its credential (the owner of its
+        well-formed ``anonymous_id`` cookie, a legacy owner's work moved to it first), or ``None``: what
+        ``POST /api/identity/claim`` would claim. Never in ``anonymous`` mode, where that cookie is the request's
+        own identity."""
+        cookie = None if self.config.mode == "anonymous" else self._cookie(request)
+        if cookie is None:
+            return None
+        spent = await self.anonymous.migrate_legacy(self.log, cookie)
+        # A legacy owner claimed before owner ids were derived is claimed as itself: the answer says where it went.
+        return f"anon:{cookie}" if spent is not None else self.anonymous.owner_of(cookie)
 
-    def _presented(self, request: Any) -> str | None:
+    def _cookie(self, request: Any) -> str | None:
+        """The request's well-formed ``anonymous_id`` cookie (a secret: never an owner id, never shown)."""
         value = (request.cookies.get(self.config.cookie_name) or "").strip().lower()
-        return f"anon:{value}" if _UUID4.match(value) else None
+        return value if COOKIE_VALUE.match(value) else None
 
     def drop_anonymous_cookie(self) -> None:
         """Make this request's answer remove the anonymous cookie (the identity it held is spent)."""
@@ -261,19 +271,25 @@ class IdentityResolver:
             address = address.ipv4_mapped
         return any(address in net for net in self._networks)
 
-    def _from_cookie(self, request: Any) -> str:
-        owner = self._presented(request)
-        if owner is None:
+    async def _from_cookie(self, request: Any) -> str:
+        cookie = self._cookie(request)
+        if cookie is None:
             if request.scope.get("type") == "websocket":
                 raise Unauthorized("a WebSocket cannot set the anonymous_id cookie: visit any HTTP route first")
             try:
                 self.mints.attempt(self.client_address(request))
             except RateLimited as exc:
                 raise TooManyNewOwners(int(exc.headers["Retry-After"]), self.mints.limit) from None
-            owner = f"anon:{uuid.uuid4()}"  # a missing or malformed cookie is re-minted, never refused
+            cookie = str(uuid.uuid4())  # a missing or malformed cookie is re-minted, never refused
+        else:
+            if await self.anonymous.migrate_legacy(self.log, cookie) is not None:
+                # Its legacy owner was claimed into an account before owner ids were derived: spent, as below.
+                self.drop_anonymous_cookie()
+                raise OwnerRetired()
+            setattr(quart.g, _PRESENTED, True)
         # Renewed on this answer (errors included) by the app's after-request hook.
-        setattr(quart.g, _ANONYMOUS, owner.removeprefix("anon:"))
-        return owner
+        setattr(quart.g, _ANONYMOUS, cookie)
+        return self.anonymous.owner_of(cookie)
 
     def set_cookie(self, response: Any, request: Any) -> None:
         """After a request: send (or renew) the anonymous owner's cookie, or remove it when it is spent."""

@@ -2,7 +2,8 @@
 its ``@openmaic/storage`` HTTP clients use them (errors in OpenMAIC's ``jsonErr`` form: the clients read
 ``error.code``).
 
-* ``GET /api/persistence/learner-key`` → ``{learnerKey}``: the key runtime sessions are filed under (the owner).
+* ``GET /api/persistence/learner-key`` → ``{learnerKey}``: the key runtime sessions are filed under (derived from
+  the owner id, :func:`openmaic.owners.anonymous.learner_key`).
 * ``GET /api/persistence/documents/{id}`` → the document ``{stage, scenes, outline?}`` as it was written; 404
   ``DOCUMENT_NOT_FOUND`` for a missing, deleted or another owner's document (the same answer).
 * ``PUT /api/persistence/documents/{id}`` ``{stage, scenes, outline?}`` → 204: the whole document (creates its
@@ -35,6 +36,7 @@ from openmaic.browser_import import documents
 from openmaic.browser_import.service import HEADER, browser_of
 from openmaic.media.assets import AssetKind, store_generated
 from openmaic.models.media import GeneratedMedia
+from openmaic.owners.learners import learner_key as learner_key_of
 
 __all__ = ["bp", "import_fence"]
 
@@ -79,7 +81,7 @@ class AssetAllocated(Wire):
 async def learner_key(call: Call) -> LearnerKey:
     """The key your runtime sessions are filed under."""
     await import_fence(call)
-    return LearnerKey(learner_key=call.user)
+    return LearnerKey(learner_key=learner_key_of(call.user))
 
 
 @api_route(bp, "GET", "/api/persistence/documents/{document_id}", response=Document, error_style="json",

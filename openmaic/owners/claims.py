@@ -13,7 +13,9 @@ Why rows move rather than reads following a merge table: see docs/architecture.m
 
 Rules (OpenMAIC's): the source must be anonymous and the target not; claiming a pair already claimed succeeds and
 changes nothing (``already-claimed``); an anonymous owner claimed by another account is refused
-(``ALREADY_CLAIMED_ELSEWHERE``); claims never chain (``TARGET_RETIRED``, ``SOURCE_HAS_CLAIMS``). Losing a lock race
+(``ALREADY_CLAIMED_ELSEWHERE``); claims never chain (``TARGET_RETIRED``): the one owner that absorbs another
+and is itself claimable, an anonymous owner derived from a legacy cookie (:func:`migrate_owner`), hands what it
+absorbed on to its account, so every claim stays one hop (``SOURCE_HAS_CLAIMS`` is no longer answered). Losing a lock race
 to writers of the source (a run committing a step, an upload) is retried here for a few seconds, then answered
 ``OWNER_BUSY`` (503, ``Retry-After: 2``): nothing was changed and the claim may be sent again as it is.
 
@@ -36,18 +38,22 @@ import trio
 from openmaic import errors
 from openmaic.events.core import OwnerClaimed, StreamOwnerChanged
 from openmaic.events.log import EventLog
+from openmaic.owners.learners import learner_key
 from openmaic.store.database import Database
 from openmaic.store.queries import load_sql
 
 __all__ = [
     "ANONYMOUS_OWNER", "ClaimRefused", "ClaimResult", "OwnerRetired", "claim_owner", "claim_stream_id",
-    "claimed_into", "is_anonymous", "merged_from",
+    "claimed_into", "claims_into", "is_anonymous", "merged_from", "migrate_owner", "owner_has_rows",
 ]  # fmt: skip
 
 SQL = load_sql("openmaic.owners", "claims.sql")
 
-ANONYMOUS_OWNER = re.compile(r"^anon:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
-"""The owner ids the anonymous cookie stands for: the only owners that can be claimed (and retired)."""
+ANONYMOUS_OWNER = re.compile(r"^anon:[0-9a-f]{8}-[0-9a-f]{4}-[48][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+"""The owner ids anonymous cookies stand for: the only owners that can be claimed (and retired). A version-8 UUID
+is an owner derived from its cookie (:mod:`openmaic.owners.anonymous`); a version 4 is a legacy one, whose id was
+its cookie."""
+LEGACY_ANONYMOUS_OWNER = re.compile(r"^anon:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 _STORABLE = re.compile(r"^[\x21-\x7e]{1,256}$")
 
 LOCK_WAIT_MS = 2000
@@ -137,6 +143,18 @@ async def claim_owner(log: EventLog, from_owner: str, to_owner: str, *, busy_for
     races; then nothing was changed.
     """
     _check(from_owner, to_owner)
+    return await _claim(log, from_owner, to_owner, busy_for_s)
+
+
+async def migrate_owner(log: EventLog, legacy: str, derived: str, *, busy_for_s: float = BUSY_FOR_S) -> ClaimResult:
+    """Move a legacy anonymous owner (whose id was its cookie) to the owner derived from that cookie: a claim
+    whose target is anonymous, which only this move may have (see :mod:`openmaic.owners.anonymous`)."""
+    if not LEGACY_ANONYMOUS_OWNER.match(legacy) or not is_anonymous(derived) or LEGACY_ANONYMOUS_OWNER.match(derived):
+        raise ClaimRefused("INVALID_OWNER")
+    return await _claim(log, legacy, derived, busy_for_s)
+
+
+async def _claim(log: EventLog, from_owner: str, to_owner: str, busy_for_s: float) -> ClaimResult:
     t, v, data = log.types.encode(StreamOwnerChanged(from_owner_id=from_owner, to_owner_id=to_owner))
     claimed_tag = OwnerClaimed.__struct_config__.tag
     args = (from_owner, to_owner, LOCK_WAIT_MS, ROW_WAIT_MS, claim_stream_id(from_owner), t, v, data.decode(),
@@ -182,11 +200,23 @@ async def claimed_into(db: Database, owner: str) -> str | None:
     return await db.fetchval(SQL.claimed_into, owner)
 
 
+async def claims_into(db: Database, owner: str) -> list[str]:
+    """The owners claimed into ``owner`` (one hop: a claim of an owner that absorbed others carries them along)."""
+    return await db.fetch_values(SQL.claims_into, owner)
+
+
+async def owner_has_rows(db: Database, owner: str) -> bool:
+    """Whether ``owner`` holds any row a claim would move."""
+    return bool(await db.fetchval(SQL.owner_has_rows, owner))
+
+
 async def merged_from(db: Database, owner: str, salt: str, digest: str) -> bool:
     """Whether a claim merged into ``owner`` an owner whose id hashes to ``digest`` (sha256 hex of
-    ``salt ‖ NUL ‖ owner id``): OpenMAIC's check for a browser that recorded its first owner only as a digest."""
-    for merged in await db.fetch_values(SQL.claims_into, owner):
-        mine = hashlib.sha256(f"{salt}\x00{merged}".encode()).hexdigest()
-        if mine == digest:
-            return True
+    ``salt ‖ NUL ‖ owner id``, or of its learner key): OpenMAIC's check for a browser that recorded its first owner
+    only as a digest."""
+    for merged in await claims_into(db, owner):
+        # The owner id, or the learner key a browser was given for it (what it can have recorded).
+        for known in (merged, learner_key(merged)):
+            if hashlib.sha256(f"{salt}\x00{known}".encode()).hexdigest() == digest:
+                return True
     return False

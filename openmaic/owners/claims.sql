@@ -11,3 +11,7 @@ SELECT to_owner_id FROM owner_claims WHERE from_owner_id = $1;
 -- name: claims_into
 -- The owners claimed into $1 (one hop: claims never chain).
 SELECT from_owner_id FROM owner_claims WHERE to_owner_id = $1;
+
+-- name: owner_has_rows
+-- Whether an owner holds a row in any table a claim moves (migration 0016).
+SELECT openmaic_owner_has_rows($1);

@@ -660,12 +660,13 @@ SELECT stream_id FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
 INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner_key) VALUES ($1, $2, $3, $4, $5);
 
 -- name: runtime_sessions_of_stage
--- An owner's own learner key ($3 = $1) also names the keys of the anonymous owners claimed into it: their sessions
--- moved with the claim and keep the key they were filed under. A page after the session ($5, $6) when given (keyset).
+-- The sessions filed under the learner key $3 or under any of the keys $7 stands for (an owner's own key also
+-- names the keys its sessions were filed under before: the owner id itself, and the ids and keys of the anonymous
+-- owners claimed into it, whose sessions moved with the claim and keep their key). A page after the session
+-- ($5, $6) when given (keyset).
 SELECT stream_id, created_at FROM runtime_sessions
  WHERE owner_id = $1 AND stage_id = $2
-   AND (learner_key = $3
-        OR ($3 = $1 AND learner_key IN (SELECT c.from_owner_id FROM owner_claims c WHERE c.to_owner_id = $1)))
+   AND (learner_key = $3 OR learner_key = ANY($7::text[]))
    AND ($5::timestamptz IS NULL OR (created_at, stream_id) > ($5::timestamptz, $6::text))
  ORDER BY created_at, stream_id LIMIT $4;
 
