@@ -260,6 +260,11 @@ class IdentityResolver:
                 return hop
         return peer
 
+    def share_of(self, request: Any, owner: str) -> str | None:
+        """Whose share of the workers' slots work ``owner`` starts with ``request`` counts against, when not the
+        owner's own: for an anonymous owner its client address (cookies are had at will, addresses are not)."""
+        return f"client:{self.client_address(request)}" if is_anonymous(owner) else None
+
     def _trusted(self, peer: str | None) -> bool:
         if not peer:
             return False

@@ -218,8 +218,11 @@ SELECT id, kind, owner_id, head_seq, head_hash, status, wake_at, attempt, lease_
   FROM streams WHERE id = $1;
 
 -- name: claim
--- Take up to $3[i] runnable streams of kind $2[i] for worker $1 with a lease of $4 ms (openmaic_claim in 0002).
-SELECT stream_id, kind, attempt, reason, unattended, claimed_seq FROM openmaic_claim($1, $2::text[], $3::int[], $4);
+-- Take up to $3[i] runnable streams of kind $2[i] for worker $1 with a lease of $4 ms, at most $5 of each share
+-- (an owner, or an anonymous owner's client address) held at once, every share's first before any share's second
+-- (openmaic_claim in 0017).
+SELECT stream_id, kind, attempt, reason, unattended, claimed_seq
+  FROM openmaic_claim($1, $2::text[], $3::int[], $4, $5);
 
 -- name: heartbeat
 -- One statement per worker per interval. Fenced by (stream, attempt, worker): a row that no longer matches
@@ -680,3 +683,8 @@ RETURNING id, name, position, created_at, updated_at;
 -- name: assets_of_owner_among
 -- Which of these ids are assets of the owner (a document's media references are checked against them).
 SELECT id FROM assets WHERE owner_id = $1 AND id = ANY($2::text[]);
+
+-- name: stream_set_share
+-- Whose share of the workers' slots a new stream's actors count against (openmaic_claim): written in the
+-- transaction that creates the stream, so no claim sees it without.
+UPDATE streams SET share_key = $2 WHERE id = $1;
