@@ -23,6 +23,7 @@ from openmaic.api.access_code import AccessCodeRequired
 from openmaic.api.identity import IdentityResolver
 from openmaic.modelconfig.secret_box import process_instance_key
 from openmaic.owners.anonymous import AnonymousOwners
+from openmaic.owners.claims import ClaimQuotas
 from openmaic.api.origins import normalize_origin
 from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
 from openmaic.api.services import ApiServices
@@ -55,7 +56,8 @@ def create_app(
     key = functools.partial(process_instance_key, config.secret_key, config.server.data_dir)
     identity = IdentityResolver(services.config.identity, services.log, AnonymousOwners(key),
                                 access_code=services.config.access_code,
-                                mints_per_minute=limits.anonymous_owners_per_minute)
+                                mints_per_minute=limits.anonymous_owners_per_minute,
+                                claim_quotas=ClaimQuotas.of(limits))
     allowed = frozenset(o for o in map(normalize_origin, services.config.server.allowed_origins) if o is not None)
     state = ApiState(services, identity, allowed_origins=allowed)
     app.extensions[STATE_KEY] = state

@@ -50,7 +50,9 @@ from openmaic.api.access_code import (
 from openmaic.config import IdentityConfig
 from openmaic.events.log import EventLog
 from openmaic.owners.anonymous import COOKIE_VALUE, AnonymousOwners
-from openmaic.owners.claims import ClaimRefused, OwnerRetired, claim_owner, claimed_into, is_anonymous
+from openmaic.owners.claims import (
+    ClaimQuotas, ClaimRefused, OwnerRetired, claim_owner, claimed_into, in_anonymous_namespace, is_anonymous,
+)  # fmt: skip
 from openmaic.owners.tokens import looks_like_token, token_owner
 from openmaic.secret import Secret
 from openmaic.store.database import Database
@@ -96,12 +98,15 @@ class IdentityResolver:
     """Resolves the owner of a request (or WebSocket handshake) according to the configured mode."""
 
     def __init__(self, config: IdentityConfig, log: EventLog, anonymous: AnonymousOwners, *,
-                 access_code: Secret | None = None, mints_per_minute: int = 60) -> None:
+                 access_code: Secret | None = None, mints_per_minute: int = 60,
+                 claim_quotas: ClaimQuotas = ClaimQuotas()) -> None:
         self.config = config
         self.db = log.db
         self.log = log
         """Where claims (automatic ones, ``claim_trigger: auto``) and legacy owners' moves are written."""
         self.anonymous = anonymous
+        self.claim_quotas = claim_quotas
+        """The account's limits an automatic claim keeps to (``limits.claims_over_quota``)."""
         self._networks = config.proxy_networks()
         self.gate = AccessGate(access_code) if access_code is not None else None
         self.attempts = AttemptLimiter()
@@ -144,10 +149,12 @@ class IdentityResolver:
         try:
             pending = await self.pending_claim(request)
             assert pending is not None
-            await claim_owner(self.log, pending, owner, busy_for_s=AUTO_CLAIM_BUSY_S)
+            await claim_owner(self.log, pending, owner, quotas=self.claim_quotas, busy_for_s=AUTO_CLAIM_BUSY_S)
         except ClaimRefused as refused:
-            if refused.error_code == "OWNER_BUSY":
-                return  # nothing changed: the next request presenting the cookie tries again
+            if refused.error_code in ("OWNER_BUSY", "CLAIM_OVER_QUOTA"):
+                # Nothing changed: the next request presenting the cookie tries again (over quota: once the
+                # account has made room; dropping the cookie would put the anonymous work out of reach).
+                return
             # Any other refusal is final for this pair (claimed elsewhere, chained): stop presenting it.
         self.drop_anonymous_cookie()
 
@@ -208,6 +215,9 @@ class IdentityResolver:
         if owner is None:
             # One message for unknown and revoked: the answer must not tell which tokens exist.
             raise Unauthorized("the bearer token is unknown or has been revoked", challenge='Bearer error="invalid_token"')
+        if in_anonymous_namespace(owner):
+            raise Unauthorized("this token's owner lies in the anonymous owners' namespace ('anon:'); an operator "
+                               "creates a token for another owner name", challenge='Bearer error="invalid_token"')
         return owner
 
     def _from_proxy(self, request: Any) -> str:
@@ -232,6 +242,11 @@ class IdentityResolver:
             # A list ("mallory, alice") is what a proxy that appends instead of replacing forwards.
             raise Unauthorized(f"{header} holds a list, not one user: the trusted proxy must replace the client's "
                                "header, not append to it")
+        if in_anonymous_namespace(user):
+            # Anonymous owners are 'anon:<uuid>': a user of that name would be claimable by whoever sends the
+            # matching cookie.
+            raise Unauthorized(f"{header} names a user in the anonymous owners' namespace ('anon:'), which no "
+                               "signed-in user may use")
         return user
 
     def secure(self, request: Any) -> bool:

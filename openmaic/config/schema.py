@@ -120,6 +120,10 @@ class LimitsConfig(_Section):
     messages_per_session: PosInt = 1000
     """Messages one Pro session may be sent, its first prompt included (each at most 20,000 characters)."""
     anonymous_owners_per_minute: PosInt = 60
+    claims_over_quota: Literal["refuse", "allow"] = "refuse"
+    """A claim (``POST /api/identity/claim``) whose anonymous work would take the account past one of the limits
+    above on agents, materials or asset bytes: ``refuse`` it (409 ``CLAIM_OVER_QUOTA`` naming the limit; nothing
+    moves), or ``allow`` it to move everything regardless."""
     """New anonymous owners one client address may be given per minute (``anonymous`` mode; behind a trusted
     proxy, the address the proxy forwards)."""
     extraction: ExtractionLimits = ExtractionLimits()

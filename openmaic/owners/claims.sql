@@ -1,8 +1,9 @@
 -- The statements of claims (openmaic/owners/claims.py); the function and tables are migration 0010's.
 
 -- name: claim_owner
+-- $11..$14: the target's limits (agents, materials, material bytes, asset bytes); NULL: not enforced (0018).
 SELECT outcome, moved::text AS moved, stream_ids
-  FROM openmaic_claim_owner($1, $2, $3, $4, $5, $6, $7, $8, $9, $10);
+  FROM openmaic_claim_owner($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14);
 
 -- name: claimed_into
 -- The account an owner was claimed into, or nothing.
