@@ -34,7 +34,7 @@ from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire
 from openmaic.browser_import import documents
 from openmaic.browser_import.service import HEADER, browser_of
-from openmaic.media.assets import AssetKind, store_generated
+from openmaic.media.assets import MEDIA_TYPES, AssetKind, store_generated
 from openmaic.models.media import GeneratedMedia
 from openmaic.owners.learners import learner_key as learner_key_of
 
@@ -132,10 +132,10 @@ async def get_document_scene(call: Call, document_id: str, scene_id: str) -> dic
 
 def _asset_kind(media_type: str) -> AssetKind:
     kind = _KINDS.get(media_type.split("/", 1)[0].strip().lower())
-    if kind is None:
+    if kind is None or media_type not in MEDIA_TYPES:
         raise UnsupportedAsset(
-            f"an asset is a picture, a video or audio (image/*, video/*, audio/*), not {media_type or 'untyped'}",
-            path="bytes")
+            f"an asset is a picture, a video or audio ({', '.join(sorted(MEDIA_TYPES))}), not "
+            f"{media_type or 'untyped'}", path="bytes")
     return kind
 
 

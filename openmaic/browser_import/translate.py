@@ -37,7 +37,7 @@ from openmaic.courses.events import CourseCreated, CourseOutlineSet, Scene, Scen
 from openmaic.courses.schema import (
     ELEMENT_ID, Interactive, Quiz, QuizQuestion, SceneAction, SceneActions, SceneContent, Slide,
 )  # fmt: skip
-from openmaic.media.assets import AssetKind, asset_id_for
+from openmaic.media.assets import AssetKind, asset_id_for, check_media_type
 
 __all__ = [
     "ImportedAsset", "MediaOf", "NarrationOf", "Translated", "course_id", "course_language", "plain_text",
@@ -228,7 +228,18 @@ def translate_stage(browser_id: str, owner: str, body: StageImport) -> Translate
     """The course events and assets of one imported stage of ``owner`` (see the module's doc)."""
     stage = body.stage
     dropped: dict[str, int] = {}
-    media = {m.id: m for m in body.media}
+    # Every declared type is checked against the asset store's list before anything is translated: an asset is
+    # served under its stored type, so text/html (or a type holding CR LF) must never be stored.
+    media: dict[str, LegacyMedia] = {}
+    for i, m in enumerate(body.media):
+        if m.mime_type:
+            m = msgspec.structs.replace(m, mime_type=check_media_type(m.mime_type, path=f"media[{i}].mimeType",
+                                                                      kind=f"{m.type}/"))
+        media[m.id] = m
+    clip_types: dict[str, str] = {}
+    for i, a in enumerate(body.audio):
+        declared = "audio/mpeg" if a.format in ("", "mp3") else f"audio/{a.format}"
+        clip_types[a.id] = check_media_type(declared, path=f"audio[{i}].format", kind="audio/")
     audio = {a.id: a for a in body.audio}
     title = stage.name.strip() or "Imported course"
 
@@ -236,8 +247,7 @@ def translate_stage(browser_id: str, owner: str, body: StageImport) -> Translate
         clip = audio.get(clip_id)
         if clip is None or not clip.data:
             return None, []
-        clip_type = "audio/mpeg" if clip.format in ("", "mp3") else f"audio/{clip.format}"
-        stored = _asset(owner, "narration", clip_type, clip.data)
+        stored = _asset(owner, "narration", clip_types[clip_id], clip.data)
         return stored.id, [stored]
 
     scenes: list[Scene] = []
