@@ -33,7 +33,7 @@ from openmaic.api.commands import CommandTable
 from openmaic.api.follow import SSE_HEADERS, Phase, ViewFraming, feed_response, follow_sse
 from openmaic.api.headless import runs_of
 from openmaic.api.pages import PageQuery, cursor_of, read_cursor
-from openmaic.api.routing import Call, api_route, app_state
+from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import CommandId, Success, Wire, encode
 from openmaic.events.log import RecordedEvent, StreamRow, StreamSummary
@@ -196,8 +196,7 @@ async def start_run(call: Call) -> tuple[RunAnswer, int]:
     held). 400 INVALID_REQUEST / MISSING_REQUIRED_FIELD naming the field, MISSING_MODEL / MISSING_API_KEY, 429
     ACTIVE_RUN_LIMIT.
     """
-    share = app_state().identity.share_of(call.request, call.user)
-    row, state = await runs_of(call).start(call.user, start_input(call.body), share=share)
+    row, state = await runs_of(call).start(call.user, start_input(call.body))
     return RunAnswer(run=view_of(row, state)), 202
 
 

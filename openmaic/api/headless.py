@@ -22,7 +22,7 @@ from quart import Blueprint
 
 from openmaic import errors
 from openmaic.api.health import MediaCapabilities, media_view
-from openmaic.api.routing import Call, api_route, app_state, origin
+from openmaic.api.routing import Call, api_route, origin
 from openmaic.api.wire import Success, Wire
 from openmaic.capabilities import material_limits
 from openmaic.runs.events import RunInput
@@ -105,8 +105,7 @@ async def generate_classroom(call: Call) -> tuple[JobView, int]:
         raise errors.MissingField("Missing required field: requirement", path="requirement")
     inp = RunInput(requirement=body.requirement, material_ids=list(body.material_ids), language="",
                    outline_review="auto")
-    share = app_state().identity.share_of(call.request, call.user)
-    row, state = await runs_of(call).start(call.user, inp, share=share)
+    row, state = await runs_of(call).start(call.user, inp)
     return job_view(row.id, state, origin(call.request)), 202
 
 

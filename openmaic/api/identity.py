@@ -36,6 +36,7 @@ Tokens and their storage are :mod:`openmaic.owners.tokens`'s; this module only a
 
 from __future__ import annotations
 
+import collections
 import ipaddress
 import uuid
 from typing import Any
@@ -56,6 +57,7 @@ from openmaic.owners.claims import (
 from openmaic.owners.tokens import looks_like_token, token_owner
 from openmaic.secret import Secret
 from openmaic.store.database import Database
+from openmaic.store.queries import Q
 
 __all__ = ["COOKIE_MAX_AGE_S", "WS_PROTOCOL", "IdentityResolver", "accept_websocket"]
 
@@ -71,6 +73,8 @@ _ANONYMOUS = "openmaic_anonymous_id"  # the name under quart.g of this request's
 _DROP = "openmaic_drop_anonymous_id"  # set under quart.g when this answer drops the anonymous cookie
 _CLAIMED = "openmaic_claim_tried"  # set under quart.g once this request tried its automatic claim
 _PRESENTED = "openmaic_anonymous_presented"  # set under quart.g when the anonymous owner came from the request
+_REMEMBERED_SHARES = 100_000
+"""Anonymous owners whose recorded address a process remembers (about 20 MB at most)."""
 AUTO_CLAIM_BUSY_S = 1.0
 """How long an automatic claim retries lost lock races within the request before leaving it to the next one."""
 
@@ -106,6 +110,8 @@ class IdentityResolver:
         """Where claims (automatic ones, ``claim_trigger: auto``) and legacy owners' moves are written."""
         self.anonymous = anonymous
         self.claim_quotas = claim_quotas
+        self._shares: collections.OrderedDict[str, str] = collections.OrderedDict()
+        """The share each anonymous owner was last recorded under (see :meth:`_seen_from`)."""
         """The account's limits an automatic claim keeps to (``limits.claims_over_quota``)."""
         self._networks = config.proxy_networks()
         self.gate = AccessGate(access_code) if access_code is not None else None
@@ -275,11 +281,6 @@ class IdentityResolver:
                 return hop
         return peer
 
-    def share_of(self, request: Any, owner: str) -> str | None:
-        """Whose share of the workers' slots work ``owner`` starts with ``request`` counts against, when not the
-        owner's own: for an anonymous owner its client address (cookies are had at will, addresses are not)."""
-        return f"client:{self.client_address(request)}" if is_anonymous(owner) else None
-
     def _trusted(self, peer: str | None) -> bool:
         if not peer:
             return False
@@ -309,7 +310,22 @@ class IdentityResolver:
             setattr(quart.g, _PRESENTED, True)
         # Renewed on this answer (errors included) by the app's after-request hook.
         setattr(quart.g, _ANONYMOUS, cookie)
-        return self.anonymous.owner_of(cookie)
+        owner = self.anonymous.owner_of(cookie)
+        await self._seen_from(owner, self.client_address(request))
+        return owner
+
+    async def _seen_from(self, owner: str, address: str) -> None:
+        """Record the address an anonymous owner's request came from, when it changed: the owner's streams count
+        against that address's share of the workers' slots (``openmaic_claim``), since cookies are had at will
+        and addresses are not. Remembered per process, so an owner costs one write per address it comes from."""
+        share = f"anon:client:{address}"  # in the anonymous namespace: no signed-in owner's id can equal it
+        if self._shares.get(owner) == share:
+            self._shares.move_to_end(owner)
+            return
+        await self.db.execute(Q.anonymous_client_seen, owner, share)
+        self._shares[owner] = share
+        if len(self._shares) > _REMEMBERED_SHARES:
+            self._shares.popitem(last=False)
 
     def set_cookie(self, response: Any, request: Any) -> None:
         """After a request: send (or renew) the anonymous owner's cookie, or remove it when it is spent."""

@@ -169,10 +169,10 @@ class RuntimeConfig(_Section):
     shutdown_grace_s: NonNegFloat = 15.0
     max_actors: PosInt = 32
     max_actors_per_owner: PosInt = 8
-    """Streams of one kind a worker runs at once for one owner (for an anonymous owner's runs: for the client
-    address that created them); every owner with work gets a slot before any gets a second. A step calling an
-    endpoint that never answers holds its slot until its timeouts run out: this keeps a few owners from holding
-    them all. A deployment with a single owner may set it to ``max_actors``."""
+    """Streams of one kind a worker runs at once for one owner (for anonymous owners: for the client address they
+    were last seen from, shared by every cookie from it); every owner with work gets a slot before any gets a
+    second. A step calling an endpoint that never answers holds its slot until its timeouts run out: this keeps a
+    few owners from holding them all. A deployment with a single owner may set it to ``max_actors``."""
     delta_coalesce_ms: PosInt = 150
     step_retries: PosInt = 2
     step_deadlines: StepDeadlines = StepDeadlines()

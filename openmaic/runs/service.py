@@ -242,9 +242,8 @@ class RunService:
 
     # -- start --------------------------------------------------------------------------------------------------
 
-    async def start(self, owner: str, inp: RunInput, *, share: str | None = None) -> tuple[StreamRow, RunState]:
-        """Start a run and its course (queued for a worker); every start is a new run. ``share``: whose share of
-        the workers' slots the run counts against, when not its owner's (an anonymous owner's client address).
+    async def start(self, owner: str, inp: RunInput) -> tuple[StreamRow, RunState]:
+        """Start a run and its course (queued for a worker); every start is a new run.
 
         Refusals, in this order (nothing is written): MissingField for a blank requirement; InvalidInput (400,
         ``details.path`` names the field) for a bad input or materials that are unavailable; MissingModel /
@@ -253,7 +252,7 @@ class RunService:
         inp = await self._validated(owner, inp)
         await check_run_for_owner(self.config, self.log.db, owner, agents_auto=inp.agents.mode == "auto")
         run_id, course_id = new_run_ids()
-        await self._create(owner, run_id, course_id, None, inp, share=share)
+        await self._create(owner, run_id, course_id, None, inp)
         return await self.read(owner, run_id)
 
     async def create_run(self, owner: str, command_id: str, inp: RunInput) -> RunSnapshot:
@@ -274,8 +273,7 @@ class RunService:
             return existing
         return await self.snapshot(owner, run_id)
 
-    async def _create(self, owner: str, run_id: str, course_id: str, command_id: str | None, inp: RunInput, *,
-                      share: str | None = None) -> None:
+    async def _create(self, owner: str, run_id: str, course_id: str, command_id: str | None, inp: RunInput) -> None:
         run = StreamAppend(
             stream_id=run_id, create=NewStream("generation", owner), command_id=command_id, status="queued",
             events=[
@@ -292,9 +290,6 @@ class RunService:
         async with self.log.appending(owner_transaction(self.log.db, owner)) as tx:
             self._check_limits(await run_counts(tx.conn, owner), starting=True)
             await tx.append(run, course)
-            if share is not None:
-                # In the creating transaction: no worker claims the run before its share is known.
-                await tx.conn.execute(Q.stream_set_share, run_id, share)
 
     def _check_limits(self, counts: Any, *, starting: bool) -> None:
         limits = self.config.limits

@@ -684,7 +684,9 @@ RETURNING id, name, position, created_at, updated_at;
 -- Which of these ids are assets of the owner (a document's media references are checked against them).
 SELECT id FROM assets WHERE owner_id = $1 AND id = ANY($2::text[]);
 
--- name: stream_set_share
--- Whose share of the workers' slots a new stream's actors count against (openmaic_claim): written in the
--- transaction that creates the stream, so no claim sees it without.
-UPDATE streams SET share_key = $2 WHERE id = $1;
+-- name: anonymous_client_seen
+-- The client address an anonymous owner was last seen from: its streams' share of the workers' slots
+-- (openmaic_claim, 0017). Written only when it changed.
+INSERT INTO anonymous_clients (owner_id, share_key) VALUES ($1, $2)
+ON CONFLICT (owner_id) DO UPDATE SET share_key = EXCLUDED.share_key, seen_at = now()
+ WHERE anonymous_clients.share_key IS DISTINCT FROM EXCLUDED.share_key;

@@ -106,7 +106,9 @@ async def test_every_owner_gets_a_turn_before_any_gets_a_second_and_no_owner_mor
         await queued(log, f"alice-{i}", "alice")
     await queued(log, "bob-0", "bob")
     await queued(log, "carol-0", "carol")
-    await db.execute("UPDATE streams SET share_key = 'client:10.0.0.1' WHERE id IN ('bob-0', 'carol-0')")
+    # bob and carol: anonymous owners last seen from one address, which shares their slots.
+    await db.execute("INSERT INTO anonymous_clients (owner_id, share_key) VALUES ('bob', 'anon:client:10.0.0.1'), "
+                     "('carol', 'anon:client:10.0.0.1')")
     await queued(log, "dave-0", "dave")
 
     async def claim(limit: int, worker: str = "w1") -> set[str]:

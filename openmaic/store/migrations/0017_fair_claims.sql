@@ -4,9 +4,11 @@
 -- answers holds it for minutes. So a worker holds at most p_share_cap streams of one kind per *share* at once,
 -- and takes every share's first waiting stream before any share's second.
 --
--- 1. streams.share_key: whose share a stream's actors count against; NULL means its owner. A run created by an
---    anonymous owner is recorded under its creating client's address ('client:<address>'): cookies are had at
---    will, addresses are not.
+-- 1. anonymous_clients: the client address an anonymous owner was last seen from ('client:<address>'). A stream
+--    of an anonymous owner counts against that address's share, any other stream against its owner's: cookies
+--    are had at will, addresses are not. Written by the API (openmaic/api/identity.py) when an anonymous owner's
+--    request comes from an address it has not recorded. Not fenced and never moved by a claim: it describes the
+--    anonymous identity, which a claim retires (the moved streams then count against the account).
 -- 2. openmaic_claim, replaced (a fifth argument, p_share_cap). Per kind: the worker's live leases are counted by
 --    share; each runnable stream's turn is that count plus its place among its share's runnable streams (oldest
 --    due first); turns past the cap are not taken; the rest are taken in turn order, then due order. The rows are
@@ -15,7 +17,11 @@
 --    The counts are this worker's own: the cap is per worker, like max_actors.
 
 -- 1.
-ALTER TABLE streams ADD COLUMN share_key text;
+CREATE TABLE anonymous_clients (
+    owner_id   text PRIMARY KEY,
+    share_key  text NOT NULL,
+    seen_at    timestamptz NOT NULL DEFAULT now()
+);
 
 -- 2.
 DROP FUNCTION openmaic_claim(text, text[], integer[], integer);
@@ -33,18 +39,19 @@ BEGIN
         CONTINUE WHEN p_limits[i] <= 0;
         FOR rec IN
             WITH held AS (
-                SELECT coalesce(h.share_key, h.owner_id) AS share, count(*) AS n
-                  FROM streams h
+                SELECT coalesce(a.share_key, h.owner_id) AS share, count(*) AS n
+                  FROM streams h LEFT JOIN anonymous_clients a ON a.owner_id = h.owner_id
                  WHERE h.kind = p_kinds[i] AND h.status = 'running' AND h.lease_worker = p_worker
                    AND h.lease_expires_at >= now()
                  GROUP BY 1
             ), runnable AS (
                 SELECT s.id, coalesce(s.wake_at, s.updated_at) AS due,
                        coalesce(held.n, 0) + row_number() OVER (
-                           PARTITION BY coalesce(s.share_key, s.owner_id)
+                           PARTITION BY coalesce(a.share_key, s.owner_id)
                            ORDER BY coalesce(s.wake_at, s.updated_at), s.id) AS turn
                   FROM streams s
-                  LEFT JOIN held ON held.share = coalesce(s.share_key, s.owner_id)
+                  LEFT JOIN anonymous_clients a ON a.owner_id = s.owner_id
+                  LEFT JOIN held ON held.share = coalesce(a.share_key, s.owner_id)
                  WHERE s.kind = p_kinds[i]
                    AND ((s.status = 'queued' AND (s.wake_at IS NULL OR s.wake_at <= now()))
                         OR (s.status = 'running' AND s.lease_expires_at < now()))
