@@ -110,9 +110,9 @@ class IdentityResolver:
         """Where claims (automatic ones, ``claim_trigger: auto``) and legacy owners' moves are written."""
         self.anonymous = anonymous
         self.claim_quotas = claim_quotas
+        """The account's limits an automatic claim keeps to (``limits.claims_over_quota``)."""
         self._shares: collections.OrderedDict[str, str] = collections.OrderedDict()
         """The share each anonymous owner was last recorded under (see :meth:`_seen_from`)."""
-        """The account's limits an automatic claim keeps to (``limits.claims_over_quota``)."""
         self._networks = config.proxy_networks()
         self.gate = AccessGate(access_code) if access_code is not None else None
         self.attempts = AttemptLimiter()
