@@ -10,9 +10,10 @@ from __future__ import annotations
 import uuid
 
 import httpx
+import pytest
 
 from openmaic.events.log import EventLog
-from openmaic.owners.claims import ClaimQuotas, claim_owner
+from openmaic.owners.claims import ClaimQuotas, ClaimRefused, claim_owner
 from openmaic.owners.tokens import _hash
 from openmaic.store.database import open_database
 from tests.integration.api_harness import make_config, running_api
@@ -101,3 +102,17 @@ async def test_signed_in_owners_cannot_be_named_like_anonymous_ones(db):
     async with running_api(db, make_config("identity: {mode: token}")) as api, api.client() as client:
         r = await client.get("/api/agent/sessions/theirs", headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == 401 and "anonymous owners' namespace" in r.json()["error"], r.text
+
+
+async def test_asset_bytes_are_counted_like_agents_and_materials(db):
+    log = EventLog(db)
+    anonymous = f"anon:{uuid.uuid4()}"
+    for i, (owner, size) in enumerate((("alice", 600), (anonymous, 500))):
+        await db.execute("INSERT INTO assets (id, owner_id, media_type, size, sha256, data) "
+                         "VALUES ($1, $2, 'image/png', $3, '\\x00', '\\x00')", f"asset_{i:032x}", owner, size)
+    with pytest.raises(ClaimRefused) as refused:
+        await claim_owner(log, anonymous, "alice", quotas=ClaimQuotas(asset_bytes=1000))
+    assert refused.value.error_code == "CLAIM_OVER_QUOTA" and refused.value.status == 409
+    assert refused.value.details == {"key": "limits.asset_bytes_per_owner", "limit": 1000, "held": 600, "adding": 500}
+    assert await db.fetchval("SELECT count(*) FROM assets WHERE owner_id = $1", anonymous) == 1
+    assert (await claim_owner(log, anonymous, "alice", quotas=ClaimQuotas(asset_bytes=1100))).status == "claimed"
