@@ -138,7 +138,8 @@ async def test_a_course_with_every_element_and_action_plays_through(db_url, tmp_
             clip = next(m for m in media if "b" * 32 in m["src"])
             assert clip["end"] is not None
             positions = page.evaluate("window.__positions")
-            after = next(p for p in positions if p["action"] == "2")
+            # Actions 2 and 3 are instant (laser, spotlight): the next position seen is past them.
+            after = next(p for p in positions if p["action"] and int(p["action"]) > 1)
             assert clip["end"] <= after["t"] + 1 and after["t"] - clip["start"] < 1500, (clip, positions)
             assert after["t"] - clip["start"] >= NARRATION_S * 1000 - 50
 
@@ -166,9 +167,9 @@ async def test_a_course_with_every_element_and_action_plays_through(db_url, tmp_
             expect(quiz.locator(".quiz-cover")).to_have_text("3 questions · 30 points")
             submit = quiz.get_by_role("button", name="Submit answers")
             expect(submit).to_be_disabled()
-            quiz.get_by_label("Water").check()
-            quiz.get_by_label("Light").check()
-            quiz.get_by_label("CO2").check()
+            quiz.locator('[data-question-id="q1"]').get_by_label("Water").check()
+            quiz.locator('[data-question-id="q2"]').get_by_label("Light").check()
+            quiz.locator('[data-question-id="q2"]').get_by_label("CO2").check()
             expect(submit).to_be_disabled()
             quiz.get_by_label("Your answer").fill("To catch more light.")
             submit.click()
@@ -202,7 +203,8 @@ async def test_a_course_with_every_element_and_action_plays_through(db_url, tmp_
             expect(page.locator(".course-score")).to_have_text("Your quiz score: 25 of 30 points")
             shot(page, "complete")
 
-        await in_browser(scenario, base)
+        # The avatars' pictures (/avatars/…) and the grading route are not on this server: their 404s are expected.
+        await in_browser(scenario, base, expected_errors=r"status of 404")
 
 
 async def test_the_player_on_a_phone_and_in_chinese(db_url, tmp_path):

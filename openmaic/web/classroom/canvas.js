@@ -81,7 +81,8 @@ export function createCanvas(host) {
     draw(slide, ctx) {
       Object.assign(background.style, { background: "", backgroundImage: "" },
         backgroundCss(slide?.background, slide?.theme));
-      content.style.fontFamily = slide?.theme?.fontName || "";
+      const font = slide?.theme?.fontName;
+      content.style.fontFamily = font ? `"${font.replace(/"/g, "")}", system-ui, sans-serif` : "";
       content.style.color = slide?.theme?.fontColor || "";
       drawElements(content, slide?.elements || [], ctx);
       api.fit();

@@ -26,7 +26,7 @@ function flip(el) {
 /** Apply a text block's typography (text elements and shape text). */
 function typeset(node, el, paragraphSpace) {
   Object.assign(node.style, {
-    fontFamily: el.defaultFontName || "inherit",
+    fontFamily: el.defaultFontName ? `"${el.defaultFontName.replace(/"/g, "")}", system-ui, sans-serif` : "inherit",
     color: el.defaultColor || "inherit",
     lineHeight: String(el.lineHeight ?? 1.5),
     letterSpacing: el.wordSpace ? `${el.wordSpace}px` : "",

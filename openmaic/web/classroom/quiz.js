@@ -61,7 +61,7 @@ function valueOf(q, node) {
   return node.querySelector("textarea")?.value || "";
 }
 
-const answered = (q, v) => (q.type === "multiple" ? v.length > 0 : !!(v && String(v).trim()));
+const answered = (q, v) => (q.type === "multiple" ? Array.isArray(v) && v.length > 0 : !!(v && String(v).trim()));
 
 /** The quiz view of a scene; `onGraded(score, total)` hears each submission. */
 export function quizView(scene, { onGraded = () => {} } = {}) {
