@@ -9,7 +9,8 @@ from collections.abc import Iterator, Mapping
 from html.parser import HTMLParser
 from typing import Any
 
-__all__ = ["AssetBytes", "Paragraph", "asset_id_of", "paragraphs", "plain_text", "referenced_assets", "scenes_of"]
+__all__ = ["AssetBytes", "Paragraph", "actions_of", "asset_id_of", "canvas_of", "paragraphs", "plain_text",
+           "referenced_assets", "scenes_of"]
 
 AssetBytes = dict[str, tuple[bytes, str]]
 """asset id -> (bytes, media type)."""
@@ -33,9 +34,22 @@ def scenes_of(classroom: Mapping[str, Any]) -> list[dict[str, Any]]:
     return sorted((s for s in classroom.get("scenes") or [] if isinstance(s, dict)), key=lambda s: s.get("order", 0))
 
 
+def actions_of(scene: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The scene's script (its actions that are objects; anything else in a malformed document is passed over)."""
+    actions = scene.get("actions")
+    return [a for a in actions if isinstance(a, dict)] if isinstance(actions, list) else []
+
+
+def canvas_of(scene: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A slide scene's canvas, or None."""
+    content = scene.get("content")
+    canvas = content.get("canvas") if isinstance(content, dict) else None
+    return canvas if isinstance(canvas, dict) else None
+
+
 def _elements(scene: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
-    content = scene.get("content") or {}
-    yield from ((content.get("canvas") or {}).get("elements") or [])
+    elements = (canvas_of(scene) or {}).get("elements")
+    yield from (el for el in elements if isinstance(el, dict)) if isinstance(elements, list) else ()
 
 
 def referenced_assets(classroom: Mapping[str, Any], *, audio: bool = True) -> list[str]:
@@ -49,7 +63,7 @@ def referenced_assets(classroom: Mapping[str, Any], *, audio: bool = True) -> li
             seen.setdefault(asset, None)
 
     for scene in scenes_of(classroom):
-        canvas = (scene.get("content") or {}).get("canvas") or {}
+        canvas = canvas_of(scene) or {}
         add(((canvas.get("background") or {}).get("image") or {}).get("src"))
         for el in _elements(scene):
             if el.get("type") in ("image", "video", "audio"):
@@ -57,7 +71,7 @@ def referenced_assets(classroom: Mapping[str, Any], *, audio: bool = True) -> li
             if el.get("type") == "video":
                 add(el.get("poster"))
         if audio:
-            for action in scene.get("actions") or []:
+            for action in actions_of(scene):
                 if action.get("type") == "speech":
                     add(action.get("audioId"))
     return list(seen)

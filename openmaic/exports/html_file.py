@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from importlib import resources
 from typing import Any
 
-from openmaic.exports.document import AssetBytes, asset_id_of, scenes_of
+from openmaic.exports.document import AssetBytes, actions_of, asset_id_of, canvas_of, scenes_of
 
 __all__ = ["bundle_modules", "build_html"]
 
@@ -74,12 +74,14 @@ def _offline(classroom: Mapping[str, Any], assets: AssetBytes) -> dict[str, Any]
     doc["generatingRunId"] = None
     doc["pendingScenes"] = []
     for scene in scenes_of(doc):
-        for el in ((scene.get("content") or {}).get("canvas") or {}).get("elements") or []:
+        for el in (canvas_of(scene) or {}).get("elements") or []:
+            if not isinstance(el, dict):
+                continue
             for slot in ("src", "poster"):
                 asset = asset_id_of(el.get(slot))
                 if asset and asset not in assets:
                     el.pop(slot)
-        for action in scene.get("actions") or []:
+        for action in actions_of(scene):
             if action.get("type") == "speech" and action.get("audioId") not in assets:
                 action.pop("audioId", None)
     return doc

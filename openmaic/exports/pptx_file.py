@@ -22,7 +22,7 @@ from pptx.enum.chart import XL_CHART_TYPE, XL_LEGEND_POSITION
 from pptx.enum.shapes import MSO_CONNECTOR, MSO_SHAPE
 from pptx.util import Emu, Pt
 
-from openmaic.exports.document import AssetBytes, asset_id_of, paragraphs, plain_text, scenes_of
+from openmaic.exports.document import AssetBytes, actions_of, asset_id_of, canvas_of, paragraphs, plain_text, scenes_of
 
 __all__ = ["build_pptx"]
 
@@ -93,7 +93,7 @@ def _picture(slide: Any, el: Mapping[str, Any], ref: Any, assets: AssetBytes, la
 
 def _shape(slide: Any, el: Mapping[str, Any]) -> None:
     path = str(el.get("path") or "")
-    kind = MSO_SHAPE.OVAL if " A " in f" {path} " or path.count("A") >= 2 else MSO_SHAPE.RECTANGLE
+    kind = MSO_SHAPE.OVAL if re.search(r"[Aa]", path) else MSO_SHAPE.RECTANGLE  # arcs: the circle paths
     shape = slide.shapes.add_shape(kind, *_box(el))
     rgb = _rgb(el.get("fill"))
     if rgb is None and el.get("gradient"):
@@ -202,7 +202,9 @@ def _quiz(slide: Any, scene: Mapping[str, Any]) -> list[str]:
     _title(slide, str(scene.get("title") or ""))
     box = slide.shapes.add_textbox(_emu(50), _emu(110), _emu(900), _emu(420))
     lines, answers = [], []
-    for i, q in enumerate((scene.get("content") or {}).get("questions") or [], start=1):
+    content = scene.get("content") if isinstance(scene.get("content"), dict) else {}
+    questions = [q for q in content.get("questions") or [] if isinstance(q, dict)]
+    for i, q in enumerate(questions, start=1):
         lines.append(f"<p style=\"font-size: 18px;\"><strong>{i}. {_escape(str(q.get('question') or ''))}</strong></p>")
         for o in q.get("options") or []:
             lines.append(f"<p style=\"font-size: 16px;\">{_escape(str(o.get('value')))}. {_escape(str(o.get('label')))}</p>")
@@ -223,9 +225,8 @@ def build_pptx(classroom: Mapping[str, Any], assets: AssetBytes) -> bytes:
     prs.core_properties.title = str(stage.get("name") or classroom.get("title") or "")[:255]
     for scene in scenes_of(classroom):
         slide = prs.slides.add_slide(blank)
-        content = scene.get("content") or {}
-        notes = [str(a.get("text") or "") for a in scene.get("actions") or [] if a.get("type") == "speech"]
-        canvas = content.get("canvas") if isinstance(content.get("canvas"), dict) else None
+        notes = [str(a.get("text") or "") for a in actions_of(scene) if a.get("type") == "speech"]
+        canvas = canvas_of(scene)
         if scene.get("type") == "slide" and canvas is not None:
             background = canvas.get("background") or {}
             rgb = _rgb(background.get("color") if background.get("type") == "solid" else

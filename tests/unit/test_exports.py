@@ -122,3 +122,15 @@ def test_the_bundle_refuses_a_module_it_cannot_resolve():
                           "b": "const y = 1;\nexport const x = y;\nexport function f() {}\nexport { y };\n"})
     assert out.index("__module_b =") < out.index("__module_main =")
     assert "return { x, f, y };" in out and "const { x } = __module_b;" in out
+
+
+async def test_a_document_of_another_shape_still_exports_its_scenes():
+    odd = {"id": "c", "title": "Old shape", "scenes": [
+        {"id": "s1", "title": "One", "kind": "slide", "content": "not an object", "actions": {"actions": []}},
+        {"id": "s2", "title": "Two", "type": "quiz", "content": {"questions": ["?", {"question": "Why?"}]},
+         "actions": ["speech", {"type": "speech", "text": "Hello."}]},
+    ]}
+    prs = Presentation(io.BytesIO(await export_pptx(odd, reader({}))))
+    assert len(prs.slides) == 2 and "Why?" in "\n".join(texts_of(prs.slides[1]))
+    assert prs.slides[1].notes_slide.notes_text_frame.text == "Hello."
+    assert "Old shape" in (await export_html(odd, reader({}))).decode()
