@@ -245,3 +245,61 @@ async def test_an_unknown_classroom_gets_the_not_found_page(db_url, tmp_path):
             shot(page, "not-found")
 
         await in_browser(scenario, base, expected_errors=r"404")
+
+
+async def test_while_a_run_writes_the_course_the_page_plays_what_is_ready_and_fills_in_live(db_url, tmp_path):
+    async with running_server(db_url, tmp_path, config_text()) as base:
+        classroom_id = await classroom_of(db_url, "local")
+        doc = course("generated_every_element")
+        first, second = doc["scenes"][0], doc["scenes"][1]
+        media = {**MEDIA, "gen_img_pend0001": {"status": "pending", "kind": "image"}}
+        writing = classroom_answer(classroom_id, {**doc, "scenes": [first]}, media=media, run_id="run-writing",
+                                   pending=[{"id": second["id"], "title": second["title"], "order": 2, "type": "slide"}])
+        done_first = json.loads(json.dumps(first))
+        pic = next(e for e in done_first["content"]["canvas"]["elements"] if e["id"] == "image_pending")
+        pic["src"] = "/api/assets/" + "asset_" + "a" * 32
+        written = classroom_answer(classroom_id, {**doc, "scenes": [done_first, second]},
+                                   media={**media, "gen_img_pend0001": {"status": "done", "kind": "image",
+                                                                        "assetId": "asset_" + "a" * 32}})
+        written["classroom"]["seq"] = 2
+        state = {"answer": writing, "events": 0}
+
+        def scenario(page: Page) -> None:
+            serve_fixture(page, classroom_id, state["answer"])
+            page.route(re.compile(rf".*/api/classrooms/{re.escape(classroom_id)}$"),
+                       lambda route: route.fulfill(status=200, content_type="application/json",
+                                                   body=json.dumps(state["answer"])))
+
+            def events(route):
+                state["events"] += 1
+                frames = "id: 1\nevent: caught_up\ndata: {}\n\n"
+                if state["answer"] is written:
+                    frames += 'id: 2\nevent: scene_ready\ndata: {"index": 1}\n\n'
+                route.fulfill(status=200, content_type="text/event-stream", body=frames)
+
+            page.route(re.compile(r".*/api/generation-runs/run-writing/events.*"), events)
+            page.goto(f"/classroom/{classroom_id}")
+            main = page.locator("main")
+            expect(main).to_have_attribute("data-state", "generating")
+            expect(page.get_by_text("1 of 2 scenes are ready; the rest are being written.")).to_be_visible()
+            nav = page.get_by_role("navigation", name="Scenes")
+            expect(nav.get_by_role("button").nth(1)).to_contain_text("(being written)")
+            skeleton = page.locator('[data-element-id="image_pending"] .skeleton')
+            expect(skeleton).to_have_attribute("data-status", "pending")
+            # What is ready plays.
+            page.get_by_role("button", name="Play", exact=True).click()
+            expect(page.locator(".stage-column")).to_have_attribute("data-mode", "playing")
+            page.evaluate("window.__sameDocument = true")
+            shot(page, "generating")
+            assert state["events"] >= 1  # the run's events are followed
+
+            state["answer"] = written
+            expect(page.locator('[data-element-id="image_pending"] img')).to_be_visible()
+            expect(main).to_have_attribute("data-state", "complete")
+            expect(nav.get_by_text("(being written)")).to_have_count(0)
+            expect(page.locator("#announcer")).to_contain_text("Charts, code and video")
+            assert page.evaluate("window.__sameDocument") is True
+            nav.get_by_role("button").nth(1).click()
+            expect(page.locator('.canvas-frame [data-element-id="code_py"]')).to_be_visible()
+
+        await in_browser(scenario, base, expected_errors=r"status of 404")
