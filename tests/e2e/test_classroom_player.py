@@ -135,11 +135,12 @@ async def test_a_course_with_every_element_and_action_plays_through(db_url, tmp_
             # The narration drove the next action: it started right after its clip ended, long before the
             # reading-time estimate (2 s) would have.
             media = page.evaluate("window.__media")
-            clip = next(m for m in media if "b" * 32 in m["src"])
-            assert clip["end"] is not None
+            clip = next((m for m in media if "b" * 32 in m["src"]), None)
+            assert clip is not None and clip["end"] is not None, ("the narration did not play to its end", media)
             positions = page.evaluate("window.__positions")
             # Actions 2 and 3 are instant (laser, spotlight): the next position seen is past them.
-            after = next(p for p in positions if p["action"] and int(p["action"]) > 1)
+            after = next((p for p in positions if p["action"] and int(p["action"]) > 1), None)
+            assert after is not None, positions
             assert clip["end"] <= after["t"] + 1 and after["t"] - clip["start"] < 1500, (clip, positions)
             assert after["t"] - clip["start"] >= NARRATION_S * 1000 - 50
 
@@ -152,8 +153,8 @@ async def test_a_course_with_every_element_and_action_plays_through(db_url, tmp_
             for kind in ("text", "shape", "chart", "latex", "table", "line"):
                 assert board.locator(f'.el[data-type="{kind}"]').count() == 1, kind
             shot(page, "whiteboard")
-            video = next(m for m in page.evaluate("window.__media") if "d" * 32 in m["src"])
-            assert video["end"] is not None  # play_video waited for the clip's end
+            video = next((m for m in page.evaluate("window.__media") if "d" * 32 in m["src"]), None)
+            assert video is not None and video["end"] is not None  # play_video waited for the clip's end
             card = page.get_by_role("dialog", name="Discussion")
             expect(card).to_contain_text("Why are leaves green?")
             expect(card).to_contain_text("好奇宝宝")
