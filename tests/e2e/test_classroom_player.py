@@ -304,3 +304,34 @@ async def test_while_a_run_writes_the_course_the_page_plays_what_is_ready_and_fi
             expect(page.locator('.canvas-frame [data-element-id="code_py"]')).to_be_visible()
 
         await in_browser(scenario, base, expected_errors=r"status of 404")
+
+
+async def test_the_offline_page_plays_with_no_server(tmp_path):
+    from openmaic.exports.html_file import build_html
+
+    doc = course("generated_every_element")
+    classroom = {"id": "course-offline", **doc, "media": MEDIA, "pendingScenes": [], "generatingRunId": None}
+    page_file = tmp_path / "course.html"
+    page_file.write_bytes(build_html(classroom, {k: (v[1], v[0]) for k, v in ASSETS.items()}))
+    # Any page of this origin will do as in_browser's base; the offline file is opened from disk.
+    requests: list[str] = []
+
+    def scenario(page: Page) -> None:
+        page.add_init_script(MEDIA_LOG)
+        page.on("request", lambda r: requests.append(r.url))
+        page.goto(page_file.as_uri())
+        expect(page.get_by_role("heading", level=1)).to_have_text("Photosynthesis, generated")
+        expect(page.locator('[data-element-id="image_leaf"] img')).to_have_js_property("naturalWidth", 160)
+        page.keyboard.press("Space")
+        expect(page.locator('.spotlight[data-element-id="text_title"]')).to_be_visible()
+        expect(page.locator(".stage-column")).to_have_attribute("data-action", "4", timeout=10_000)
+        clip = next((m for m in page.evaluate("window.__media") if m["src"].startswith("data:audio/wav")), None)
+        assert clip is not None and clip["end"] is not None  # the narration, from the page itself
+        page.keyboard.press("Space")
+        expect(page.locator(".stage-column")).to_have_attribute("data-mode", "paused")
+        page.screenshot(path=str(ARTIFACTS / "player-offline.png"), full_page=True)
+
+    # The agents' pictures (/avatars/…) are the only thing it looks for outside itself; their initials stand in.
+    await in_browser(scenario, "http://127.0.0.1:9", expected_errors="ERR_FILE_NOT_FOUND")
+    outside = [u for u in requests if not u.startswith("data:") and u != page_file.as_uri()]
+    assert outside and all(u.startswith("file:///avatars/") for u in outside), outside
