@@ -330,6 +330,14 @@ async def test_the_offline_page_plays_with_no_server(tmp_path):
         page.keyboard.press("Space")
         expect(page.locator(".stage-column")).to_have_attribute("data-mode", "paused")
         page.screenshot(path=str(ARTIFACTS / "player-offline.png"), full_page=True)
+        # Scrubbing: a step of the timeline is where playback goes on from; the effects start over.
+        page.locator(".timeline li").nth(2).get_by_role("button").click()
+        expect(page.locator(".stage-column")).to_have_attribute("data-action", "2")
+        expect(page.locator(".timeline li").nth(2).get_by_role("button")).to_have_attribute("aria-current", "step")
+        expect(page.locator(".spotlight")).to_have_count(0)
+        page.get_by_role("button", name="Play", exact=True).click()
+        expect(page.locator('.laser[data-element-id="image_leaf"]')).to_be_attached()
+        expect(page.locator('.spotlight[data-element-id="table_inputs"]')).to_be_attached()
 
     # The agents' pictures (/avatars/…) are the only thing it looks for outside itself; their initials stand in.
     await in_browser(scenario, "http://127.0.0.1:9", expected_errors="ERR_FILE_NOT_FOUND")

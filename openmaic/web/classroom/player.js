@@ -163,7 +163,7 @@ export function createPlayer(root) {
         h("p", {}, t("pendingScene"))));
     } else if (scene.type === "slide") {
       canvas.draw(scene.content?.canvas, { media });
-      canvas.frame.setAttribute("role", "img");
+      canvas.frame.setAttribute("role", "group"); // not "img": a slide holds controls (video, audio)
       canvas.frame.setAttribute("aria-label", t("canvas", { title: scene.title }));
     } else if (scene.type === "interactive") {
       canvas.draw({ elements: [] }, { media });
