@@ -107,7 +107,12 @@ async def list_classrooms(call: Call) -> ClassroomsAnswer:
 async def get_classroom(call: Call, id: str) -> ClassroomAnswer:
     """A classroom (the course at result.classroomId / run.stageId): its scenes with their content and script,
     its agents, and the run still writing it, if any (follow that run's events for the scenes to come)."""
-    return ClassroomAnswer(classroom=classroom_view(id, await runs_of(call).owned_course(call.user, id)))
+    return ClassroomAnswer(classroom=await _classroom(call, id))
+
+
+async def _classroom(call: Call, id: str) -> ClassroomView:
+    """The caller's classroom as its route answers it (the exports read the same); Not found unless theirs."""
+    return classroom_view(id, await runs_of(call).owned_course(call.user, id))
 
 
 @api_route(bp, "DELETE", "/api/classrooms/{id}", query=DeleteQuery, response=Deleted, plain_not_found=True,
@@ -128,8 +133,7 @@ EXPORT_ASSET_MAX = 64 * 1024 * 1024
 
 async def _export_source(call: Call, id: str) -> tuple[dict[str, Any], Any]:
     """The classroom as its route answers it (a JSON object), and a reader of the owner's assets for it."""
-    view = classroom_view(id, await runs_of(call).owned_course(call.user, id))
-    classroom = msgspec.json.decode(encode(view))
+    classroom = msgspec.json.decode(encode(await _classroom(call, id)))
     db, owner = call.services.db, call.user
 
     async def read(asset_id: str) -> tuple[bytes, str] | None:
