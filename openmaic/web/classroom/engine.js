@@ -154,7 +154,13 @@ export class Engine {
     this.stop();
     this.finished = false;
     this.onStart(this);
-    for (let i = 0; i < index; i++) this.perform(this.actions[i], i, { silent: true })?.cancel?.();
+    for (let i = 0; i < index; i++) {
+      try {
+        this.perform(this.actions[i], i, { silent: true })?.cancel?.();
+      } catch {
+        // skipped while playing too
+      }
+    }
     this.index = Math.max(0, Math.min(index, this.actions.length));
     this.setMode("idle");
     if (wasPlaying) this.play();
@@ -166,7 +172,13 @@ export class Engine {
       if (generation !== this.generation) return;
       const i = this.index;
       this.onChange(this); // the position, before the action runs
-      const task = this.perform(this.actions[i], i, { silent: false });
+      let task = null;
+      try {
+        task = this.perform(this.actions[i], i, { silent: false });
+      } catch (err) {
+        // A malformed action (model-written documents) is skipped like an unknown one; the script goes on.
+        console.warn("action skipped", this.actions[i]?.type, err);
+      }
       if (task) {
         this.task = task;
         if (this.mode === "paused") task.pause();

@@ -282,6 +282,9 @@ async function start() {
   apply(classroom);
   view.ui = layout(classroom);
   statusLine();
+  if (!view.scenes.length) {
+    view.ui.stageCol.append(h("p", { class: "scene-pending" }, t("pendingScene")));
+  }
   const n = Number((location.hash.match(/^#scene-(\d+)$/) || [])[1] || 1);
   go(Math.max(0, Math.min(n - 1, view.scenes.length - 1)));
   main.setAttribute("aria-busy", "false");
