@@ -175,14 +175,15 @@ export function drawChart(el) {
     "aria-label": (el.data?.legends || []).join(", ") || el.chartType });
   const data = el.data || {};
   if (!data.series?.length) return svg;
-  const colors = el.themeColors?.length ? el.themeColors : PALETTE;
+  // The theme's colours first; more series or slices than it has continue with the default palette.
+  const colors = [...(el.themeColors || []), ...PALETTE.filter((c) => !(el.themeColors || []).includes(c))];
   const type = el.chartType;
   const drawn = type === "pie" || type === "ring" ? pie(el, w, hgt, colors, type === "ring")
     : type === "radar" ? radar(el, w, hgt, colors)
       : type === "scatter" ? scatter(el, w, hgt, colors) : cartesian(el, w, hgt, colors);
   svg.append(drawn);
   if (type === "pie" || type === "ring") svg.append(legend(el, data.labels || [], colors, w, 12));
-  else if ((data.legends || []).length > 1) svg.append(legend(el, data.legends, colors, w, 12));
+  else if (type !== "scatter" && (data.legends || []).length > 1) svg.append(legend(el, data.legends, colors, w, 12));
   svg.dataset.chartType = type;
   return svg;
 }

@@ -6,7 +6,7 @@
 // The score of each quiz scene is kept for the course's completion page.
 
 import { language, t } from "./i18n.js";
-import { authHeaders, h } from "./util.js";
+import { authHeaders, fill, h } from "./util.js";
 
 /** Scene id -> {score, total}: the graded quizzes of this visit. */
 export const scores = new Map();
@@ -82,7 +82,7 @@ export function quizView(scene, { onGraded = () => {} } = {}) {
       const all = questions.every((qq) => answered(qq, saved[qq.id]));
       submit.disabled = !all;
       hint.hidden = all;
-    }), h("div", { class: "review" }));
+    }), h("div", { class: "quiz-review" }));
     return node;
   });
   const form = h("form", { class: "quiz", novalidate: true },
@@ -113,7 +113,7 @@ export function quizView(scene, { onGraded = () => {} } = {}) {
         if ((q.answer || []).includes(li.dataset.value)) li.classList.add("correct");
         else if (li.querySelector("input:checked")) li.classList.add("wrong");
       }
-      node.querySelector(".review").replaceChildren(
+      fill(node.querySelector(".quiz-review"),
         h("p", { class: `verdict ${node.dataset.result}` }, verdict),
         right.length ? h("p", {}, t("correctAnswer", { answer: right.map((o) => `${o.value}. ${o.label}`).join("; ") }))
           : null,
