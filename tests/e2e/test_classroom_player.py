@@ -202,6 +202,7 @@ async def test_a_course_with_every_element_and_action_plays_through(db_url, tmp_
             # Past the last scene: the completion page with the course's score.
             page.keyboard.press("ArrowRight")
             expect(page.locator(".course-score")).to_have_text("Your quiz score: 25 of 30 points")
+            expect(page.locator(".completion")).to_contain_text("You have reached the end of Photosynthesis, generated.")
             shot(page, "complete")
 
         # The avatars' pictures (/avatars/…) and the grading route are not on this server: their 404s are expected.

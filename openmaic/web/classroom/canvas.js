@@ -51,7 +51,9 @@ export function placeElement(el, index, ctx) {
 
 /** Draw `elements` into `layer` (its previous children go). */
 export function drawElements(layer, elements, ctx) {
-  layer.replaceChildren(...(elements || []).map((el, i) => placeElement(el, i, ctx)).filter(Boolean));
+  const list = Array.isArray(elements) ? elements : [];
+  layer.replaceChildren(...list.map((el, i) => (el && typeof el === "object" && typeof el.id === "string"
+    ? placeElement(el, i, ctx) : null)).filter(Boolean));
 }
 
 /**

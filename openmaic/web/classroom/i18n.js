@@ -2,7 +2,7 @@
 // one on this device; else the course's (its stage `languageDirective`, else the script its texts are written
 // in); else the browser's. `<html lang>` follows it, so assistive technology reads the interface right.
 
-import { cjkShare } from "./util.js";
+import { actionsOf, cjkShare } from "./util.js";
 
 const STRINGS = {
   en: {
@@ -149,9 +149,9 @@ export function courseLanguage(classroom) {
   if (/chinese|mandarin|中文|汉语|简体/i.test(directive)) return "zh-CN";
   if (directive && /english|英文|英语/i.test(directive)) return "en";
   const texts = [classroom?.stage?.name || ""];
-  for (const scene of classroom?.scenes || []) {
+  for (const scene of Array.isArray(classroom?.scenes) ? classroom.scenes : []) {
     texts.push(scene.title || "");
-    for (const a of scene.actions || []) if (a.type === "speech") texts.push(a.text || "");
+    for (const a of actionsOf(scene)) if (a.type === "speech") texts.push(String(a.text || ""));
   }
   const joined = texts.join(" ");
   if (!joined.trim()) return null;

@@ -31,8 +31,9 @@ function announce(text) {
 
 /** Ready scenes and pending ones, in course order. */
 function sceneList(c) {
-  const ready = (c.scenes || []).map((s) => ({ ...s }));
-  const pending = (c.pendingScenes || []).filter((p) => !ready.some((s) => s.id === p.id))
+  const list = (v) => (Array.isArray(v) ? v.filter((s) => s && typeof s === "object") : []);
+  const ready = list(c.scenes).map((s) => ({ ...s }));
+  const pending = list(c.pendingScenes).filter((p) => !ready.some((s) => s.id === p.id))
     .map((p) => ({ ...p, pending: true }));
   return [...ready, ...pending].sort((a, b) => (a.order ?? 0) - (b.order ?? 0));
 }
@@ -59,7 +60,7 @@ async function read() {
 // -- the page -----------------------------------------------------------------------------------------------------
 
 function layout(c) {
-  const title = h("h1", { class: "course-title" }, c.stage?.name || "");
+  const title = h("h1", { class: "course-title" }, c.stage?.name || c.title || "");
   const langSelect = h("select", { id: "language", "aria-label": t("language") },
     Object.entries(LANGUAGES).map(([k, v]) => h("option", { value: k, selected: k === language() }, v)));
   langSelect.addEventListener("change", () => {
@@ -144,7 +145,7 @@ function complete() {
   view.ui.heading.textContent = t("completeTitle");
   view.player = null;
   fill(view.ui.stageCol, h("section", { class: "completion", "aria-label": t("completeTitle") },
-    h("p", {}, t("completeText", { title: view.classroom.stage?.name || "" })),
+    h("p", {}, t("completeText", { title: view.classroom.stage?.name || view.classroom.title || "" })),
     h("p", { class: "course-score", dataset: { score: String(score), total: String(total) } },
       scores.size ? t("courseScore", { score, total }) : t("noQuizScore")),
     h("button", { type: "button", class: "button primary", onclick: () => go(0, { play: false }) }, t("restart"))));
@@ -157,9 +158,9 @@ function apply(classroom) {
   const before = view.scenes;
   view.classroom = classroom;
   view.scenes = sceneList(classroom);
-  document.title = `${classroom.stage?.name || ""} · openmaic`;
+  document.title = `${classroom.stage?.name || classroom.title || ""} · openmaic`;
   if (first) return;
-  view.ui.title.textContent = classroom.stage?.name || "";
+  view.ui.title.textContent = classroom.stage?.name || classroom.title || "";
   statusLine();
   navItems();
   for (const s of view.scenes) {

@@ -10,7 +10,7 @@ import { Engine, mediaTask, readingTime, timerTask } from "./engine.js";
 import { t } from "./i18n.js";
 import { interactiveFrame } from "./interactive.js";
 import { quizView } from "./quiz.js";
-import { assetUrl, h } from "./util.js";
+import { actionsOf, assetUrl, h } from "./util.js";
 import { createWhiteboard } from "./whiteboard.js";
 
 export const SPEEDS = [0.75, 1, 1.25, 1.5, 2];
@@ -18,6 +18,7 @@ export const AUTOPLAY_DELAY_MS = 1500;
 const VIDEO_LIMIT_MS = 5 * 60 * 1000;
 
 const settings = { speed: 1, autoplay: true };
+const consumed = new Set(); // discussion action ids already offered on this page
 
 function actionLabel(a) {
   if (a.type === "speech") return a.text || "…";
@@ -106,9 +107,12 @@ export function createPlayer(root) {
         return video ? mediaTask(video, { speed: 1, limitMs: VIDEO_LIMIT_MS }) : null;
       }
       case "discussion": {
-        const agent = state.ctx.agents.find((ag) => ag.id === a.agentId)
-          || state.ctx.agents.find((ag) => ag.role === "student");
-        return discussionTask(cards, a, agent);
+        // §8.6: a discussion is offered once, and only when the agent it names is in the roster.
+        const named = a.agentId ? state.ctx.agents.find((ag) => ag.id === a.agentId) : null;
+        const key = a.id ?? a.topic;
+        if (consumed.has(key) || (a.agentId && !named)) return null;
+        consumed.add(key);
+        return discussionTask(cards, a, named || state.ctx.agents.find((ag) => ag.role === "student"));
       }
       default:
         if (a.type.startsWith("widget_")) {
@@ -129,7 +133,7 @@ export function createPlayer(root) {
   };
 
   const buildEngine = (scene) => {
-    let actions = scene.actions || [];
+    let actions = actionsOf(scene);
     if (!actions.length && scene.type === "slide") actions = [{ id: "dwell", type: "speech", text: "" }];
     if (!actions.length) return null;
     return new Engine(actions, {
@@ -191,6 +195,8 @@ export function createPlayer(root) {
       state.ctx = ctx;
       state.key = JSON.stringify([scene, ctx.classroom.media]);
       effects.clear();
+      const pages = ctx.classroom.stage?.whiteboard;
+      whiteboard.setInitial(Array.isArray(pages) && pages.length ? pages[pages.length - 1].elements || [] : []);
       whiteboard.reset();
       cards.replaceChildren();
       speaker.clear();

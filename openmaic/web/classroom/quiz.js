@@ -65,7 +65,8 @@ const answered = (q, v) => (q.type === "multiple" ? Array.isArray(v) && v.length
 
 /** The quiz view of a scene; `onGraded(score, total)` hears each submission. */
 export function quizView(scene, { onGraded = () => {} } = {}) {
-  const questions = scene.content?.questions || [];
+  const listed = scene.content?.questions;
+  const questions = Array.isArray(listed) ? listed.filter((q) => q && typeof q === "object") : [];
   const total = questions.reduce((sum, q) => sum + pointsOf(q), 0);
   const saved = answersOf.get(scene.id) || {};
   answersOf.set(scene.id, saved);

@@ -106,3 +106,9 @@ export function authHeaders() {
     return {};
   }
 }
+
+/** A scene's script: its actions that are objects with a type (anything else in a document is passed over). */
+export function actionsOf(scene) {
+  const list = scene?.actions;
+  return Array.isArray(list) ? list.filter((a) => a && typeof a === "object" && typeof a.type === "string") : [];
+}

@@ -91,12 +91,13 @@ function editCode(el, a) {
   return { ...el, lines };
 }
 
-export function createWhiteboard(canvas, initial = []) {
+export function createWhiteboard(canvas) {
+  let initial = [];
   const content = h("div", { class: "wb-content" });
   const board = h("div", { class: "whiteboard", hidden: true, role: "region", "aria-label": t("whiteboard") },
     h("div", { class: "wb-scale" }, content));
   canvas.overlays.append(board);
-  let elements = [...initial];
+  let elements = [];
   const fit = () => {
     const k = canvas.frame.clientWidth / VIEWPORT;
     content.style.transform = `scale(${k})`;
@@ -112,6 +113,10 @@ export function createWhiteboard(canvas, initial = []) {
       return !board.hidden;
     },
     elements: () => elements,
+    /** What the board holds when a scene starts: the stage whiteboard's last page (§2.3). */
+    setInitial(list) {
+      initial = [...list];
+    },
     reset() {
       elements = [...initial];
       board.hidden = true;
