@@ -301,6 +301,7 @@ class Database(Gateway):
                 # fine, but not one whose statement it cancelled (a statement timeout): that one goes, as below.
                 clean = not (exc.sqlstate or "").startswith(("08", "57P"))
                 if exc.sqlstate == QUERY_CANCELED:
+                    clean = False
                     conn.terminate()
                 raise
             except asyncio.TimeoutError:

@@ -98,3 +98,19 @@ async def test_a_unit_of_work_cancelled_mid_statement_is_not_reused(db_url):
             # (the server ends the terminated session's backend, and its lock, a moment after the socket closes)
             while await db.fetchval(ADVISORY_HELD):
                 await trio.sleep(0.01)
+
+
+async def test_a_unit_whose_statement_the_server_cancelled_is_not_reused(db_url):
+    """The same for a statement the server cancelled (here its statement timeout, set for this one session)."""
+    async with open_database(db_url, min_size=1, max_size=1) as db:
+        before = await db.fetchval("SELECT pg_backend_pid() FROM set_config('statement_timeout', '200', false)")
+        try:
+            await db.fetchval("SELECT pg_advisory_lock(42), pg_sleep(5)")
+        except errors.DatabaseError as exc:
+            assert "57014" in str(exc)
+        else:
+            raise AssertionError("the statement timeout did not end the statement")
+        with trio.fail_after(5):
+            assert await db.fetchval("SELECT pg_backend_pid()") != before, "the cancelled unit's connection came back"
+            while await db.fetchval(ADVISORY_HELD):
+                await trio.sleep(0.01)
