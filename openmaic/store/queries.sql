@@ -500,8 +500,10 @@ SELECT id, name, role, persona, profile::text AS profile, created_at FROM agents
  LIMIT $4;
 
 -- name: owner_try_lock
--- An owner's lock in namespace $1 for this transaction; false when another transaction holds it (poll again).
-SELECT pg_try_advisory_xact_lock($1::int, hashtext($2));
+-- The lock in namespace $1, for this transaction, of the owner $2 stands for now (openmaic_owner: the counts made
+-- under it read through it too; see openmaic_owner_try_lock in 0017); false when another transaction holds it, or a
+-- claim of $2 is committing (poll again).
+SELECT openmaic_owner_try_lock($1::int, $2);
 
 -- name: runs_executing
 -- Executing runs of an owner other than $2: running under a live lease, admitted in their current attempt. Run
