@@ -183,8 +183,9 @@ async def message(services: ApiServices, owner: str, session_id: str, b: SendMes
         raise errors.MissingField("Missing required field: text", path="text")
     await sessions.read(owner, session_id)  # a session that is not yours: the 404 first
     await _check_materials(services, owner, b.material_ids)
-    result, delivery = await sessions.send(owner, session_id, b.text, command_id=b.command_id)
-    return MessageAnswer(id=session_id, message=PostedMessage(seq=result.seq, text=b.text, delivery=delivery),
+    result, posted = await sessions.send(owner, session_id, b.text, command_id=b.command_id)
+    answer = PostedMessage(seq=result.seq, text=posted.text, delivery=posted.delivery)
+    return MessageAnswer(id=session_id, message=answer,
                          element_refs_accepted=0, course_refs_accepted=0)
 
 

@@ -251,7 +251,10 @@ async def retry(services: ApiServices, owner: str, run_id: str, b: Retry) -> Com
             if isinstance(exc, errors.CommandConflict):
                 raise  # a command id used for another command: its own answer
             raise RunStateConflict(exc.message, element_id=b.media.element_id) from None
-        _, state = await runs.read(owner, run_id)
+        # The run as the command left it (a repeat answers as the first time); a retry recorded before the run's
+        # event carried the command id answers with the run as it is.
+        mark = await services.log.command_event(run_id, b.command_id)
+        state = (await runs.read(owner, run_id))[1] if mark is None else await runs.fold(run_id, to_seq=mark.last_seq)
         return CommandAnswer(state=run_state(state.state), seq=done.seq)
     out = await runs.retry(owner, run_id, b.command_id)
     return CommandAnswer(state=out.state, seq=out.seq)

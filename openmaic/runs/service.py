@@ -406,7 +406,7 @@ class RunService:
             except errors.CommandConflict as exc:
                 raise RunStateConflict(exc.message, **exc.details) from None
             r = next(x for x in results if x.stream_id == run_id)
-            return await self._outcome(run_id, command_id, r.first_seq, r.replayed)
+            return await self._outcome(run_id, command_id, r.first_seq, r.last_seq, r.replayed)
 
         return await until_decided(
             attempt, lambda: RunStateConflict("the run is changing too fast to apply this command; retry it"))
@@ -421,10 +421,12 @@ class RunService:
             prev = await previous_result(self.log, run_id, command_id, event_type)
         except errors.CommandConflict as exc:
             raise RunStateConflict(exc.message, **exc.details) from None
-        return None if prev is None else await self._outcome(run_id, command_id, prev.seq, True)
+        return None if prev is None else await self._outcome(run_id, command_id, prev.seq, prev.last_seq, True)
 
-    async def _outcome(self, run_id: str, command_id: str, seq: int, replayed: bool) -> CommandOutcome:
-        state = await self.fold(run_id)
+    async def _outcome(self, run_id: str, command_id: str, seq: int, last_seq: int, replayed: bool) -> CommandOutcome:
+        # The run as the command left it (folded to the last seq it wrote), not as it is by now: a repeat of the
+        # command answers exactly as the first time, however far the run has moved on since.
+        state = await self.fold(run_id, to_seq=last_seq)
         return CommandOutcome(command_id=command_id, seq=seq, replayed=replayed, state=run_state(state.state),
                               outline_revision=state.outline_revision)
 
@@ -508,9 +510,12 @@ class RunService:
         try:
             out = await self._command(owner, run_id, command_id, "run.stop_requested", decide)
         except _AlreadyEnded:
+            # Stopped or ended otherwise (its course deleted, cancelled): the answer names the event that did it,
+            # the same on every repeat (the head moves on as the run ends).
             row, s = await self.read(owner, run_id)
-            return CommandOutcome(command_id=command_id, seq=row.head_seq, replayed=True, state="ended",
-                                  outline_revision=s.outline_revision)
+            seq = s.stop_seq or row.head_seq
+            return CommandOutcome(command_id=command_id, seq=seq, replayed=True, state="ended",
+                                  outline_revision=(await self.fold(run_id, to_seq=seq)).outline_revision)
         return msgspec.structs.replace(out, state="ended")
 
     async def delete_course(self, owner: str, course_id: str, command_id: str) -> CommandResult:

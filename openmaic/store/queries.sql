@@ -371,8 +371,12 @@ SELECT r.ord, e.seq, e.type, e.v, e.recorded_at, e.attempt, e.command_id, e.data
  ORDER BY r.ord, e.seq;
 
 -- name: command_previous
--- The event a command id already wrote on a stream (its seq and type), if any.
-SELECT seq, type FROM events WHERE stream_id = $1 AND command_id = $2 ORDER BY seq LIMIT 1;
+-- The event a command id already wrote on a stream (its seq and type), if any, and the last seq the command wrote
+-- there (command_last_seq; written before 0008: the stream's last event of its transaction).
+SELECT e.seq, e.type,
+       coalesce(e.command_last_seq,
+                (SELECT max(x.seq) FROM events x WHERE x.stream_id = e.stream_id AND x.tx = e.tx)) AS last_seq
+  FROM events e WHERE e.stream_id = $1 AND e.command_id = $2 ORDER BY e.seq LIMIT 1;
 
 -- name: events_count
 SELECT count(*) FROM events;

@@ -214,15 +214,21 @@ class WorkbenchSessions:
         return title
 
     async def send(self, owner: str, session_id: str, text: str, *, command_id: str | None = None,
-                   ) -> tuple[CommandResult, Delivery]:
+                   ) -> tuple[CommandResult, SessionMessagePosted]:
         """A follow-up; the server decides how it is delivered: ``steer`` (at the next model call) while the agent
-        is working, ``queued`` otherwise (it starts the next turn). With ``command_id``, repeating the call
-        returns the first result."""
+        is working, ``queued`` otherwise (it starts the next turn). Returns the message as recorded. With
+        ``command_id``, repeating the call returns the first result: the message the first call recorded, with
+        the delivery decided then (not the one the session's state would give it now)."""
         _check_text(text, "text")
         _, state = await self.read(owner, session_id)
         delivery: Delivery = "steer" if state.status == "running" else "queued"
         result = await self._post(owner, session_id, command_id or f"message-{uuid.uuid4()}", text, delivery)
-        return result, delivery
+        if not result.replayed:
+            return result, SessionMessagePosted(text=text, delivery=delivery)
+        (recorded,) = await self.log.read_stream(session_id, result.seq - 1, 1)
+        posted = self.log.decode(recorded)
+        assert isinstance(posted, SessionMessagePosted), posted  # the command's type was checked by _post
+        return result, posted
 
     async def _post(self, owner: str, session_id: str, command_id: str, text: str, delivery: Delivery,
                     ) -> CommandResult:
