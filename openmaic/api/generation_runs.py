@@ -33,6 +33,7 @@ from openmaic.api.commands import CommandTable
 from openmaic.api.follow import SSE_HEADERS, Phase, ViewFraming, feed_response, follow_sse
 from openmaic.api.headless import runs_of
 from openmaic.api.pages import PageQuery, cursor_of, read_cursor
+from openmaic.api.idempotency import idempotency_key
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import CommandId, Success, Wire, encode
@@ -188,15 +189,17 @@ def start_input(body: StartRun) -> RunInput:
 # -- routes ----------------------------------------------------------------------------------------------------
 
 
-@api_route(bp, "POST", "/api/generation-runs", body=StartRun, response=RunAnswer, status=202, errors=(403, 429))
+@api_route(bp, "POST", "/api/generation-runs", body=StartRun, response=RunAnswer, status=202, errors=(403, 409, 429),
+           idempotent=True)
 async def start_run(call: Call) -> tuple[RunAnswer, int]:
-    """Start a generation run (and its course); not idempotent: every start is a new run.
+    """Start a generation run (and its course); every start is a new run, but one repeated with its Idempotency-Key.
 
     outlineReview: wait (the default: confirm-outline), auto, or countdown (confirms by itself after 2.5 s unless
-    held). 400 INVALID_REQUEST / MISSING_REQUIRED_FIELD naming the field, MISSING_MODEL / MISSING_API_KEY, 429
-    ACTIVE_RUN_LIMIT.
+    held). The answer is the run as it was created. 400 INVALID_REQUEST / MISSING_REQUIRED_FIELD naming the
+    field, MISSING_MODEL / MISSING_API_KEY, 409 IDEMPOTENCY_KEY_REUSED, 429 ACTIVE_RUN_LIMIT.
     """
-    row, state = await runs_of(call).start(call.user, start_input(call.body))
+    keyed = idempotency_key(call)
+    row, state = await runs_of(call).start(call.user, start_input(call.body), keyed=keyed)
     return RunAnswer(run=view_of(row, state)), 202
 
 
