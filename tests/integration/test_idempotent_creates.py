@@ -98,6 +98,10 @@ async def test_a_create_repeated_with_its_key_is_answered_as_the_first_time(db, 
         # A key that is not one: a 400 naming the header.
         bad = await alice.post(path, json=body, headers={"Idempotency-Key": "two words"})
         assert bad.status_code == 400 and bad.json()["details"]["path"] == "Idempotency-Key"
+        # The OpenAPI description says so.
+        doc = (await alice.get("/api/openapi.json")).json()
+        params = doc["paths"][path]["post"]["parameters"]
+        assert [p["in"] for p in params if p["name"] == "Idempotency-Key"] == ["header"]
         # Without a key, every create is a new one.
         assert (await alice.post(path, json=body)).status_code == 202
         assert (await alice.post(path, json=body)).status_code == 202
