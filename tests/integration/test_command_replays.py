@@ -13,9 +13,11 @@ from collections.abc import AsyncIterator
 import httpx
 
 from openmaic.courses.schema import OutlineItem
-from openmaic.events.core import LeaseClaimed, LeaseReleased, SessionEnded
-from openmaic.events.log import EventLog, StreamAppend
+from openmaic.events.core import LeaseClaimed, LeaseReleased, SessionCreated, SessionEnded
+from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
+from openmaic.media.events import LaneItem, MediaElementSettled, MediaLaneOpened
+from openmaic.media.lane import lane_id
 from openmaic.runs.events import RunOutlineProposed, RunStateChanged
 from openmaic.store.ports import free_port
 from tests.serving import FAST_CONFIG, serve_processes, wait_ready
@@ -103,3 +105,23 @@ async def test_a_message_replayed_after_the_session_moved_on_answers_as_the_firs
         await move_on(log, session, LeaseReleased(attempt=1, reason="idle"), status="waiting")
         assert ok(await client.get(f"/api/agent/sessions/{session}"))["status"] == "succeeded"
         assert ok(await client.post(url, json={"text": "shorter, please", "commandId": "m1"}), 202) == first
+
+
+async def test_a_media_retry_replayed_after_the_run_moved_on_answers_as_the_first_time(db, db_url, tmp_path):
+    log = EventLog(db)
+    async with api_only(db_url, tmp_path) as client:
+        run = await start_run(client, "wait")
+        row = await log.stream_row(run)
+        assert row is not None
+        await log.append(StreamAppend(stream_id=lane_id(run), create=NewStream("media", row.owner_id), status="waiting",
+                                      events=[SessionCreated(kind="media", owner_id=row.owner_id),
+                                              MediaLaneOpened(run_id=run, course_id="c", items=[LaneItem(
+                                                  element_id="gen_img_1", kind="image", prompt="the moon",
+                                                  scene_index=0, scene_id="s0")]),
+                                              MediaElementSettled(element_id="gen_img_1", status="failed",
+                                                                  message="Image generation failed")]))
+        url = f"/api/generation-runs/{run}/retry"
+        body = {"commandId": "mr1", "media": {"elementId": "gen_img_1"}}
+        first = ok(await client.post(url, json=body))
+        await move_on(log, run, RunStateChanged(state="completed", previous="generating"), status="terminal")
+        assert ok(await client.post(url, json=body)) == first
