@@ -12,8 +12,9 @@
 -- transaction ends, however it ends, and no error between the grant and the end can keep it. The price: a session's
 -- first lookup (only the first: the result is kept in the session setting) holds it until its transaction ends,
 -- not only while it looks. Most first lookups are a statement of their own (an append, a claim, a read); one inside
--- a longer transaction that then waits on a lock held by another session's first lookup can deadlock with it, and
--- PostgreSQL detects that and ends one of them (a transient error, retried as any). Everything else is as in 0009.
+-- a longer transaction that then waits on a row another session's first lookup holds while it waits for this lock
+-- deadlocks with it, and PostgreSQL detects that and refuses one of the two statements (deadlock_detected). Both
+-- must be sessions' first lookups, at the same moment. Everything else is as in 0009.
 
 CREATE OR REPLACE FUNCTION openmaic_epoch() RETURNS integer LANGUAGE plpgsql AS $$
 DECLARE
