@@ -80,6 +80,9 @@ async def test_random_cancels_of_first_epoch_lookups_leave_no_lock(db_url):
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(looks)
                     await db.execute(CANCELS.replace("$PID$", str(pid)))
+            # Its next lookup, not cut short, leaves nothing held (a cancel meeting a lookup's error handler can
+            # escape it: then this lookup gives back what that one left).
+            await looker.fetchval("SELECT openmaic_epoch() FROM set_config('openmaic.epoch', '', false)")
             held = await looker.fetchval(ADVISORY_HELD + " AND pid = $1", pid)
             assert held == 0, f"the looker's session still holds {held} advisory lock(s) after its lookups"
     await _fresh_claim_append_and_read(db_url, "after-cancels")
@@ -114,3 +117,13 @@ async def test_a_unit_whose_statement_the_server_cancelled_is_not_reused(db_url)
             assert await db.fetchval("SELECT pg_backend_pid()") != before, "the cancelled unit's connection came back"
             while await db.fetchval(ADVISORY_HELD):
                 await trio.sleep(0.01)
+
+
+async def test_a_hold_an_escaped_lookup_left_is_given_back_by_the_next_one(db):
+    """A second interrupt meeting a lookup's error handler escapes it and leaves holds of the lock (twice here);
+    the session's next lookup gives them all back before it looks."""
+    async with db.connection() as conn:
+        await conn.execute("SELECT pg_advisory_lock(7526676516455678021), pg_advisory_lock(7526676516455678021)")
+        assert await conn.fetchval(ADVISORY_HELD + " AND pid = pg_backend_pid()") == 1
+        await conn.fetchval("SELECT openmaic_epoch() FROM set_config('openmaic.epoch', '', false)")
+        assert await conn.fetchval(ADVISORY_HELD + " AND pid = pg_backend_pid()") == 0
