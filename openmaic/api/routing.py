@@ -81,6 +81,8 @@ class RouteSpec:
     upload_field: str = "file"
     upload_headers: tuple[str, ...] = ()
     """Request headers an upload may carry (documentation: optional header parameters)."""
+    idempotent: bool = False
+    """The route takes an ``Idempotency-Key`` header (documentation; the handler reads it)."""
     ws_receives: Any = None
     """WebSocket routes: the type of the messages a client may send."""
     ws_sends: Any = None
@@ -163,6 +165,7 @@ def api_route(
     upload: Literal["multipart", "raw", "raw_or_multipart"] | None = None,
     upload_field: str = "file",
     upload_headers: tuple[str, ...] = (),
+    idempotent: bool = False,
     ws_receives: Any = None,
     ws_sends: Any = None,
     errors: tuple[int, ...] = (),
@@ -191,8 +194,8 @@ def api_route(
         spec = RouteSpec(
             method=method, path=path, endpoint=fn.__name__, blueprint=bp.name, handler=fn, body=body, query=query,
             response=response, status=status, auth=auth, body_limit=body_limit, sse=sse, sse_data=sse_data,
-            upload=upload, upload_field=upload_field, upload_headers=upload_headers, ws_receives=ws_receives,
-            ws_sends=ws_sends, errors=errors, media_type=media_type, error_style=error_style,
+            upload=upload, upload_field=upload_field, upload_headers=upload_headers, idempotent=idempotent,
+            ws_receives=ws_receives, ws_sends=ws_sends, errors=errors, media_type=media_type, error_style=error_style,
             plain_not_found=plain_not_found, error_codes=dict(error_codes or {}), summary=summary.strip(),
             description=" ".join(description.split()), path_params=tuple(_PARAM.findall(path)),
         )  # fmt: skip

@@ -56,8 +56,10 @@ from openmaic.store.hints import HintSender
 from openmaic.store.listener import Listener
 from openmaic.store.queries import Q
 from openmaic.store.spares import Spares
-from openmaic.store.sqlstates import error_for_sqlstate  # noqa: F401 - also importable from here, as it always was
+from openmaic.store.sqlstates import QUERY_CANCELED, error_for_sqlstate  # noqa: F401 - also importable from here
 from openmaic.store.subscriptions import Subscription
+from openmaic.store import units
+from openmaic.store.units import Op
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,6 @@ Record = asyncpg.Record
 
 _CONNECTION_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
                       asyncpg.AdminShutdownError, asyncpg.CrashShutdownError, asyncio.TimeoutError)
-
 
 def translate(exc: BaseException) -> BaseException:
     """Map a driver exception to the project's hierarchy (``__cause__`` keeps the original)."""
@@ -158,32 +159,6 @@ class _Held:
                 conn.terminate()
             except asyncpg.InterfaceError:  # already given back to the pool
                 pass
-
-
-Op = tuple[str, Sequence[Any]]
-"""One statement of a transaction: SQL and its arguments."""
-
-
-# The operations of pooled units of work (asyncio coroutines: they run inside Database._unit).
-
-
-async def _statement(conn: Any, method: str, sql: str, args: Sequence[Any]) -> Any:
-    """``conn.fetch`` / ``fetchrow`` / ``fetchval`` / ``execute`` (by ``method``) of one statement."""
-    return await getattr(conn, method)(sql, *args)
-
-
-async def _executemany(conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-    async with conn.transaction():
-        await conn.executemany(sql, rows)
-
-
-async def _transaction(conn: Any, ops: Sequence[Op], isolation: str) -> list[list[Record]]:
-    async with conn.transaction(isolation=isolation):
-        return [await conn.fetch(sql, *args) for sql, args in ops]
-
-
-async def _copy_records(conn: Any, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
-    await conn.copy_records_to_table(table, records=records, columns=list(columns))
 
 
 class Connection(Gateway):
@@ -322,13 +297,27 @@ class Database(Gateway):
                 clean = True
                 return result
             except asyncpg.PostgresError as exc:
-                # Refused by a server still answering; unless it is ending the session (08, 57P), the connection is fine.
+                # Refused by a server still answering; unless it is ending the session (08, 57P), the connection is
+                # fine, but not one whose statement it cancelled (a statement timeout): that one goes, as below.
                 clean = not (exc.sqlstate or "").startswith(("08", "57P"))
+                if exc.sqlstate == QUERY_CANCELED:
+                    clean = False
+                    conn.terminate()
                 raise
             except asyncio.TimeoutError:
                 # The client's own bound (command_timeout) passed: the server did not answer in time, and the
                 # connection's state is unknown. Terminate it rather than wait for asyncpg's cancel to come back.
                 conn.terminate()
+                raise
+            except asyncio.CancelledError:
+                # Cancelled mid-call: the statement stopped at a point we cannot know, and session state taken on the
+                # way (an advisory lock) would go to the next unit, since units get no reset. So the connection is
+                # never reused: close() first waits for asyncpg's cancel to be answered (the statement stops now, not
+                # at its timeout), within the unit's grace (then _Held terminates it).
+                try:
+                    await conn.close(timeout=CANCEL_GRACE_S)
+                except (Exception, asyncio.CancelledError):
+                    conn.terminate()
                 raise
             finally:
                 # Kept for the next unit (store.spares), or given back to the pool; until the pool has it, the
@@ -344,20 +333,20 @@ class Database(Gateway):
         # The NOTIFY sender's statement. It is cancelled only when the database closes, and a hint is never the
         # carrier: its connection is terminated at once rather than waited on (across a partition each such wait
         # would add CANCEL_GRACE_S to a shutdown).
-        return await self._unit(_statement, "execute", sql, args, grace=0.0)
+        return await self._unit(units.statement, "execute", sql, args, grace=0.0)
 
     async def _statement(self, method: str, sql: str, args: Sequence[Any]) -> Any:
-        return await self._unit(_statement, method, sql, args)
+        return await self._unit(units.statement, method, sql, args)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        await self._unit(_executemany, sql, rows)
+        await self._unit(units.executemany, sql, rows)
 
     async def transaction(self, ops: Sequence[Op], *, isolation: str = "read_committed") -> list[list[Record]]:
         """Run the statements in one transaction; returns each statement's rows."""
-        return await self._unit(_transaction, ops, isolation)
+        return await self._unit(units.transaction, ops, isolation)
 
     async def copy_records(self, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
-        await self._unit(_copy_records, table, records, columns)
+        await self._unit(units.copy_records, table, records, columns)
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:

@@ -374,8 +374,12 @@ SELECT r.ord, e.seq, e.type, e.v, e.recorded_at, e.attempt, e.command_id, e.data
  ORDER BY r.ord, e.seq;
 
 -- name: command_previous
--- The event a command id already wrote on a stream (its seq and type), if any.
-SELECT seq, type FROM events WHERE stream_id = $1 AND command_id = $2 ORDER BY seq LIMIT 1;
+-- The event a command id already wrote on a stream (its seq and type), if any, and the last seq the command wrote
+-- there (command_last_seq; written before 0008: the stream's last event of its transaction).
+SELECT e.seq, e.type,
+       coalesce(e.command_last_seq,
+                (SELECT max(x.seq) FROM events x WHERE x.stream_id = e.stream_id AND x.tx = e.tx)) AS last_seq
+  FROM events e WHERE e.stream_id = $1 AND e.command_id = $2 ORDER BY e.seq LIMIT 1;
 
 -- name: events_count
 SELECT count(*) FROM events;
@@ -503,8 +507,10 @@ SELECT id, name, role, persona, profile::text AS profile, created_at FROM agents
  LIMIT $4;
 
 -- name: owner_try_lock
--- An owner's lock in namespace $1 for this transaction; false when another transaction holds it (poll again).
-SELECT pg_try_advisory_xact_lock($1::int, hashtext($2));
+-- The lock in namespace $1, for this transaction, of the owner $2 stands for now (openmaic_owner: the counts made
+-- under it read through it too; see openmaic_owner_try_lock in 0020); false when another transaction holds it, or a
+-- claim of $2 is committing (poll again).
+SELECT openmaic_owner_try_lock($1::int, $2);
 
 -- name: runs_executing
 -- Executing runs of an owner other than $2: running under a live lease, admitted in their current attempt. Run

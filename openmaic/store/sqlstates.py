@@ -27,6 +27,9 @@ OWN_SQLSTATES: dict[str, type[errors.OpenMaicError]] = {
 #: The server ended the session (admin shutdown, crash, "cannot connect now"): transient, like a lost connection.
 _SERVER_GONE = ("57P01", "57P02", "57P03")
 
+#: A statement the server cancelled (a statement timeout, a cancel request): it stopped at a point no one knows.
+QUERY_CANCELED = "57014"
+
 UNSTORABLE_TEXT = "the input contains text that cannot be stored (such as a NUL character); remove it and retry"
 
 
