@@ -333,7 +333,7 @@ class Database(Gateway, Background):
                 # (08, 57P) or is not the primary (25006 …); that one is terminated, so the pool never hands it out
                 # again, and its replacement finds the primary.
                 clean = not discards_connection(exc.sqlstate or "", str(exc))
-                if not clean:
+                if not clean and not _detached(conn):  # (one the server closed, asyncpg has taken back already)
                     conn.terminate()
                 raise
             except asyncio.TimeoutError:

@@ -80,8 +80,7 @@ class Tried:
         reasons = {exc.details.get("reason") for _, exc in self.hosts}
         reason = reasons.pop() if len(reasons) == 1 else None
         each = "; ".join(f"{host}: {said(exc)}" for host, exc in self.hosts)
-        message = (f"no PostgreSQL host of DATABASE_URL can serve now ({each}); retrying — during a failover this "
-                   "lasts until a standby is promoted")
+        message = f"no PostgreSQL host of DATABASE_URL can serve now ({each}; a failover lasts until one is promoted)"
         new = errors.DatabaseUnavailable(message, **({"reason": reason} if reason else {}))
         new.__cause__ = self.hosts[-1][1] if self.hosts else None
         return new
