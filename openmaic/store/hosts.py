@@ -12,6 +12,7 @@ No driver here: the caller hands in the errors it has already translated (``__ca
 
 from __future__ import annotations
 
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -34,22 +35,58 @@ def split_hosts(dsn: str) -> list[tuple[str, str]]:
 
 async def connect_each(dsn: str, connect: Callable[[str], Awaitable[Any]],
                        translate: Callable[[BaseException], BaseException]) -> Any:
-    """``connect(url)`` for each host of ``dsn`` in turn (the driver's connect, bound to its other arguments); the first
-    connection made is the answer. A failure that ``translate`` makes :class:`~openmaic.errors.DatabaseUnavailable`
-    is the host's (the next host is tried); any other is a refusal no other host would change (credentials, no
-    such database), raised as is. With one host, its failure is raised as is; with several, one error names each
-    host and what it said."""
+    """``connect(url)`` for each host of ``dsn`` in turn (the driver's connect, bound to its other arguments; see
+    :class:`_Failed` for the order); the first connection made is the answer. A failure that ``translate`` makes
+    :class:`~openmaic.errors.DatabaseUnavailable` is the host's (the next host is tried); any other is a refusal no
+    other host would change (credentials, no such database), raised as is. With one host, its failure is raised as
+    is; with several, one error names each host and what it said."""
     hosts = split_hosts(dsn)
+    if len(hosts) > 1:
+        hosts = sorted(hosts, key=lambda h: _FAILED.cost(h[0]))  # stable: the URL's order among equals
     tried = Tried()
     for host, one in hosts:
+        started = time.monotonic()
         try:
-            return await connect(one)
+            conn = await connect(one)
         except Exception as exc:
             said = translate(exc)
             if len(hosts) == 1 or not isinstance(said, errors.DatabaseUnavailable):
                 raise
             tried.add(host, said)
+            _FAILED.failed(host, time.monotonic() - started)
+        else:
+            _FAILED.served(host)
+            return conn
     raise tried.error()
+
+
+FAILED_RECENTLY_S = 30.0
+"""How long a host's failure to serve orders the hosts (see :class:`_Failed`)."""
+
+
+class _Failed:
+    """How long each host's last failure to serve took, if recent. Hosts are tried in the URL's order, except that one
+    that failed lately goes after those that did not, and one whose failure took long (a primary that vanished
+    without a word, a partition: the connect waits for its whole timeout) after one that answered at once (a standby:
+    "not the primary"): after a failover, the new primary must not wait behind the old one at every attempt."""
+
+    def __init__(self) -> None:
+        self._failed: dict[str, tuple[float, float]] = {}
+        """host → (when it failed, how long the attempt took)"""
+
+    def failed(self, host: str, took: float) -> None:
+        self._failed[host] = (time.monotonic(), took)
+
+    def served(self, host: str) -> None:
+        self._failed.pop(host, None)
+
+    def cost(self, host: str) -> float:
+        """-1 for a host that did not fail lately; else how long its last failure took."""
+        at, took = self._failed.get(host, (0.0, 0.0))
+        return took if at and time.monotonic() - at < FAILED_RECENTLY_S else -1.0
+
+
+_FAILED = _Failed()
 
 
 def said(exc: errors.DatabaseUnavailable) -> str:

@@ -16,7 +16,7 @@ import trio
 from openmaic import errors
 from openmaic.store.database import open_database
 from openmaic.store.driver_logs import OneLinePerFault
-from openmaic.store.hosts import split_hosts
+from openmaic.store.hosts import connect_each, split_hosts
 from openmaic.store.ports import free_port
 from openmaic.store.sqlstates import NOT_PRIMARY, error_for_sqlstate
 from tests.runtime import ended, new_stream, open_worker, settings, types_of, wait_for
@@ -164,3 +164,31 @@ def test_driver_tracebacks_are_one_line_per_fault() -> None:
     assert kept[0].exc_info is None
     assert kept[0].getMessage() == ("Failed to restore the pool connection floor; retrying "
                                     "(ConnectionRefusedError: [Errno 111] Connection refused)")
+
+
+async def test_a_host_whose_failure_took_long_is_tried_after_one_that_answered() -> None:
+    """A primary that vanished without a word costs a whole connect timeout per attempt; once it has, the other
+    hosts are tried first, so that the new primary is found without waiting behind it."""
+    tried: list[str] = []
+    promoted = False
+
+    async def connect(url: str) -> str:
+        host = urllib.parse.urlsplit(url).netloc
+        tried.append(host)
+        if host == "silent:1":
+            await trio.sleep(0.3)  # as a connect timeout would
+            raise errors.DatabaseUnavailable("timed out")
+        if not promoted:
+            raise errors.DatabaseUnavailable("not the primary", reason=NOT_PRIMARY)
+        return host
+
+    url = "postgresql://silent:1,standby:2/db?target_session_attrs=read-write"
+    with pytest.raises(errors.DatabaseUnavailable) as refused:
+        await connect_each(url, connect, lambda exc: exc)
+    assert "silent:1: " in refused.value.message and "standby:2: answered, but is not the primary" in \
+        refused.value.message
+    assert tried == ["silent:1", "standby:2"]
+    promoted = True
+    tried.clear()
+    assert await connect_each(url, connect, lambda exc: exc) == "standby:2"
+    assert tried == ["standby:2"]
