@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import subprocess
 import time
 from pathlib import Path
@@ -164,20 +165,23 @@ class Racer:
 
     def __init__(self, client: httpx.AsyncClient) -> None:
         self.client = client
-        self.answers: list[tuple[str, int | None, str]] = []  # (requirement, status or None, run id or text)
+        self.answers: list[tuple[str, int | None, str, float, float]] = []
+        """(requirement, status or None, run id or text, sent, answered)"""
         self.stop = trio.Event()
 
     async def run(self) -> None:
         i = 0
         while not self.stop.is_set():
-            requirement = f"Raced create {i}"
+            requirement = f"Raced create {i}."
+            sent = trio.current_time()
             try:
                 r = await self.client.post("/api/generation-runs", json={"requirement": requirement,
                                                                           "outlineReview": "auto"})
                 self.answers.append((requirement, r.status_code,
-                                     r.json()["run"]["id"] if r.status_code == 202 else r.text))
+                                     r.json()["run"]["id"] if r.status_code == 202 else r.text, sent,
+                                     trio.current_time()))
             except httpx.TransportError as exc:
-                self.answers.append((requirement, None, repr(exc)))
+                self.answers.append((requirement, None, repr(exc), sent, trio.current_time()))
             i += 1
             await trio.sleep(0.25)
 
@@ -242,8 +246,8 @@ async def test_a_failover_loses_nothing_and_every_loop_is_back_within_two_second
                                                                           or " WARNING " in line)][-80:])) from None
                     for run in [*runs, after]:
                         await completed(client, run)
-                    raced = [(req, status, out) for req, status, out in racer.answers]
-                    created = [out for _, status, out in raced if status == 202]
+                    raced = racer.answers
+                    created = [out for _, status, out, _, _ in raced if status == 202]
                     for run in created:
                         await completed(client, run)
                     # Every frame of each run reached its follower once, in order.
@@ -261,9 +265,17 @@ async def test_a_failover_loses_nothing_and_every_loop_is_back_within_two_second
                     log = EventLog(new)
                     for run in [*runs, after, *created]:
                         await check_run(log, run)
-                    # The raced creates: a 202 names a run that exists (checked above); any other answer is 503.
-                    refused = [(status, out) for _, status, out in raced if status != 202]
-                    assert all(status in (503, None) for status, _ in refused), refused
+                    # The raced creates, some answered before the switch and some during it: a 202 names a run that
+                    # exists (it completed, above); any other answer is a 503, and made no run — unless the create
+                    # was in flight when the primary died (then its commit may have reached the standby unanswered:
+                    # a 503 says "not known to be done", which is the truth).
+                    refused = [(req, status, out, sent, got) for req, status, out, sent, got in raced if status != 202]
+                    assert created and refused, f"the creates did not race the switch: {raced}"
+                    assert all(status == 503 for _, status, *_ in refused), refused
+                    made = {req: sid for sid, req in await _raced_in_log(new)}
+                    assert {made[req] for req, status, *_ in raced if status == 202} == set(created)
+                    for req, _, out, sent, got in refused:
+                        assert req not in made or sent <= stopped <= got, f"{req}: answered {out}, but made"
                     assert all(p.poll() is None for p in procs), stderr_of(tmp_path)
         # What the operator reads: the outage names both hosts and what each said, and the driver's own warning is
         # one line (asyncpg's pool used to print a traceback at every retry).
@@ -276,6 +288,13 @@ async def test_a_failover_loses_nothing_and_every_loop_is_back_within_two_second
     finally:
         await trio.to_thread.run_sync(standby.stop)
         await trio.to_thread.run_sync(primary.stop)
+
+
+async def _raced_in_log(db) -> list[tuple[str, str]]:
+    """(run id, requirement) of every raced create the log holds."""
+    rows = await db.fetch("SELECT stream_id, data::text AS data FROM events WHERE type = 'session.created' "
+                          "AND data::text LIKE '%Raced create %'")
+    return [(r["stream_id"], re.search(r"Raced create \d+\.", r["data"]).group(0)) for r in rows]
 
 
 async def _until_retry(lines):
