@@ -7,7 +7,8 @@ memory. After the backlog the follower joins the stream's live feed (:mod:`openm
 found more than ``server.ws_send_queue`` events (or ``server.ws_send_queue_bytes`` bytes) behind the stream's
 head once live is too slow to follow it:
 the response ends, and the client resumes from its last seq (an ``EventSource`` does so by itself, sending
-``Last-Event-ID``). A comment ``: ping`` is written whenever nothing was written for ``server.sse_ping_s``.
+``Last-Event-ID``). A comment ``: ping`` is written whenever nothing was written for ``server.sse_ping_s``. While the
+database is away a response pings and waits, or ends with a ``retry:`` hint (:mod:`openmaic.api.outage`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ Phase = Literal["backlog", "live"]
 PING = b": ping\n\n"
 WRITE_CHUNK = 64 * 1024
 """Frames are written in chunks of about this size: one write per event is slow."""
-
 
 
 class SseFraming(Protocol):

@@ -55,6 +55,8 @@ def database_outage(exc: BaseException | None) -> bool:
     while exc is not None and seen < 10:
         if isinstance(exc, DatabaseUnavailable):
             return True
+        if isinstance(exc, BaseExceptionGroup):  # from a nursery: an outage if that is all it holds
+            return all(database_outage(e) for e in exc.exceptions)
         exc, seen = exc.__cause__, seen + 1
     return False
 

@@ -192,3 +192,17 @@ async def test_a_host_whose_failure_took_long_is_tried_after_one_that_answered()
     tried.clear()
     assert await connect_each(url, connect, lambda exc: exc) == "standby:2"
     assert tried == ["standby:2"]
+
+
+def test_what_counts_as_the_database_being_away_for_an_sse_client() -> None:
+    from openmaic.api.outage import database_outage
+
+    away = errors.DatabaseUnavailable("gone")
+    ended = errors.ServiceUnavailable("reading stream 's' failed; reconnect")
+    ended.__cause__ = errors.OpenMaicError("reading stream 's' failed")
+    ended.__cause__.__cause__ = away
+    assert database_outage(away) and database_outage(ended)
+    assert database_outage(ExceptionGroup("nursery", [away, errors.DatabaseUnavailable("also")]))
+    assert not database_outage(ExceptionGroup("nursery", [away, ValueError()]))
+    assert not database_outage(errors.ServiceUnavailable("the server is stopping; reconnect"))
+    assert not database_outage(errors.DatabaseError("refused"))
