@@ -27,7 +27,7 @@ from quart import Blueprint, Response
 
 from openmaic import errors, metrics
 from openmaic.api.commands import CommandTable
-from openmaic.api.follow import PING, SSE_HEADERS, Phase, ViewFraming, follow_sse, sse_data
+from openmaic.api.follow import PING, SSE_HEADERS, Phase, ViewFraming, end_on_outage, follow_sse, sse_data
 from openmaic.api.idempotency import idempotency_key
 from openmaic.api.pages import PageQuery, cursor_of, next_page_headers, read_cursor
 from openmaic.api.routing import Call, api_route
@@ -344,6 +344,6 @@ async def _owner_session_events(services: ApiServices, owner: str) -> AsyncItera
 async def owner_events(call: Call) -> Response:
     """Your sessions' changes as server-sent events (session_created, session_status, session_title)."""
     sessions_of(call)
-    response = Response(_owner_session_events(call.services, call.user), 200, dict(SSE_HEADERS))
+    response = Response(end_on_outage(_owner_session_events(call.services, call.user)), 200, dict(SSE_HEADERS))
     response.timeout = None
     return response

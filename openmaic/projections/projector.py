@@ -41,6 +41,7 @@ from openmaic.projections.base import (
     lock_key,
 )
 from openmaic.projections.ordering import Plan, StreamOrder
+from openmaic.store.backoff import FIRST_S
 from openmaic.store.database import Backoff, Database, Op
 from openmaic.store.queries import Q
 from openmaic.text import clean_value
@@ -354,7 +355,9 @@ class Projector:
         ensured = False
         backoff = self.poll_s
         name = self.projection.name
-        unavailable = Backoff(f"projection {name}", first=self.poll_s, cap=30.0)
+        # Unavailability (a restart, a failover) is paced like every serving loop (0.1 s doubling to 1 s), so the
+        # read model resumes within a second or so of the primary taking writes; a failing batch backs off longer.
+        unavailable = Backoff(f"projection {name}", first=min(self.poll_s, FIRST_S))
         while True:
             try:
                 if not ensured:
@@ -417,8 +420,9 @@ async def run_projectors(
     for p in projections:
         found[p.name] = Projector(db, log_, p, batch_size=batch_size, poll_s=poll_s)
     keys = {p.name: lock_key("own", p.name) for p in projections}
-    retry = Backoff("projector lock connection", "no projection is applied by this process meanwhile",
-                    first=lock_retry_s, cap=30.0)
+    # Paced like every serving loop (0.1 s doubling to 1 s), not by lock_retry_s: while this connection is away no
+    # projection is applied by this process, so after a failover it must be back as soon as the workers are.
+    retry = Backoff("projector lock connection", "no projection is applied by this process meanwhile")
     # One watch per projection (each apply task consumes its own hints), registered before any read, so that an
     # append landing between a read and the wait still wakes the task.
     with contextlib.ExitStack() as stack:

@@ -47,7 +47,7 @@ from openmaic.materials import MAX_RUN_MATERIAL_BYTES, MAX_RUN_MATERIALS, materi
 from openmaic.models.provider import check_run_for_owner
 from openmaic.runs.admission import owner_transaction, run_counts
 from openmaic.runs.agents import AGENT_ID, unknown_agents
-from openmaic.runs.decide import check_outline, confirmation
+from openmaic.runs.decide import check_outline, confirmation, same_outline
 from openmaic.runs.events import (
     AgentsChoice, RunCreated, RunInput, RunOutlineHeld, RunRetryRequested, RunStateChanged,
     RunStopRequested, Voice,
@@ -494,7 +494,7 @@ class RunService:
             if outline_revision != s.proposed_revision:
                 raise RunStateConflict(f"outline revision {outline_revision} is stale; the current revision is "
                                        f"{s.proposed_revision}", outline_revision=s.proposed_revision)
-            if edited is not None and _unnamed(edited) != _unnamed(s.proposed):
+            if edited is not None and not same_outline(edited, s.proposed):
                 revision, items = s.proposed_revision + 1, edited
             else:
                 revision, items = s.proposed_revision, list(s.proposed)
@@ -585,12 +585,6 @@ class RunService:
 
         return await until_decided(
             attempt, lambda: errors.Conflict("the course is changing too fast to delete it now; retry"))
-
-
-def _unnamed(items: Sequence[SceneOutline]) -> list[SceneOutline]:
-    """Outline entries compared for an edit: their ids and orders are the server's to give (a client sends back the
-    ids its view showed), so only what they say counts."""
-    return [msgspec.structs.replace(item, id="", order=0) for item in items]
 
 
 class _AlreadyEnded(errors.OpenMaicError):

@@ -20,7 +20,9 @@ connection terminated, which ends the call at once.
 Driver errors are translated into :mod:`openmaic.errors` in exactly one place, :func:`translated` (what each SQLSTATE
 means: :mod:`openmaic.store.sqlstates`). What does not touch the driver lives beside this module: the NOTIFY sender
 (:mod:`~openmaic.store.hints`), the listener's subscriptions and reconnect policy (:mod:`~openmaic.store.listener`),
-the statement methods and typed rows (:mod:`~openmaic.store.gateway`), retry pacing (:mod:`~openmaic.store.backoff`).
+the statement methods and typed rows (:mod:`~openmaic.store.gateway`), retry pacing (:mod:`~openmaic.store.backoff`),
+a multi-host DSN's hosts (:mod:`~openmaic.store.hosts`), the driver's own log lines
+(:mod:`~openmaic.store.driver_logs`), background tasks (:mod:`~openmaic.store.background`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import trio_asyncio
 
 from openmaic import errors
 from openmaic.concurrency import collapse_groups
+from openmaic.store.background import Background
 from openmaic.store.backoff import Backoff  # noqa: F401 - importers use it from either module
 from openmaic.store.bounds import (  # noqa: F401 - the bounds, applied here; importers use them from either module
     CANCEL_GRACE_S,
@@ -51,12 +54,15 @@ from openmaic.store.bounds import (  # noqa: F401 - the bounds, applied here; im
     lease_bounded_settings,
     session_bounds,
 )
+from openmaic.store.driver_logs import summarize_driver_logs
 from openmaic.store.gateway import Gateway
 from openmaic.store.hints import HintSender
+from openmaic.store.hosts import connect_each
 from openmaic.store.listener import Listener
 from openmaic.store.queries import Q
 from openmaic.store.spares import Spares
-from openmaic.store.sqlstates import QUERY_CANCELED, error_for_sqlstate  # noqa: F401 - also importable from here
+from openmaic.store.sqlstates import NOT_PRIMARY, NOT_PRIMARY_MESSAGE, QUERY_CANCELED, discards_connection
+from openmaic.store.sqlstates import error_for_sqlstate  # noqa: F401 - also importable from here, as it always was
 from openmaic.store.subscriptions import Subscription
 from openmaic.store import units
 from openmaic.store.units import Op
@@ -73,9 +79,12 @@ def translate(exc: BaseException) -> BaseException:
     if isinstance(exc, errors.OpenMaicError):
         return exc
     if isinstance(exc, asyncpg.PostgresError):
-        new: BaseException = error_for_sqlstate(getattr(exc, "sqlstate", None) or "", str(exc),
-                                                getattr(exc, "detail", None) or None,
-                                                connection_lost=isinstance(exc, _CONNECTION_ERRORS))
+        state, detail = getattr(exc, "sqlstate", None) or "", getattr(exc, "detail", None) or None
+        lost = isinstance(exc, _CONNECTION_ERRORS)
+        new: BaseException = error_for_sqlstate(state, str(exc), detail, connection_lost=lost)
+    elif isinstance(exc, asyncpg.TargetServerAttributeNotMatched):
+        # Every host answered, none as DATABASE_URL's target_session_attrs asks (read-write): a failover is under way.
+        new = errors.DatabaseUnavailable(NOT_PRIMARY_MESSAGE, reason=NOT_PRIMARY)
     elif isinstance(exc, asyncpg.InternalClientError):
         # asyncpg found a pooled connection in a state it cannot use. Seen when the server ends a connection
         # (restart, pg_terminate_backend): its unsolicited FATAL arrives before the close, and a statement started
@@ -96,9 +105,8 @@ def translated() -> Iterator[None]:
     """Re-raise driver errors as project errors. The one place where that happens."""
     try:
         yield
-    except (
-        asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, asyncio.TimeoutError
-    ) as exc:
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError,
+            asyncio.TimeoutError) as exc:
         raise translate(exc) from exc
 
 
@@ -241,7 +249,7 @@ def _detached(raw: Any) -> bool:
     return False
 
 
-class Database(Gateway):
+class Database(Gateway, Background):
     """A pool, a LISTEN connection and a coalescing NOTIFY sender. Open it with :func:`open_database`."""
 
     def __init__(self, dsn: str, pool: asyncpg.Pool, server_settings: dict[str, str],
@@ -255,7 +263,6 @@ class Database(Gateway):
         self._listener: Listener[asyncpg.Connection] = Listener()
         self._listener_raw: asyncpg.Connection | None = None
         self._listener_lost = trio.Event()
-        self._nursery: trio.Nursery | None = None
         self._refusals = Refusals()
         self._spares = Spares()
         """the pool's idle connections that units take before asking the pool (see store.spares)"""
@@ -297,11 +304,12 @@ class Database(Gateway):
                 clean = True
                 return result
             except asyncpg.PostgresError as exc:
-                # Refused by a server still answering; unless it is ending the session (08, 57P), the connection is
-                # fine, but not one whose statement it cancelled (a statement timeout): that one goes, as below.
-                clean = not (exc.sqlstate or "").startswith(("08", "57P"))
-                if exc.sqlstate == QUERY_CANCELED:
-                    clean = False
+                # Refused by a server still answering: the connection is fine unless the server is ending the session
+                # (08, 57P) or is not the primary (25006 …), or it cancelled the statement (a statement timeout, whose
+                # session state is unknown); such a one is terminated, so the pool never hands it out again, and its
+                # replacement finds the primary.
+                clean = not discards_connection(exc.sqlstate or "", str(exc)) and exc.sqlstate != QUERY_CANCELED
+                if not clean and not _detached(conn):  # (one the server closed, asyncpg has taken back already)
                     conn.terminate()
                 raise
             except asyncio.TimeoutError:
@@ -386,26 +394,6 @@ class Database(Gateway):
         except errors.OpenMaicError:
             log.warning("releasing a broken connection", exc_info=True)
 
-    def start_soon(self, fn: Callable[..., Any], *args: Any, name: str | None = None) -> bool:
-        """Run ``fn(*args)`` as a background task of this database; False when that is not possible.
-
-        The task belongs to :func:`open_database`'s nursery, beside the listener and the NOTIFY sender: it is
-        cancelled when the database closes and never outlives the pool it uses. This is for services that serve
-        every user of the database rather than one caller (the event log's group commit): whoever happens to
-        need one first cannot own it, since its work outlives that caller's request. An exception escaping
-        ``fn`` crashes the database's block, as a failing listener would, so ``fn`` handles its own errors.
-        Returns False once the database is closing (or was not opened by :func:`open_database`); the caller
-        then does the work itself.
-        """
-        nursery = self._nursery
-        if nursery is None:
-            return False
-        try:
-            nursery.start_soon(fn, *args, name=name)
-        except RuntimeError:  # the nursery is closed to new tasks: the database is shutting down
-            return False
-        return True
-
     def statistics(self) -> dict[str, int]:
         """Pool size and idle connections: a leak shows as ``size - idle`` staying above zero at rest."""
         return {"size": self._pool.get_size(), "idle": self._pool.get_idle_size() + len(self._spares),
@@ -441,8 +429,8 @@ class Database(Gateway):
 
     async def _connect_listener(self) -> asyncpg.Connection:
         async def unit() -> asyncpg.Connection:
-            conn = await asyncpg.connect(self.dsn, server_settings=self._server_settings, timeout=10,
-                                         command_timeout=self._command_timeout)
+            conn = await _connect(self.dsn, server_settings=self._server_settings, timeout=10,
+                                  command_timeout=self._command_timeout)
             try:
                 for channel in sorted(self._channels):
                     await conn.add_listener(channel, self._on_notification)
@@ -534,6 +522,7 @@ async def open_database(
     :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached.
     """
     settings, command_timeout = session_bounds(server_settings, statement_timeout_s)
+    summarize_driver_logs()
     async with open_loop():
         pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout, command_timeout)
         db = Database(dsn, pool, settings, command_timeout)
@@ -566,6 +555,12 @@ async def open_database(
                     pool.terminate()
 
 
+async def _connect(dsn: str, **kwargs: Any) -> asyncpg.Connection:
+    """The pool's and the listener's connect: one host of a multi-host DSN at a time, so that when none can serve,
+    the error names every host and what it said (:mod:`openmaic.store.hosts`)."""
+    return await connect_each(dsn, functools.partial(asyncpg.connect, **kwargs), translate)
+
+
 async def _no_reset(_conn: asyncpg.Connection) -> None:
     """Units of work leave no session state behind, so skip asyncpg's reset query (a round trip per release).
 
@@ -580,7 +575,7 @@ async def _create_pool(
         # command_timeout bounds each statement on the client, and asyncpg's own cancel requests too.
         return await asyncpg.create_pool(
             dsn, min_size=min_size, max_size=max_size, server_settings=settings, timeout=timeout, reset=_no_reset,
-            command_timeout=command_timeout,
+            command_timeout=command_timeout, connect=_connect,
         )
     except asyncpg.InvalidCatalogNameError as exc:
         raise errors.DatabaseUnavailable(f"database does not exist: {exc}") from exc

@@ -30,6 +30,21 @@ _SERVER_GONE = ("57P01", "57P02", "57P03")
 #: A statement the server cancelled (a statement timeout, a cancel request): it stopped at a point no one knows.
 QUERY_CANCELED = "57014"
 
+#: The server answers but is not the primary: a standby, or the old primary demoted in a failover (a proxy such as
+#: HAProxy can still route new connections to it for a few seconds). 25006 is "cannot execute … in a read-only
+#: transaction" and a hot standby's "cannot execute LISTEN/NOTIFY during recovery".
+_NOT_PRIMARY_STATES = ("25006",)
+#: What a hot standby says when refusing work under another SQLSTATE (advisory locks, WAL and xid functions).
+_NOT_PRIMARY_WORDS = ("recovery is in progress", "during recovery", "read-only transaction")
+
+NOT_PRIMARY = "not_primary"
+"""``details["reason"]`` of the :class:`errors.DatabaseUnavailable` raised when the server that answered is not the
+primary (a standby, or a demoted primary): that connection is discarded and a new one finds the primary."""
+NOT_PRIMARY_MESSAGE = (
+    "the PostgreSQL server that answered is not the primary (a standby, or demoted by a failover) and accepts no "
+    "writes; reconnecting to find the primary"
+)
+
 UNSTORABLE_TEXT = "the input contains text that cannot be stored (such as a NUL character); remove it and retry"
 
 
@@ -51,6 +66,21 @@ def error_for_sqlstate(
         # database's connection limit). Transient, like a restart: callers retry. The server's own words stay in
         # __cause__ (and the logs); the message is one a client can act on.
         return errors.DatabaseUnavailable(CONNECTION_LIMIT_MESSAGE, reason=CONNECTION_LIMIT)
+    if not_primary(state, message):
+        # Wrong server, not a wrong statement: discard the connection and reconnect (see discards_connection).
+        return errors.DatabaseUnavailable(f"{NOT_PRIMARY_MESSAGE} ({state}: {message})", reason=NOT_PRIMARY)
     if connection_lost or state.startswith("08") or state in _SERVER_GONE:
         return errors.DatabaseUnavailable(f"PostgreSQL connection lost: {message}")
     return errors.DatabaseError(f"PostgreSQL refused a statement ({state}): {message}", sqlstate=state)
+
+
+def not_primary(state: str, message: str) -> bool:
+    """Whether a refusal says "this server is not the primary" (the statement itself was fine)."""
+    return state in _NOT_PRIMARY_STATES or any(words in message for words in _NOT_PRIMARY_WORDS)
+
+
+def discards_connection(state: str, message: str) -> bool:
+    """Whether a connection that answered with this refusal must not be used again: the server is ending the session
+    (08, 57P), or it is not the primary — a pool that kept the connection would hand the same refusal to the next
+    caller for as long as the connection lives."""
+    return state.startswith(("08", "57P")) or not_primary(state, message)
