@@ -3,7 +3,7 @@
 Its input (in ``session.created``) says how it behaves: ``steps`` (how many), ``sleep`` (seconds per step),
 ``idle`` (wait for a follow-up after the steps instead of finishing), ``crash_at`` (a step that SIGKILLs its
 own worker process every time), ``deadline`` (per step), ``fail_at`` (a step that raises), ``emit`` (events each step commits with ``ctx.emit``
-before its sleep).
+before its sleep), ``before`` (seconds each step waits before its emits).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ class TestState(msgspec.Struct, frozen=True, kw_only=True):
     fail_at: int | None = None
     deadline: float = 30.0
     emit: int = 0
+    before: float = 0.0
     turns: int = 0
 
 
@@ -55,7 +56,8 @@ class TestKind:
             case SessionCreated(input=inp):
                 return r(state, steps=inp.get("steps", 1), sleep=inp.get("sleep", 0.0), idle=inp.get("idle", False),
                          crash_at=inp.get("crash_at"), fail_at=inp.get("fail_at"),
-                         deadline=inp.get("deadline", 30.0), emit=inp.get("emit", 0))
+                         deadline=inp.get("deadline", 30.0), emit=inp.get("emit", 0),
+                         before=inp.get("before", 0.0))
             case StepDone(n=n):
                 return r(state, done=max(state.done, n))
             case ModelTurnCompleted():
@@ -82,6 +84,7 @@ class TestKind:
                     os.kill(os.getpid(), signal.SIGKILL)
                 if state.fail_at == n:
                     raise RuntimeError("boom")
+                await trio.sleep(state.before)
                 for i in range(state.emit):  # output committed while the step runs, like a streaming turn
                     await ctx.emit([Emitted(n=i)])
                 await trio.sleep(state.sleep)

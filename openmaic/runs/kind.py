@@ -37,6 +37,7 @@ import msgspec
 import trio
 
 from openmaic.actors.kind import Core, Decision, Finish, Outcome, Step, StepContext, Wait
+from openmaic.concurrency import collapse_groups
 from openmaic.config import Config
 from openmaic.courses.events import CourseAgentsSet, CourseSceneSet
 from openmaic.courses.schema import Outline, OutlineItem
@@ -325,15 +326,17 @@ class GenerationKind:
             streamed.reset()
             pump.restart(RunOutlineRestarted(revision=revision))
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(pump.run)
-            try:
-                outline = await provider.complete(
-                    model, prompts.outline_messages(inp, state.materials_text, images, state.research_sources), Outline,
-                    on_delta=on_delta, on_retry=on_retry,
-                )
-            finally:
-                pump.close()
+        # Collapsed: the provider's error (or the pump's) reaches the run as itself, not as a group of one.
+        with collapse_groups():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pump.run)
+                try:
+                    outline = await provider.complete(
+                        model, prompts.outline_messages(inp, state.materials_text, images, state.research_sources),
+                        Outline, on_delta=on_delta, on_retry=on_retry,
+                    )
+                finally:
+                    pump.close()
         items = repair_outline(outline.items)  # its length is in the schema; see openmaic.steps.outputs
 
         until = None
