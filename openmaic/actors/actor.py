@@ -274,7 +274,12 @@ class Actor:
             decision = self.kind.decide(self.state, self.core)
             if isinstance(decision, Step):
                 outcome = await self._run_step(decision)
-                if isinstance(outcome, Outcome):
+                if isinstance(outcome, Outcome) and await self._stop_landed():
+                    # A cancel or stop request landed while the step ran, after the watcher last looked: what the
+                    # step returned is not committed; the fold sees the request and the kind settles.
+                    log.info("stream %s: step %s returned after a cancel request; not committed", self.stream_id,
+                             decision.name)
+                elif isinstance(outcome, Outcome):
                     try:
                         await self._append(outcome)
                         self.steps_run += 1
@@ -347,6 +352,12 @@ class Actor:
         # the real state and a release is fenced on the real head.
         await self._refold()
         return self.kind.step_failed(self.state, self.core, step.name, error)
+
+    async def _stop_landed(self) -> bool:
+        try:
+            return bool(await self.log.db.fetchval(Q.cancel_requested_after, self.stream_id, self.core.seq))
+        except (errors.DatabaseUnavailable, errors.DatabaseError):
+            return False  # the commit that follows meets the same trouble and decides the actor's fate
 
     async def _watch_for_cancel(self) -> None:
         """Abort the step in flight when a cancel request lands (hinted by NOTIFY, found by polling).

@@ -40,6 +40,7 @@ from openmaic.events.core import SessionCreated
 from openmaic.events.folds import FoldCache
 from openmaic.events.log import AppendResult, EventLog, NewStream, StreamAppend, StreamRow, StreamSummary
 from openmaic.events.types import Event
+from openmaic.events.wakeups import cancel_hint
 from openmaic.materials import MAX_RUN_MATERIAL_BYTES, MAX_RUN_MATERIALS, material_sizes, valid_material_id
 from openmaic.models.provider import check_run_for_owner
 from openmaic.runs.admission import owner_transaction, run_counts
@@ -507,6 +508,8 @@ class RunService:
 
         try:
             out = await self._command(owner, run_id, command_id, "run.stop_requested", decide)
+            # The step in flight (its provider call included) is aborted now, not at its end.
+            self.log.hint([cancel_hint(run_id)])
         except _AlreadyEnded:
             row, s = await self.read(owner, run_id)
             return CommandOutcome(command_id=command_id, seq=row.head_seq, replayed=True, state="ended",
@@ -533,6 +536,8 @@ class RunService:
                 batches.append(StreamAppend(stream_id=run.id, events=[RunStopRequested(reason=COURSE_DELETED)],
                                             command_id=command_id, expected_seq=run.head_seq, **_requeue(run)))
             results = await self.log.append(*batches)
+            if len(batches) > 1:
+                self.log.hint([cancel_hint(batches[1].stream_id)])  # abort the run's step in flight now
             r = next(x for x in results if x.stream_id == course_id)
             return CommandResult(command_id, r.first_seq, r.replayed)
 

@@ -234,7 +234,9 @@ UPDATE streams s SET lease_expires_at = now() + $3 * interval '1 millisecond'
 RETURNING s.id;
 
 -- name: cancel_requested_after
-SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND seq > $2 AND type = 'session.cancel_requested');
+-- A request that aborts the step in flight: a session's cancel, a run's stop (discarded, its course deleted).
+SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND seq > $2
+                                      AND type IN ('session.cancel_requested', 'run.stop_requested'));
 
 -- name: token_insert
 INSERT INTO api_tokens (id, owner_id, token_hash) VALUES ($1, $2, $3);

@@ -13,7 +13,7 @@ from openmaic.runs.events import RunInput
 from openmaic.runs.service import RunService
 from openmaic.runs.views import job_view
 from openmaic.workbench import WorkbenchSessions
-from tests.fakes.provider_server import Held, Json, Text, open_fake_provider
+from tests.fakes.provider_server import Held, Json, Status, Text, open_fake_provider
 from tests.faults.blocking import held
 from tests.integration.test_generation import (
     OWNER, QUIZ, config, decoded, events, open_generation_worker, requirement, step_completions, wait_state,
@@ -89,3 +89,38 @@ async def test_a_workbench_turn_whose_commit_is_cut_off_is_redone_not_failed(db_
         assert (turn.text, turn.delivered) == ("All done.", [2])
         interrupted = [log.decode(e) for e in await log.read_stream(snap.id) if e.type == "session.interrupted"]
         assert [(i.reason, i.step) for i in interrupted] == [(DATABASE_TROUBLE, "turn:1")]
+
+
+async def _provider_quiet_after_stop(log: EventLog, db_url: str, fake: Any, slot: str, stop: Any) -> None:
+    """The provider answers 500 (retry after 0.3 s) for as long as it is asked; once the run is stopped, no request
+    reaches it later than a second after the stop was answered, and the run has ended."""
+    cfg = config(fake_url=fake.openai_url, fake_slot=slot, fake_retries=30)
+    svc = RunService(log, cfg)
+    fake.push(*[Status(500, headers={"retry-after": "0.3"})] * 40)
+    snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+    async with open_generation_worker(db_url, cfg):
+        await wait_for(lambda: _n(fake, 2), timeout=30)  # retrying
+        await stop(svc, snap)
+        await trio.sleep(1.0)
+        seen = len(fake.requests)
+        await trio.sleep(2.0)
+        assert len(fake.requests) == seen, "the provider was called after the run was stopped"
+        s = await wait_state(svc, snap.id, "ended", timeout=5)
+    assert s.status == "terminal"
+    assert await decoded(log, snap.id, "run.step_failed") == []
+
+
+async def test_discarding_a_run_aborts_its_provider_call_within_a_second(db_url, db):
+    async def discard(svc: RunService, snap: Any) -> None:
+        await svc.discard(OWNER, snap.id)
+
+    async with open_fake_provider() as fake:
+        await _provider_quiet_after_stop(EventLog(db), db_url, fake, "course.outline", discard)
+
+
+async def test_deleting_a_runs_course_aborts_its_provider_call_within_a_second(db_url, db):
+    async def delete(svc: RunService, snap: Any) -> None:
+        await svc.delete_course(OWNER, snap.course_id, "d1")
+
+    async with open_fake_provider() as fake:
+        await _provider_quiet_after_stop(EventLog(db), db_url, fake, "course.content.quiz", delete)
