@@ -123,3 +123,33 @@ async def test_a_server_refusing_connections_during_a_step_resumes_it_uncharged(
             assert [i.reason for i in await decoded(log, "s", "session.interrupted")] == [DATABASE_TROUBLE]
             claims = await decoded(log, "s", "lease.claimed")
             assert len(claims) == 2 and claims[1].reason == "queued", claims
+
+
+async def test_steps_whose_grouped_commit_is_cut_off_all_resume_uncharged(db_url, db):
+    """Eight steps commit at once (the group commit sends them together); their rows are held and the backends
+    waiting on them ended: every step resumes and completes once, none is failed or charged."""
+    log = EventLog(db)
+    sids = [f"g{i}" for i in range(8)]
+    async with open_worker(db_url, RT):
+        for sid in sids:
+            await new_stream(log, sid, steps=1, emit=1, sleep=1.0)
+
+        async def all_emitted() -> bool:
+            return all([await has(log, sid, "test.emitted") for sid in sids])
+
+        await wait_for(all_emitted)
+        async with held(db_url, "SELECT 1 FROM streams WHERE id LIKE 'g%' ORDER BY id FOR UPDATE") as blocker:
+            await blocker.terminate_blocked()
+            await trio.sleep(0.5)  # commits that came after the first ones
+            for pid in await blocker.blocked():
+                await blocker.db.fetchval("SELECT pg_terminate_backend($1)", pid)
+        for sid in sids:
+            await wait_for(lambda: _is(ended(log, sid), "completed"), timeout=30)
+        interrupted = 0
+        for sid in sids:
+            assert [e.status for e in await decoded(log, sid, "session.ended")] == ["completed"]
+            claims = await decoded(log, sid, "lease.claimed")
+            assert all(c.reason == "queued" for c in claims), (sid, claims)
+            assert len(await decoded(log, sid, "test.step_done")) == 1
+            interrupted += len(await decoded(log, sid, "session.interrupted"))
+        assert interrupted >= 2
