@@ -37,12 +37,14 @@ import trio
 from openmaic import errors
 from openmaic.actors.commands import until_decided
 from openmaic.actors.kind import Core, Finish, Outcome, Step, StepContext, Wait, settle
+from openmaic.concurrency import collapse_groups
 from openmaic.courses.events import CourseMediaSet, SceneMedia
 from openmaic.events.core import SessionCreated
 from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow
 from openmaic.events.types import Event
 from openmaic.media.assets import DEFAULT_QUOTA_BYTES, AssetQuotaExceeded, store_generated
 from openmaic.media.kept import KeptResults
+from openmaic.media.run_stop import until_run_stops
 from openmaic.media.events import (
     LaneItem, MediaElementSettled, MediaElementStarted, MediaLaneClosed, MediaLaneOpened, MediaPassReported,
     MediaRetryRequested, MediaVideoSubmitted,
@@ -191,7 +193,19 @@ class MediaKind:
     def _bind(self, item: LaneItem, state: LaneState) -> Any:
         async def handler(ctx: StepContext) -> Outcome:
             with trio.move_on_after(self.deadline_s):
-                return await self._generate(ctx, state, item)
+                stopped = False
+                with collapse_groups():
+                    async with trio.open_nursery() as nursery:
+                        async def watch() -> None:
+                            nonlocal stopped
+                            await until_run_stops(ctx.services, state.run_id)
+                            stopped = True
+                            nursery.cancel_scope.cancel()  # the provider call in flight included
+
+                        nursery.start_soon(watch)
+                        out = await self._generate(ctx, state, item)
+                        nursery.cancel_scope.cancel()
+                return Outcome(events=[MediaLaneClosed()]) if stopped else out
             return self._settled(state, item, "failed", message=f"{item.kind.capitalize()} generation timed out",
                                  keep_task=item.kind == "video")
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import trio
+
 from openmaic.events.core import DATABASE_TROUBLE
 from openmaic.events.log import EventLog
 from openmaic.media.lane import lane_id
@@ -81,3 +83,28 @@ async def test_a_video_whose_submission_record_is_cut_off_is_never_submitted_aga
         polled = {r.path.rsplit("/", 1)[-1] for r in fake.of("videos.poll")}
         assert polled == {submitted.task_id}
         await assert_lane_uncharged(log, lane)
+
+
+async def test_deleting_the_course_aborts_the_lanes_video_wait_within_a_second(db_url, db):
+    log = EventLog(db)
+    cfg = config()
+    svc = RunService(log, cfg)
+    async with open_fake_media() as fake:
+        fake.hold("videos.poll")  # the video's wait hangs (a long generation)
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+        lane = lane_id(snap.id)
+        async with open_generation_worker(db_url, cfg, media=routes(fake)):
+            async def polling() -> bool:
+                return fake.waiting["videos.poll"] >= 1
+
+            await wait_for(polling, timeout=60)
+            await svc.delete_course(OWNER, snap.course_id, "d1")
+            with trio.fail_after(1.5):
+                while (await decoded(log, lane, "session.ended")) == []:
+                    await trio.sleep(0.02)
+            polls = fake.counts["videos.poll"]
+            await trio.sleep(1.5)
+            assert fake.counts["videos.poll"] == polls  # nothing asked of the provider after the stop
+        assert [e.status for e in await decoded(log, lane, "session.ended")] == ["stopped"]
+        assert "gen_vid_1" not in {s.element_id for s in await decoded(log, lane, "media.element_settled")}
+        await wait_state(svc, snap.id, "ended")
