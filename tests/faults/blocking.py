@@ -28,7 +28,8 @@ class Blocker:
         """Backends waiting on a lock, whose statement is LIKE ``like``: behind ours, directly or behind another
         waiter (an append queues behind a heartbeat that waits on the same row). Heartbeats are spared."""
         rows = await self.db.fetch(
-            "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid <> $1 "
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
+            "AND pid <> $1 "
             "AND cardinality(pg_blocking_pids(pid)) > 0 AND query LIKE $2 "
             "AND query NOT LIKE '%SET lease_expires_at = now()%' ORDER BY pid",
             self.pid, like)
