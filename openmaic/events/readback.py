@@ -16,15 +16,20 @@ seen for what it is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import logging
+from collections.abc import Sequence
 from typing import Any, NamedTuple
+
+import trio
 
 from openmaic import errors
 from openmaic.store.database import Database
 from openmaic.store.queries import Q
 
 log = logging.getLogger(__name__)
+
+RETRY_S = (0.05, 0.2, 0.5)
+"""Pauses between tries of the read-back while connections keep failing (about a second in all)."""
 
 WINDOW = 16
 """Events read past a batch's own count: appends that came after the call (a command, another writer's) may have
@@ -89,11 +94,17 @@ async def read_back(requests: Sequence[Any]) -> list[list[tuple[str, int, int]]]
     """Per request of a call whose connection was lost, each of its streams' ``(stream_id, first_seq, last_seq)``
     if the call is found committed; None when it is not found (or the read itself fails)."""
     batches = call_batches(requests)
-    try:
-        seqs = await committed_seqs(requests[0].db, batches)
-    except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
-        log.info("could not read back an append call whose connection was lost: %s", exc)
-        return None
+    for pause in (*RETRY_S, None):
+        try:
+            seqs = await committed_seqs(requests[0].db, batches)
+            break
+        except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
+            if pause is None or not isinstance(exc, errors.DatabaseUnavailable):
+                log.info("could not read back an append call whose connection was lost: %s", exc)
+                return None
+            # The pool's other connections are often gone with the call's (a restart, a terminated backend):
+            # each try takes another, and a fresh one once the dead are weeded out.
+            await trio.sleep(pause)
     if seqs is None:
         return None
     log.info("an append call of %d request(s) lost its connection after it committed; answered from the log",
