@@ -153,3 +153,18 @@ async def test_steps_whose_grouped_commit_is_cut_off_all_resume_uncharged(db_url
             assert len(await decoded(log, sid, "test.step_done")) == 1
             interrupted += len(await decoded(log, sid, "session.interrupted"))
         assert interrupted >= 2
+
+
+async def test_a_step_the_database_interrupts_every_time_fails_past_the_cap(db_url, db):
+    """A statement of the step's own that times out every time is not retried forever: past
+    ``max_unattended_attempts`` interruptions in a row the step fails, in words that say why."""
+    log = EventLog(db)
+    async with open_worker(db_url, settings(lease_ttl_s=5.0, heartbeat_s=0.3, claim_poll_s=0.2,
+                                            max_unattended_attempts=2)):
+        await new_stream(log, "s", steps=1, timeout_at=1)
+        await wait_for(lambda: _is(ended(log, "s"), "failed"), timeout=30)
+    (end,) = await decoded(log, "s", "session.ended")
+    assert end.error.startswith("the database interrupted step step:1 3 times in a row (PostgreSQL refused")
+    assert [(i.reason, i.step) for i in await decoded(log, "s", "session.interrupted")] == \
+        [(DATABASE_TROUBLE, "step:1")] * 2
+    assert all(c.reason == "queued" for c in await decoded(log, "s", "lease.claimed"))
