@@ -57,9 +57,11 @@ class KeptResults:
             _, oldest = self._entries.popitem(last=False)
             total -= oldest.size()
 
-    def forget(self, lane: str, settled: set[str]) -> None:
-        """Drop what was kept for the lane's elements that are settled now (their checkpoint has committed)."""
-        for key in [k for k in self._entries if k[0] == lane and k[1] in settled]:
+    def forget(self, lane: str, settled: set[str], generations: dict[str, int]) -> None:
+        """Drop what was kept for the lane's elements that are settled now (their checkpoint has committed), and
+        for earlier generations of elements retried since."""
+        for key in [k for k in self._entries
+                    if k[0] == lane and (k[1] in settled or k[2] != generations.get(k[1], 0))]:
             del self._entries[key]
 
     def __len__(self) -> int:

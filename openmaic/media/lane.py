@@ -269,7 +269,7 @@ class MediaKind:
             return self._settled(state, item, "disabled")
         provider, model = route
         key = (ctx.stream_id, item.element_id, state.generations.get(item.element_id, 0))
-        self.kept.forget(ctx.stream_id, set(state.settled))
+        self.kept.forget(ctx.stream_id, set(state.settled), state.generations)
         kept = self.kept.get(key)
         task = state.tasks.get(item.element_id)
         generating = RunMediaState(element_id=item.element_id, media_type=item.kind, status="generating")
