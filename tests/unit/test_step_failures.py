@@ -38,3 +38,18 @@ def test_a_bug_is_a_fixed_sentence_never_a_class_name():
     text = step_error(ExceptionGroup("n", [KeyError("k"), errors.InvalidInput("bad outline")]), "outline")
     assert text == "step outline failed unexpectedly; see the server log; bad outline"
     assert "KeyError" not in text and "Group" not in text
+
+
+async def test_a_provider_that_cannot_be_asked_is_explained_in_words():
+    from openmaic.models.retry import Transport
+
+    class Cfg:
+        timeout_s, max_retries, headers, proxy = 2.0, 0, None, None
+
+        def key(self) -> None:
+            return None
+
+    with pytest.raises(ProviderError) as exc:
+        await Transport("local", Cfg()).send("POST", "ftp://127.0.0.1/v1", {}, lambda r: None, json_body={})
+    assert exc.value.message == ("the model provider 'local' could not be reached (its URL does not start with "
+                                 "http:// or https://); check its base_url")
