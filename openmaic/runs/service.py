@@ -21,12 +21,8 @@ with its Idempotency-Key (:mod:`openmaic.actors.idempotency`), whose run is name
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import re
-import secrets
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -43,6 +39,7 @@ from openmaic.events.core import SessionCreated
 from openmaic.events.folds import FoldCache
 from openmaic.events.log import AppendResult, EventLog, NewStream, StreamAppend, StreamRow, StreamSummary
 from openmaic.events.types import Event
+from openmaic.events.wakeups import cancel_hint
 from openmaic.materials import MAX_RUN_MATERIAL_BYTES, MAX_RUN_MATERIALS, material_sizes, valid_material_id
 from openmaic.models.provider import check_run_for_owner
 from openmaic.runs.admission import owner_transaction, run_counts
@@ -53,7 +50,7 @@ from openmaic.runs.events import (
     RunStopRequested, Voice,
 )  # fmt: skip
 from openmaic.runs.fold import RunState, evolve, next_step
-from openmaic.runs.titles import course_title, infer_language
+from openmaic.runs.titles import course_title, infer_language, new_run_ids, run_ids, valid_run_id  # noqa: F401 (also here)
 from openmaic.runs.views import COURSE_DELETED, DISCARDED, run_state
 from openmaic.store.queries import Q
 
@@ -65,8 +62,6 @@ __all__ = [
 MAX_REQUIREMENT_CHARS = 20_000
 MAX_AGENTS = 20
 MAX_PROFILE_CHARS = 2_000
-_NAMESPACE = uuid.UUID("6f6d6169-632d-7275-6e73-2d6964730000")
-_RUN_ID = re.compile(r"run[-_][A-Za-z0-9_-]{1,64}")
 CREATE_EVENTS = 2
 """What a run's creation writes on its stream: ``session.created`` and ``run.created``."""
 
@@ -117,24 +112,6 @@ class RunSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """The stream's scheduling status: queued, running, waiting or terminal."""
     head_seq: int
     created_at: dt.datetime
-
-
-def run_ids(owner: str, command_id: str) -> tuple[str, str]:
-    """``(run_id, course_id)`` for a create command: the same command of the same owner names the same run."""
-    u = uuid.uuid5(_NAMESPACE, f"{owner}\x1f{command_id}").hex
-    return f"run_{u}", f"course_{u}"
-
-
-def new_run_ids() -> tuple[str, str]:
-    """``(run_id, course_id)`` of a new run: ``run-`` and 16 base64url characters (OpenMAIC's shape); the course
-    shares the random part."""
-    token = base64.urlsafe_b64encode(secrets.token_bytes(12)).decode()
-    return f"run-{token}", f"course-{token}"
-
-
-def valid_run_id(run_id: str) -> bool:
-    """Whether ``run_id`` has a run id's shape (anything else cannot name a run: a 400 on the job poll)."""
-    return bool(_RUN_ID.fullmatch(run_id))
 
 
 def _refuse_stopping(s: RunState) -> None:
@@ -551,6 +528,8 @@ class RunService:
 
         try:
             out = await self._command(owner, run_id, command_id, "run.stop_requested", decide)
+            # The step in flight (its provider call included) is aborted now, not at its end.
+            self.log.hint([cancel_hint(run_id)])
         except _AlreadyEnded:
             # Stopped or ended otherwise (its course deleted, cancelled): the answer names the event that did it,
             # the same on every repeat (the head moves on as the run ends).
@@ -580,6 +559,8 @@ class RunService:
                 batches.append(StreamAppend(stream_id=run.id, events=[RunStopRequested(reason=COURSE_DELETED)],
                                             command_id=command_id, expected_seq=run.head_seq, **_requeue(run)))
             results = await self.log.append(*batches)
+            if len(batches) > 1:
+                self.log.hint([cancel_hint(batches[1].stream_id)])  # abort the run's step in flight now
             r = next(x for x in results if x.stream_id == course_id)
             return CommandResult(command_id, r.first_seq, r.replayed)
 

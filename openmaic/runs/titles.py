@@ -1,11 +1,36 @@
-"""What a run names before its outline does: the course's language and its provisional title, from the
-requirement alone."""
+"""What a run names before its outline does: its ids and its course's, the course's language and its provisional
+title, from the request alone."""
 
 from __future__ import annotations
 
+import base64
+import re
+import secrets
 import unicodedata
+import uuid
 
-__all__ = ["course_title", "infer_language"]
+__all__ = ["course_title", "infer_language", "new_run_ids", "run_ids", "valid_run_id"]
+
+_NAMESPACE = uuid.UUID("6f6d6169-632d-7275-6e73-2d6964730000")
+_RUN_ID = re.compile(r"run[-_][A-Za-z0-9_-]{1,64}")
+
+
+def run_ids(owner: str, command_id: str) -> tuple[str, str]:
+    """``(run_id, course_id)`` for a create command: the same command of the same owner names the same run."""
+    u = uuid.uuid5(_NAMESPACE, f"{owner}\x1f{command_id}").hex
+    return f"run_{u}", f"course_{u}"
+
+
+def new_run_ids() -> tuple[str, str]:
+    """``(run_id, course_id)`` of a new run: ``run-`` and 16 base64url characters (OpenMAIC's shape); the course
+    shares the random part."""
+    token = base64.urlsafe_b64encode(secrets.token_bytes(12)).decode()
+    return f"run-{token}", f"course-{token}"
+
+
+def valid_run_id(run_id: str) -> bool:
+    """Whether ``run_id`` has a run id's shape (anything else cannot name a run: a 400 on the job poll)."""
+    return bool(_RUN_ID.fullmatch(run_id))
 
 
 def infer_language(requirement: str) -> str:

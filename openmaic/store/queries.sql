@@ -237,7 +237,9 @@ UPDATE streams s SET lease_expires_at = now() + $3 * interval '1 millisecond'
 RETURNING s.id;
 
 -- name: cancel_requested_after
-SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND seq > $2 AND type = 'session.cancel_requested');
+-- A request that aborts the step in flight: a session's cancel, a run's stop (discarded, its course deleted).
+SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND seq > $2
+                                      AND type IN ('session.cancel_requested', 'run.stop_requested'));
 
 -- name: token_insert
 INSERT INTO api_tokens (id, owner_id, token_hash) VALUES ($1, $2, $3);
@@ -335,6 +337,19 @@ SELECT n.name, c.epoch, c.tx::text AS tx, c.position, c.events_applied, c.update
       SELECT count(*) AS events, min(e.recorded_at) AS oldest FROM events e
        WHERE (e.epoch, e.tx, e.position) > (coalesce(c.epoch, 0), coalesce(c.tx, '0'::xid8), coalesce(c.position, 0))
   ) lag ON true;
+
+-- name: append_readback
+-- After an append call lost its connection: the last $2[i] + $3 events of stream $1[i], with their attempt and
+-- writing transaction, so that the group commit can tell whether the call's one transaction committed before the
+-- loss (its events are there, all in one transaction) and answer each of its requests accordingly. A plain read of
+-- committed rows: what it does not find either never committed or was pushed out of the window by later appends,
+-- and the caller then gets the lost connection's error, as before.
+SELECT r.i::int AS i, e.seq, e.type, e.data::text AS data, e.attempt, e.tx::text AS tx
+  FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS r(stream_id, n, i)
+ CROSS JOIN LATERAL (SELECT seq, type, data, attempt, tx FROM events
+                      WHERE events.stream_id = r.stream_id
+                      ORDER BY seq DESC LIMIT r.n + $3) e
+ ORDER BY r.i, e.seq;
 
 -- name: append_group
 -- Several independent append requests in one statement, one transaction (openmaic_append_group in 0005):

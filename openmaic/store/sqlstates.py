@@ -45,6 +45,27 @@ NOT_PRIMARY_MESSAGE = (
     "writes; reconnecting to find the primary"
 )
 
+#: Refusals that say nothing about the statement, only about the moment, and pass by themselves: connection
+#: exceptions (08), transaction rollbacks such as serialization failures and deadlocks (40), insufficient resources
+#: such as too many clients (53), operator intervention such as a statement timeout, ``pg_cancel_backend`` or a
+#: shutdown (57), and a lock timeout (55P03). Work refused this way is redone, never settled as failed.
+TRANSIENT_CLASSES = ("08", "40", "53", "57")
+TRANSIENT_STATES = frozenset({"55P03"})
+
+
+def transient_sqlstate(state: str) -> bool:
+    """Whether a refusal with SQLSTATE ``state`` passes by itself (see :data:`TRANSIENT_CLASSES`)."""
+    return state.startswith(TRANSIENT_CLASSES) or state in TRANSIENT_STATES
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database's trouble of the moment rather than the work's fault: the database out of
+    reach (:class:`errors.DatabaseUnavailable`), or a refusal whose SQLSTATE is transient."""
+    if isinstance(exc, errors.DatabaseUnavailable):
+        return True
+    return isinstance(exc, errors.DatabaseError) and transient_sqlstate(exc.details.get("sqlstate") or "")
+
+
 UNSTORABLE_TEXT = "the input contains text that cannot be stored (such as a NUL character); remove it and retry"
 
 
