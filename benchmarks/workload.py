@@ -12,6 +12,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from openmaic.courses import format as fmt
 from openmaic.courses.events import (
     CourseCreated,
     CourseDeleted,
@@ -19,9 +20,7 @@ from openmaic.courses.events import (
     CourseRetitled,
     CourseSceneSet,
     CourseUnlocked,
-    Scene,
 )
-from openmaic.courses.schema import OutlineItem, SceneAction, SceneActions, SceneContent, Slide
 from openmaic.events.core import (
     LeaseClaimed,
     LeaseReleased,
@@ -67,6 +66,22 @@ def _words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
 
 
+def _text(ident: str, top: int, height: int, html: str) -> fmt.TextElement:
+    return fmt.TextElement(id=ident, left=60, top=top, width=880, height=height, rotate=0, content=html,
+                           defaultFontName="Microsoft YaHei", defaultColor="#333333")
+
+
+def _slide(rng: random.Random, scene_id: str, title: str, bullets: int) -> fmt.SlideContent:
+    """A slide as generation writes it (OpenMAIC's canvas): a title and a list of points."""
+    points = "".join(f"<li>{_words(rng, 7)}</li>" for _ in range(bullets))
+    elements: list[fmt.Element] = [_text(f"{scene_id}-title", 40, 80, f"<p>{title}</p>")]
+    if bullets:
+        elements.append(_text(f"{scene_id}-points", 140, 360, f"<ul>{points}</ul>"))
+    return fmt.SlideContent(canvas=fmt.Slide(id=f"{scene_id}-canvas", viewportSize=fmt.VIEWPORT_SIZE,
+                                             viewportRatio=fmt.VIEWPORT_RATIO, theme=fmt.DEFAULT_THEME,
+                                             elements=elements))
+
+
 @dataclass
 class _Seqs:
     n: dict[str, int] = field(default_factory=dict)
@@ -82,8 +97,9 @@ def generation(rng: random.Random, run_id: str, course_id: str, owner: str, *, s
     """A classic run: outline streamed, confirmed, scenes generated (content then actions); optionally pausing
     on a failed scene, or stopped because its course is deleted."""
     title = _words(rng, 3).title()
-    items = [OutlineItem(title=_words(rng, 3), goal=_words(rng, 8), key_points=[_words(rng, 4)] * 3)
-             for _ in range(scenes)]
+    items = [fmt.SceneOutline(id=f"scene_{i + 1}", type="slide", title=_words(rng, 3), description=_words(rng, 8),
+                              keyPoints=[_words(rng, 4)] * 3, order=i + 1)
+             for i in range(scenes)]
     yield [
         Write(run_id, [RunCreated(course_id=course_id, owner_id=owner,
                                   input=RunInput(requirement=f"Teach {_words(rng, 6)}")),
@@ -98,12 +114,11 @@ def generation(rng: random.Random, run_id: str, course_id: str, owner: str, *, s
     yield [Write(run_id, [RunOutlineProposed(revision=1, title=title, items=items), RunStepCompleted(step="outline"),
                           RunStateChanged(state="awaiting_outline_confirmation", previous="outlining"),
                           LeaseReleased(attempt=1, reason="waiting")])]
-    pending = [Scene(id=f"{course_id}-s{i}", title=it.title, goal=it.goal, key_points=it.key_points)
-               for i, it in enumerate(items)]
+    scene_ids = [f"{course_id}-s{i}" for i in range(len(items))]
     yield [Write(run_id, [RunOutlineConfirmed(revision=1), LeaseClaimed(attempt=2, worker="w-2", reason="queued"),
                           RunStateChanged(state="generating", previous="awaiting_outline_confirmation")]),
-           Write(course_id, [CourseOutlineSet(revision=1, title=title, scenes=pending)])]
-    for i, scene in enumerate(pending):
+           Write(course_id, [CourseOutlineSet(revision=1, title=title, outlines=items, scene_ids=scene_ids)])]
+    for i, (scene_id, item) in enumerate(zip(scene_ids, items)):
         if delete_at == i:
             yield [Write(course_id, [CourseDeleted()])]
             yield [Write(run_id, [RunStopRequested(), RunStateChanged(state="ended", previous="generating"),
@@ -117,18 +132,16 @@ def generation(rng: random.Random, run_id: str, course_id: str, owner: str, *, s
                                                   error="provider error"),
                                   LeaseReleased(attempt=2, reason="waiting")])]
             return
-        content = SceneContent(kind="slide", slide=Slide(title=scene.title, bullets=[_words(rng, 7) for _ in range(4)],
-                                                         notes=_words(rng, 20)))
-        with_content = Scene(id=scene.id, title=scene.title, goal=scene.goal, key_points=scene.key_points,
-                             content=content)
-        yield [Write(run_id, [RunStepCompleted(step=step)]), Write(course_id, [CourseSceneSet(scene=with_content)])]
+        with_content = fmt.Scene(id=scene_id, stageId=course_id, type="slide", title=item.title, order=i + 1,
+                                 content=_slide(rng, scene_id, item.title, 4))
+        yield [Write(run_id, [RunStepCompleted(step=step)]),
+               Write(course_id, [CourseSceneSet(scene=with_content, ready=False)])]
         step = f"scene:{i}:actions"
-        actions = SceneActions(actions=[SceneAction(kind="speech", agent_id="teacher", text=_words(rng, 12))
-                                        for _ in range(3)])
-        ready = Scene(id=scene.id, title=scene.title, goal=scene.goal, key_points=scene.key_points, content=content,
-                      actions=actions, status="ready")
+        actions: list[fmt.Action] = [fmt.SpeechAction(id=f"action_{k + 1}", text=_words(rng, 12)) for k in range(3)]
+        ready = fmt.Scene(id=scene_id, stageId=course_id, type="slide", title=item.title, order=i + 1,
+                          content=with_content.content, actions=actions)
         yield [Write(run_id, [RunStepStarted(step=step), RunStepCompleted(step=step)]),
-               Write(course_id, [CourseSceneSet(scene=ready)])]
+               Write(course_id, [CourseSceneSet(scene=ready, ready=True)])]
     yield [Write(run_id, [RunStateChanged(state="completed", previous="generating"), SessionEnded(status="completed")]),
            Write(course_id, [CourseUnlocked(run_id=run_id)])]
 
@@ -167,11 +180,16 @@ def workbench(rng: random.Random, session_id: str, course_id: str, owner: str, *
                 ToolResult(call_id=call["id"], name="update_scene", ok=False, error="interrupted", interrupted=True),
             ])])
         else:
-            scene = Scene(id=f"{course_id}-s{turn}", title=call["arguments"]["title"], goal=_words(rng, 6))
+            scene_id = f"{course_id}-s{turn}"
+            title = call["arguments"]["title"]
+            scene = fmt.Scene(id=scene_id, stageId=course_id, type="slide", title=title, order=turn + 1,
+                              content=_slide(rng, scene_id, title, 0))
+            outline = fmt.SceneOutline(id=scene_id, type="slide", title=title, description=_words(rng, 6),
+                                       keyPoints=[], order=turn + 1)
             yield seqs.after([
                 Write(session_id, [ToolResult(call_id=call["id"], name="update_scene", result={"scene_id": scene.id})]),
-                Write(course_id, [CourseSceneSet(scene=scene)] + ([CourseRetitled(title=_words(rng, 3))]
-                                                                  if turn == 1 else [])),
+                Write(course_id, [CourseSceneSet(scene=scene, position=turn, outline=outline)]
+                      + ([CourseRetitled(title=_words(rng, 3))] if turn == 1 else [])),
             ])
         for _ in range(deltas // 2):
             yield seqs.after([Write(session_id, [ModelOutputDelta(text=_words(rng, 5) + " ")])])
