@@ -51,6 +51,22 @@ WORDS = ("photosynthesis chlorophyll light energy glucose oxygen carbon leaf pla
          "root stem enzyme reaction molecule atom electron orbit gravity planet star galaxy").split()
 
 
+def _slide(rng: random.Random, course_id: str, scene_id: str, title: str, order: int) -> fmt.Scene:
+    """A slide scene as generation writes one: a title and four lines of text on the format's canvas."""
+    body = "".join(f"<p>{_words(rng, 7)}</p>" for _ in range(4))
+    elements: list[fmt.Element] = [
+        fmt.TextElement(id="text_title", left=60, top=50, width=880, height=70, rotate=0,
+                        content=f"<p><strong>{title}</strong></p>", defaultFontName="Microsoft YaHei",
+                        defaultColor="#333333"),
+        fmt.TextElement(id="text_body", left=60, top=140, width=880, height=160, rotate=0, content=body,
+                        defaultFontName="Microsoft YaHei", defaultColor="#333333"),
+    ]
+    canvas = fmt.Slide(id=f"canvas-{scene_id}", viewportSize=1000, viewportRatio=0.5625, theme=fmt.DEFAULT_THEME,
+                       elements=elements)
+    return fmt.Scene(id=scene_id, stageId=course_id, type="slide", title=title, order=order,
+                     content=fmt.SlideContent(canvas=canvas))
+
+
 @dataclass
 class Write:
     stream_id: str
@@ -64,22 +80,6 @@ Step = list[Write]
 
 def _words(rng: random.Random, n: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(n))
-
-
-def _text(ident: str, top: int, height: int, html: str) -> fmt.TextElement:
-    return fmt.TextElement(id=ident, left=60, top=top, width=880, height=height, rotate=0, content=html,
-                           defaultFontName="Microsoft YaHei", defaultColor="#333333")
-
-
-def _slide(rng: random.Random, scene_id: str, title: str, bullets: int) -> fmt.SlideContent:
-    """A slide as generation writes it (OpenMAIC's canvas): a title and a list of points."""
-    points = "".join(f"<li>{_words(rng, 7)}</li>" for _ in range(bullets))
-    elements: list[fmt.Element] = [_text(f"{scene_id}-title", 40, 80, f"<p>{title}</p>")]
-    if bullets:
-        elements.append(_text(f"{scene_id}-points", 140, 360, f"<ul>{points}</ul>"))
-    return fmt.SlideContent(canvas=fmt.Slide(id=f"{scene_id}-canvas", viewportSize=fmt.VIEWPORT_SIZE,
-                                             viewportRatio=fmt.VIEWPORT_RATIO, theme=fmt.DEFAULT_THEME,
-                                             elements=elements))
 
 
 @dataclass
@@ -97,8 +97,8 @@ def generation(rng: random.Random, run_id: str, course_id: str, owner: str, *, s
     """A classic run: outline streamed, confirmed, scenes generated (content then actions); optionally pausing
     on a failed scene, or stopped because its course is deleted."""
     title = _words(rng, 3).title()
-    items = [fmt.SceneOutline(id=f"scene_{i + 1}", type="slide", title=_words(rng, 3), description=_words(rng, 8),
-                              keyPoints=[_words(rng, 4)] * 3, order=i + 1)
+    items = [fmt.SceneOutline(id=f"{course_id}-s{i}", type="slide", title=_words(rng, 3),
+                              description=_words(rng, 8), keyPoints=[_words(rng, 4)] * 3, order=i + 1)
              for i in range(scenes)]
     yield [
         Write(run_id, [RunCreated(course_id=course_id, owner_id=owner,
@@ -114,11 +114,11 @@ def generation(rng: random.Random, run_id: str, course_id: str, owner: str, *, s
     yield [Write(run_id, [RunOutlineProposed(revision=1, title=title, items=items), RunStepCompleted(step="outline"),
                           RunStateChanged(state="awaiting_outline_confirmation", previous="outlining"),
                           LeaseReleased(attempt=1, reason="waiting")])]
-    scene_ids = [f"{course_id}-s{i}" for i in range(len(items))]
     yield [Write(run_id, [RunOutlineConfirmed(revision=1), LeaseClaimed(attempt=2, worker="w-2", reason="queued"),
                           RunStateChanged(state="generating", previous="awaiting_outline_confirmation")]),
-           Write(course_id, [CourseOutlineSet(revision=1, title=title, outlines=items, scene_ids=scene_ids)])]
-    for i, (scene_id, item) in enumerate(zip(scene_ids, items)):
+           Write(course_id, [CourseOutlineSet(revision=1, title=title, outlines=items,
+                                              scene_ids=[it.id for it in items])])]
+    for i, scene in enumerate(items):
         if delete_at == i:
             yield [Write(course_id, [CourseDeleted()])]
             yield [Write(run_id, [RunStopRequested(), RunStateChanged(state="ended", previous="generating"),
@@ -132,16 +132,15 @@ def generation(rng: random.Random, run_id: str, course_id: str, owner: str, *, s
                                                   error="provider error"),
                                   LeaseReleased(attempt=2, reason="waiting")])]
             return
-        with_content = fmt.Scene(id=scene_id, stageId=course_id, type="slide", title=item.title, order=i + 1,
-                                 content=_slide(rng, scene_id, item.title, 4))
+        with_content = _slide(rng, course_id, scene.id, scene.title, i + 1)
         yield [Write(run_id, [RunStepCompleted(step=step)]),
                Write(course_id, [CourseSceneSet(scene=with_content, ready=False)])]
         step = f"scene:{i}:actions"
-        actions: list[fmt.Action] = [fmt.SpeechAction(id=f"action_{k + 1}", text=_words(rng, 12)) for k in range(3)]
-        ready = fmt.Scene(id=scene_id, stageId=course_id, type="slide", title=item.title, order=i + 1,
+        actions = [fmt.SpeechAction(id=f"action_{n}", text=_words(rng, 12)) for n in range(3)]
+        ready = fmt.Scene(id=with_content.id, stageId=course_id, type="slide", title=scene.title, order=i + 1,
                           content=with_content.content, actions=actions)
         yield [Write(run_id, [RunStepStarted(step=step), RunStepCompleted(step=step)]),
-               Write(course_id, [CourseSceneSet(scene=ready, ready=True)])]
+               Write(course_id, [CourseSceneSet(scene=ready)])]
     yield [Write(run_id, [RunStateChanged(state="completed", previous="generating"), SessionEnded(status="completed")]),
            Write(course_id, [CourseUnlocked(run_id=run_id)])]
 
@@ -180,16 +179,11 @@ def workbench(rng: random.Random, session_id: str, course_id: str, owner: str, *
                 ToolResult(call_id=call["id"], name="update_scene", ok=False, error="interrupted", interrupted=True),
             ])])
         else:
-            scene_id = f"{course_id}-s{turn}"
-            title = call["arguments"]["title"]
-            scene = fmt.Scene(id=scene_id, stageId=course_id, type="slide", title=title, order=turn + 1,
-                              content=_slide(rng, scene_id, title, 0))
-            outline = fmt.SceneOutline(id=scene_id, type="slide", title=title, description=_words(rng, 6),
-                                       keyPoints=[], order=turn + 1)
+            scene = _slide(rng, course_id, f"{course_id}-s{turn}", call["arguments"]["title"], turn + 1)
             yield seqs.after([
                 Write(session_id, [ToolResult(call_id=call["id"], name="update_scene", result={"scene_id": scene.id})]),
-                Write(course_id, [CourseSceneSet(scene=scene, position=turn, outline=outline)]
-                      + ([CourseRetitled(title=_words(rng, 3))] if turn == 1 else [])),
+                Write(course_id, [CourseSceneSet(scene=scene)] + ([CourseRetitled(title=_words(rng, 3))]
+                                                                  if turn == 1 else [])),
             ])
         for _ in range(deltas // 2):
             yield seqs.after([Write(session_id, [ModelOutputDelta(text=_words(rng, 5) + " ")])])
