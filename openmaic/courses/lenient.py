@@ -2,8 +2,10 @@
 
 Documents saved through the browser persistence routes before this server validated them against the course
 format are in the log as the client sent them. Reading them must not fail and must lose as little as possible: a
-scene is read whole when it fits the format; otherwise its elements and actions that do not fit are left out one
-by one (never the scene for one bad element), and only a scene that still does not fit is skipped. ``null``
+scene is read whole when it fits the format; otherwise what an older browser may have left out is filled in (a
+slide's viewport and theme, an element's box and its type's defaults), its elements and actions that still do not
+fit are left out one by one (never the scene for one bad element), and only a scene that still does not fit is
+skipped. ``null``
 members count as absent, as OpenMAIC's own normalizer treats them.
 """
 
@@ -58,6 +60,39 @@ def lenient_stage(raw: Any) -> fmt.Stage | None:
         return None
 
 
+_BOX = {"text": (400, 60), "image": (300, 200), "video": (400, 225), "shape": (200, 120), "chart": (400, 250),
+        "table": (400, 150), "latex": (300, 80), "code": (400, 200), "audio": (60, 60)}
+"""A box for an element that came without one (older browsers kept some elements by their corner alone)."""
+
+
+def _element(e: Any) -> Any:
+    """An element with what an older browser may have left out filled in: its box, its rotation, and the defaults
+    the format's normalizer gives its type. What still does not fit is left out by the caller."""
+    if not isinstance(e, dict) or e.get("type") not in fmt.ELEMENT_TYPES:
+        return e
+    e = dict(e)
+    if e["type"] != "line":
+        width, height = _BOX.get(e["type"], (200, 100))
+        e.setdefault("width", width)
+        e.setdefault("height", height)
+        e.setdefault("rotate", 0)
+    e.setdefault("left", 0)
+    e.setdefault("top", 0)
+    try:
+        return fmt.normalize_element(e)
+    except fmt.FormatInvalid:
+        return e
+
+
+def _canvas(canvas: dict[str, Any], scene_id: str) -> None:
+    """The slide canvas's own members an older browser may have left out: the format's viewport and theme."""
+    canvas.setdefault("id", f"canvas_{scene_id}")
+    canvas.setdefault("viewportSize", fmt.VIEWPORT_SIZE)
+    canvas.setdefault("viewportRatio", fmt.VIEWPORT_RATIO)
+    canvas.setdefault("theme", fmt.to_json(fmt.DEFAULT_THEME))
+    canvas["elements"] = [_element(e) for e in canvas.get("elements") or []]
+
+
 def lenient_scene(raw: Any, *, stage_id: str) -> fmt.Scene | None:
     """A stored scene as the format reads it (see the module doc); None when it cannot be read at all."""
     if not isinstance(raw, dict):
@@ -71,7 +106,8 @@ def lenient_scene(raw: Any, *, stage_id: str) -> fmt.Scene | None:
     content = value.get("content")
     if isinstance(content, dict) and isinstance(content.get("canvas"), dict):
         canvas = content["canvas"]
-        canvas["elements"] = [e for e in canvas.get("elements") or [] if _fits(e, fmt.Element)]
+        _canvas(canvas, str(value.get("id") or "scene"))
+        canvas["elements"] = [e for e in canvas["elements"] if _fits(e, fmt.Element)]
     value["actions"] = [a for a in value.get("actions") or [] if _fits(a, fmt.Action)]
     for key in ("whiteboards", "multiAgent"):
         if key in value and not _fits({**value, key: value[key]}, fmt.Scene):

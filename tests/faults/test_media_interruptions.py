@@ -28,6 +28,11 @@ def routes(fake: Any) -> dict[str, Any]:
     return {**fake_routes(fake), "tts": None}
 
 
+def run_refs(state: Any) -> dict[str, str]:
+    """The run's media refs by type (refs are unique to each run: ``gen_img_<8 hex>``)."""
+    return {m.type: m.elementId for o in state.confirmed for m in o.mediaGenerations or []}
+
+
 async def assert_lane_uncharged(log: EventLog, lane: str) -> None:
     interrupted = await decoded(log, lane, "session.interrupted")
     assert [i.reason for i in interrupted] == [DATABASE_TROUBLE], interrupted
@@ -49,11 +54,12 @@ async def test_a_pictures_asset_write_cut_off_is_stored_from_the_kept_bytes(db_u
             await blocker.conn.execute("BEGIN")
             await wait_state(svc, snap.id, "completed", timeout=60)
         state = await run_state(log, snap.id)
-        assert state.media["gen_img_1"].status == "done", state.media
+        refs = run_refs(state)
+        assert state.media[refs["image"]].status == "done", state.media
         assert fake.counts["images"] == 1  # not generated again: the interrupted attempt's bytes were kept
         lane = lane_id(snap.id)
         settled = await decoded(log, lane, "media.element_settled")
-        assert [(s.element_id, s.status) for s in settled] == [("gen_img_1", "done"), ("gen_vid_1", "done")]
+        assert [(s.element_id, s.status) for s in settled] == [(refs["image"], "done"), (refs["video"], "done")]
         await assert_lane_uncharged(log, lane)
 
 
@@ -77,7 +83,7 @@ async def test_a_video_whose_submission_record_is_cut_off_is_never_submitted_aga
                 await blocker.terminate_blocked()
             await wait_state(svc, snap.id, "completed", timeout=60)
         state = await run_state(log, snap.id)
-        assert state.media["gen_vid_1"].status == "done", state.media
+        assert state.media[run_refs(state)["video"]].status == "done", state.media
         assert fake.counts["videos.submit"] == 1  # paid for once
         (submitted,) = await decoded(log, lane, "media.video_submitted")
         polled = {r.path.rsplit("/", 1)[-1] for r in fake.of("videos.poll")}
@@ -106,5 +112,6 @@ async def test_deleting_the_course_aborts_the_lanes_video_wait_within_a_second(d
             await trio.sleep(1.5)
             assert fake.counts["videos.poll"] == polls  # nothing asked of the provider after the stop
         assert [e.status for e in await decoded(log, lane, "session.ended")] == ["stopped"]
-        assert "gen_vid_1" not in {s.element_id for s in await decoded(log, lane, "media.element_settled")}
+        video = run_refs(await run_state(log, snap.id))["video"]
+        assert video not in {s.element_id for s in await decoded(log, lane, "media.element_settled")}
         await wait_state(svc, snap.id, "ended")

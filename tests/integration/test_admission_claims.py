@@ -23,7 +23,7 @@ async def _claimed_run(log: EventLog, sid: str, owner: str) -> int:
     """A generation stream of ``owner``, claimed by a worker (running under a lease); returns its attempt."""
     await log.append(StreamAppend(stream_id=sid, create=NewStream("generation", owner), status="queued",
                                   events=[SessionCreated(kind="generation", owner_id=owner)]))
-    (row,) = await log.db.fetch(Q.claim, "worker-1", ["generation"], [1], 60_000)
+    (row,) = await log.db.fetch(Q.claim, "worker-1", ["generation"], [1], 60_000, 32)
     assert row["stream_id"] == sid
     return row["attempt"]
 

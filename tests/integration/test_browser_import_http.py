@@ -9,6 +9,7 @@ import base64
 import httpx
 import msgspec
 
+from openmaic.courses import format as fmt
 from openmaic.browser_import.service import binding_stream
 from openmaic.events.log import EventLog
 from openmaic.store.database import open_database
@@ -81,28 +82,30 @@ async def test_a_browser_imports_its_courses_agents_and_settings_once(db_url, tm
         assert r.status_code == 201, r.text
         done = r.json()
         assert done["imported"] is True and done["scenes"] == 4 and done["assets"] == 2, done
-        assert done["dropped"] == {"shortAnswerQuestions": 1, "missingMedia": 1, "canvasActions": 1}, done
+        assert done["dropped"] == {"missingMedia": 1}, done  # the one picture the browser failed to make
         course = done["courseId"]
         r = await alice.get(f"/api/classrooms/{course}")
         assert r.status_code == 200, r.text
         room = r.json()["classroom"]
-        assert room["title"] == "Fractions"
+        # The stage and its scenes as the browser kept them, in OpenMAIC's course document: nothing translated away.
+        assert room["stage"]["name"] == "Fractions" and room["stage"]["id"] == "stage-1"
+        assert fmt.validate_document({"stage": room["stage"], "scenes": room["scenes"]}) == []
         scenes = room["scenes"]
         assert [s["title"] for s in scenes] == ["What is a fraction", "Check", "Try it", "Project"]
-        assert all(s["status"] == "ready" for s in scenes)
-        slide = scenes[0]["content"]["slide"]
-        assert slide["bullets"] == ["A part of a whole"] and slide["notes"] == "Today: fractions."
-        quiz = scenes[1]["content"]["quiz"]["questions"]
-        assert [(q["question"], q["options"], q["answer"]) for q in quiz] == [("Which is larger?", ["1/2", "1/3"], 0)]
-        assert "Slice the pizza" in scenes[2]["content"]["interactive"]["html"]
-        assert scenes[3]["content"]["slide"]["bullets"] == ["Bake a pie", "Share it fairly"]
+        assert [s["type"] for s in scenes] == ["slide", "quiz", "interactive", "pbl"] and not room["pendingScenes"]
+        texts = [e["content"] for e in scenes[0]["content"]["canvas"]["elements"] if e["type"] == "text"]
+        assert texts == ["<p>A part of a whole</p>", "<p>What is a fraction</p>"]
+        quiz = scenes[1]["content"]["questions"]
+        assert [(q["type"], q.get("answer")) for q in quiz] == [("single", ["A"]), ("short_answer", None)]
+        assert "Slice the pizza" in scenes[2]["content"]["html"]
+        assert scenes[3]["content"]["projectConfig"] == {"title": "Bake a pie", "description": "Share it fairly"}
         # The pictures the browser kept, and its narration, are served as the course's own media.
-        picture, missing = scenes[0]["media"]
-        assert (picture["elementId"], picture["status"], missing["elementId"], missing["status"]) == (
-            "img1", "done", "img2", "failed")
-        r = await alice.get(f"/api/assets/{picture['assetId']}")
+        picture, missing = [e for e in scenes[0]["content"]["canvas"]["elements"] if e["type"] == "image"]
+        assert (picture["id"], missing["id"], missing["src"]) == ("img1", "img2", "gen_img_2")
+        r = await alice.get(picture["src"])
         assert (r.status_code, r.content, r.headers["content-type"]) == (200, PNG, "image/png"), r.text
-        r = await alice.get(f"/api/assets/{scenes[0]['narrationAssetId']}")
+        (speech,) = [a for a in scenes[0]["actions"] if a["type"] == "speech"]
+        r = await alice.get(f"/api/assets/{speech['audioId']}")
         assert (r.status_code, r.content) == (200, MP3)
 
         # Agents, through the registry's import with the binding: custom ones imported, built-ins skipped.
@@ -135,7 +138,7 @@ async def test_a_browser_imports_its_courses_agents_and_settings_once(db_url, tm
         r = await alice.post("/api/model-config/import", json=settings, headers=BOUND)
         assert r.status_code == 200 and r.json()["imported"] == []
         assert await state(db_url) == before
-        assert (await alice.get(f"/api/classrooms/{course}")).json()["classroom"]["title"] == "Fractions"
+        assert (await alice.get(f"/api/classrooms/{course}")).json()["classroom"]["stage"]["name"] == "Fractions"
 
         # Owner-checked: another owner's server sees none of it and cannot import with alice's browser id.
         (tmp_path / "bob").mkdir()
@@ -162,7 +165,7 @@ async def test_a_browser_imports_its_courses_agents_and_settings_once(db_url, tm
                                             "legacy_import.agents_imported", "legacy_import.settings_imported"]
         assert "sk-browser-key" not in b"".join(e.data for e in record).decode()
         assert (await log.stream_row(binding_stream(BROWSER))).owner_id == "alice"
-        assert [e.type for e in await log.read_stream(course)] == ["course.created", "course.outline_set"]
+        assert [e.type for e in await log.read_stream(course)] == ["course.created", "course.document_set"]
         rows = {(r["owner_id"], r["kind"], r["course_id"]) for r in await db.fetch("SELECT * FROM assets")}
         assert rows == {("alice", "image", course), ("alice", "narration", course)}
         media = msgspec.json.decode(record[1].data)["assets"]

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
-from openmaic.courses.schema import OutlineItem
+from openmaic.courses import format as fmt
 from openmaic.events.core import LeaseClaimed, LeaseReleased, SessionCreated, SessionEnded
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
@@ -55,7 +55,8 @@ async def test_run_commands_replayed_after_the_run_moved_on_answer_as_the_first_
         url = f"/api/generation-runs/{run}"
         until = dt.datetime.now(dt.UTC) + dt.timedelta(hours=1)
         await move_on(log, run, RunOutlineProposed(revision=1, title="Tides", items=[
-            OutlineItem(title="The moon", goal="Why the sea rises")], countdown_until=until),
+            fmt.SceneOutline(id="scene_1", type="slide", title="The moon", description="Why the sea rises",
+                             keyPoints=[], order=1)], countdown_until=until),
             RunStateChanged(state="awaiting_outline_confirmation", previous="outlining"), status="waiting")
         held = ok(await client.post(f"{url}/hold-outline", json={"commandId": "h1"}))
         assert held["state"] == "awaiting_outline_confirmation"

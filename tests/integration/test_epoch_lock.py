@@ -60,7 +60,7 @@ async def _fresh_claim_append_and_read(db_url: str, stream_id: str) -> None:
                                           create=NewStream("t", "o"), status="queued"))
         async with open_database(db_url, min_size=1, max_size=1) as other:
             with trio.fail_after(5):
-                claimed = await other.fetch(Q.claim, "w", ["t"], [1], 10_000)
+                claimed = await other.fetch(Q.claim, "w", ["t"], [1], 10_000, 32)
                 assert [r["stream_id"] for r in claimed] == [stream_id]
                 assert [e.stream_id for e in await EventLog(other).read_all(START, 100)] == [stream_id] * 2
 

@@ -51,7 +51,9 @@ async def test_an_import_declaring_an_unsafe_media_type_is_a_clear_400_that_stor
         r = await alice.post("/api/legacy-import/stages", json=stage_body(), headers=BOUND)
         assert r.status_code == 201, r.text
         room = (await alice.get(f"/api/classrooms/{r.json()['courseId']}")).json()["classroom"]
-        r = await alice.get(f"/api/assets/{room['scenes'][0]['media'][0]['assetId']}")
+        (picture,) = [e for e in room["scenes"][0]["content"]["canvas"]["elements"]
+                      if e["type"] == "image" and e["src"].startswith("/api/assets/")]  # (the failed one: its ref)
+        r = await alice.get(picture["src"])
         assert (r.status_code, r.content, r.headers["content-type"]) == (200, PNG, "image/png")
 
 
