@@ -70,6 +70,9 @@ def create_app(
     return app
 
 
+STORAGE_PREFIX = "/api/persistence/"
+
+
 def _current() -> Any:
     return quart.request if quart.has_request_context() else quart.websocket
 
@@ -82,6 +85,9 @@ async def _error_response(exc: Exception) -> Any:
     problem = describe(exc, method=req.method if quart.has_request_context() else "WS", path=req.path)
     rule = req.url_rule
     spec = app_state().routes.get(rule.endpoint) if rule is not None else None
+    if spec is None and req.path.startswith(STORAGE_PREFIX):
+        # OpenMAIC's storage handler answers every path under its mount itself, in its own error form.
+        return render(problem, "asset" if req.path.startswith(STORAGE_PREFIX + "assets") else "storage")
     if spec is None:
         # No route matched: a bare 404 reveals nothing, like OpenMAIC's; other statuses (405) are JSON.
         return render(problem, plain_not_found=True)

@@ -77,48 +77,6 @@ async def learner_key(call: Call) -> LearnerKey:
     return LearnerKey(learner_key=call.user)
 
 
-@api_route(bp, "GET", "/api/persistence/documents/{document_id}", response=dict[str, Any], error_style="json",
-           errors=(404, 409))
-async def get_document(call: Call, document_id: str) -> dict[str, Any]:
-    """One of your documents (a course you generated or saved): OpenMAIC's document, ``dslVersion`` at its root."""
-    await import_fence(call)
-    return documents.encode(await documents.read_document(call.services.log, call.user, document_id))
-
-
-@api_route(bp, "PUT", "/api/persistence/documents/{document_id}", body=dict[str, Any], body_limit="upload",
-           error_style="json", errors=(404, 409, 413))
-async def put_document(call: Call, document_id: str) -> None:
-    """Save a whole document as one of your courses (validated by the course format; the same document again
-    changes nothing)."""
-    browser = await import_fence(call)
-    await documents.put_document(call.services.log, call.user, document_id, call.body, browser=browser)
-
-
-@api_route(bp, "PUT", "/api/persistence/documents/{document_id}/stage", body=dict[str, Any], body_limit="upload",
-           error_style="json", errors=(404, 409, 413))
-async def put_document_stage(call: Call, document_id: str) -> None:
-    """Save the stage (title, description, roster …) of one of your documents."""
-    await import_fence(call)
-    await documents.put_stage(call.services.log, call.user, document_id, call.body)
-
-
-@api_route(bp, "PUT", "/api/persistence/documents/{document_id}/scenes/{scene_id}", body=dict[str, Any],
-           body_limit="upload", error_style="json", errors=(404, 409, 413))
-async def put_document_scene(call: Call, document_id: str, scene_id: str) -> None:
-    """Save (or add) one scene of one of your documents."""
-    await import_fence(call)
-    await documents.put_scene(call.services.log, call.user, document_id, scene_id, call.body)
-
-
-@api_route(bp, "GET", "/api/persistence/documents/{document_id}/scenes/{scene_id}", response=dict[str, Any],
-           error_style="json", errors=(404, 409))
-async def get_document_scene(call: Call, document_id: str, scene_id: str) -> dict[str, Any]:
-    """One scene of one of your documents."""
-    await import_fence(call)
-    doc = await documents.read_document(call.services.log, call.user, document_id)
-    return msgspec.to_builtins(documents.scene_of(doc, document_id, scene_id))  # type: ignore[no-any-return]
-
-
 def _asset_kind(media_type: str) -> AssetKind:
     kind = _KINDS.get(media_type.split("/", 1)[0].strip().lower())
     if kind is None:

@@ -637,6 +637,11 @@ SELECT course_id, folder_id FROM browser_documents WHERE owner_id = $1 AND docum
 -- name: browser_document_insert
 INSERT INTO browser_documents (course_id, owner_id, document_id, title) VALUES ($1, $2, $3, $4);
 
+-- name: browser_document_bury
+-- A deleted document's id is free again: its row is filed under the tombstone key $2 (which no client id can be:
+-- it starts with U+001F), so the next save creates a new course while the importer still finds the deleted one.
+UPDATE browser_documents SET document_id = $2, updated_at = now() WHERE course_id = $1;
+
 -- name: browser_document_retitle
 UPDATE browser_documents SET title = $2, updated_at = now() WHERE course_id = $1;
 
@@ -648,9 +653,13 @@ UPDATE browser_documents SET folder_id = $2, updated_at = now() WHERE course_id 
 -- table; a course it has not folded yet is not deleted, so a document just written is listed at once).
 SELECT b.course_id, b.document_id, b.title, b.folder_id, b.updated_at
   FROM browser_documents b
- WHERE b.owner_id = $1
+ WHERE b.owner_id = $1 AND left(b.document_id, 1) <> E'\x1f'
    AND NOT EXISTS (SELECT 1 FROM course_documents d WHERE d.course_id = b.course_id AND d.deleted)
  ORDER BY b.updated_at DESC, b.course_id;
+
+-- name: course_streams_of_owner
+-- Every course of an owner's, deleted or not (streams_owner index), for the document listing.
+SELECT id FROM streams WHERE owner_id = $1 AND kind = 'course' ORDER BY created_at, id;
 
 -- name: runtime_session_find
 SELECT stream_id FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
