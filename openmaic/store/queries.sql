@@ -666,17 +666,64 @@ SELECT stream_id FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
  ORDER BY created_at, stream_id LIMIT 1;
 
 -- name: runtime_session_insert
-INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner_key) VALUES ($1, $2, $3, $4, $5);
+INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner_key, session, created_instant)
+VALUES ($1, $2, $3, $4, $5, $6::json, $7);
+
+-- name: runtime_session_head
+-- A session's head (migration 0016); written under the owner's persistence lock, read with or without it.
+SELECT stream_id, session::text AS session, last_seq, records, record_bytes, last_record::text AS last_record
+  FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
+ ORDER BY created_at, stream_id LIMIT 1;
+
+-- name: runtime_session_set_head
+UPDATE runtime_sessions
+   SET session = $2::json, last_seq = $3, records = $4, record_bytes = $5, last_record = $6::json
+ WHERE stream_id = $1;
+
+-- name: runtime_session_fill_head
+-- The head of a session written before heads were kept, folded from its stream: only while it is still empty, so
+-- a reader's fold never overwrites what a writer (holding the owner's lock) wrote since.
+UPDATE runtime_sessions
+   SET session = $2::json, last_seq = $3, records = $4, record_bytes = $5, last_record = $6::json,
+       created_instant = $7
+ WHERE stream_id = $1 AND session IS NULL;
+
+-- name: runtime_session_rekey
+UPDATE runtime_sessions SET learner_key = $2 WHERE stream_id = $1;
+
+-- name: runtime_session_delete
+DELETE FROM runtime_sessions WHERE stream_id = $1;
+
+-- name: runtime_sessions_count
+SELECT count(*) FROM runtime_sessions WHERE owner_id = $1;
+
+-- name: runtime_records_of_owner
+-- What an owner's sessions hold (the runtime quotas): one row per session, read through runtime_sessions_owner.
+SELECT coalesce(sum(records), 0) AS count, coalesce(sum(record_bytes), 0) AS bytes
+  FROM runtime_sessions WHERE owner_id = $1;
+
+-- name: runtime_session_streams_by_id
+SELECT stream_id, session_id FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2;
+
+-- name: runtime_session_streams
+-- An owner's sessions on stage $2 (NULL: every stage) under learner key $3 (NULL: every key; the owner's own key
+-- also names the keys of the anonymous owners claimed into it, as in runtime_sessions_of_stage).
+SELECT stream_id, session_id FROM runtime_sessions
+ WHERE owner_id = $1 AND ($2::text IS NULL OR stage_id = $2)
+   AND ($3::text IS NULL OR learner_key = $3
+        OR ($3 = $1 AND learner_key IN (SELECT c.from_owner_id FROM owner_claims c WHERE c.to_owner_id = $1)))
+ ORDER BY created_at, stream_id;
 
 -- name: runtime_sessions_of_stage
--- An owner's own learner key ($3 = $1) also names the keys of the anonymous owners claimed into it: their sessions
--- moved with the claim and keep the key they were filed under. A page after the session ($5, $6) when given (keyset).
-SELECT stream_id, created_at FROM runtime_sessions
+-- A partition's sessions in the contract's order (the instant of createdAt, then the id; heads not filled in yet
+-- come last). An owner's own learner key ($3 = $1) also names the keys of the anonymous owners claimed into it:
+-- their sessions moved with the claim and keep the key they were filed under. A page after ($5, $6) when given.
+SELECT session_id, session::text AS session, created_instant FROM runtime_sessions
  WHERE owner_id = $1 AND stage_id = $2
    AND (learner_key = $3
         OR ($3 = $1 AND learner_key IN (SELECT c.from_owner_id FROM owner_claims c WHERE c.to_owner_id = $1)))
-   AND ($5::timestamptz IS NULL OR (created_at, stream_id) > ($5::timestamptz, $6::text))
- ORDER BY created_at, stream_id LIMIT $4;
+   AND ($5::timestamptz IS NULL OR (created_instant, session_id) > ($5::timestamptz, $6::text))
+ ORDER BY created_instant NULLS LAST, session_id LIMIT $4;
 
 -- name: library_folders_of_owner
 SELECT id, name, position, created_at, updated_at FROM library_folders WHERE owner_id = $1 ORDER BY position, id;
