@@ -6,6 +6,7 @@ to workers and projectors, which run in the server's root nursery beside hyperco
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,6 +24,7 @@ from openmaic.api.identity import IdentityResolver
 from openmaic.api.origins import normalize_origin
 from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
 from openmaic.api.services import ApiServices
+from openmaic.media.storage_assets import AssetNotFound
 
 __all__ = ["CORE_BLUEPRINTS", "create_app"]
 
@@ -87,14 +89,34 @@ async def _error_response(exc: Exception) -> Any:
     spec = app_state().routes.get(rule.endpoint) if rule is not None else None
     if spec is None and req.path.startswith(STORAGE_PREFIX):
         # OpenMAIC's storage handler answers every path under its mount itself, in its own error form.
-        return render(problem, "asset" if req.path.startswith(STORAGE_PREFIX + "assets") else "storage")
+        if req.path.startswith(STORAGE_PREFIX + "assets"):
+            return _unaddressable_asset(req) or render(problem, "asset")
+        return render(problem, "storage")
     if spec is None:
         # No route matched: a bare 404 reveals nothing, like OpenMAIC's; other statuses (405) are JSON.
         return render(problem, plain_not_found=True)
+    if spec.error_style == "asset" and spec.method == "DELETE" and problem.status == 404:
+        return Response(b"", 204)  # deleting any id is a success, an id no row can hold included
     code = spec.error_codes.get(problem.status)
     if code is not None:
         problem = msgspec.structs.replace(problem, code=code)
     return render(problem, spec.error_style, plain_not_found=spec.plain_not_found)
+
+
+_ASSET_ID_PATH = re.compile(rb"/api/persistence/assets/[^/?]+(/content)?")
+
+
+def _unaddressable_asset(req: Any) -> Response | None:
+    """An asset id holding an encoded ``/`` routes nowhere once decoded; the contract answers it as any other id:
+    a miss (204 for a DELETE)."""
+    m = _ASSET_ID_PATH.fullmatch(req.scope.get("raw_path") or b"")
+    if m is None:
+        return None
+    if m.group(1) is None:
+        return Response(b"", 204) if req.method == "DELETE" else None
+    if req.method not in ("GET", "HEAD", "PUT"):
+        return None
+    return render(describe(AssetNotFound(), method=req.method, path=req.path), "asset")
 
 
 async def _admit() -> Response | None:

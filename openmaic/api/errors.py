@@ -194,8 +194,11 @@ def storage_problem(problem: Problem, style: ErrorStyle) -> tuple[str, str, Any]
             return "METHOD_NOT_ALLOWED", problem.message, None
         if problem.status in (404, 405):
             return "ROUTE_NOT_FOUND", problem.message, None
-    if problem.status >= 500:
+    if problem.status == 500:
         return "INTERNAL_ERROR", "@openmaic/storage: internal server error", None
+    if style == "asset" and problem.status == 404:
+        # Every miss is the same answer, whatever made it one (an unstorable id included).
+        return "ASSET_NOT_FOUND", "@openmaic/storage: asset not found", None
     code = _STORAGE_CODES.get(problem.status, problem.code)
     details: Any = problem.details or None
     if code == "VALIDATION_FAILED":
@@ -212,10 +215,9 @@ def render(problem: Problem, style: ErrorStyle = "api", *, plain_not_found: bool
         body = {"error": {"code": code, "message": message, **({"details": details} if details else {})}}
         response = Response(_ENCODER.encode(body), problem.status if code != "ROUTE_NOT_FOUND" else 404,
                             content_type="application/json")
-        if code == "ROUTE_NOT_FOUND":
-            return response
-        for name, value in problem.headers.items():
-            response.headers[name] = value
+        if code != "ROUTE_NOT_FOUND":  # a 405 turned 404 sends no Allow
+            for name, value in problem.headers.items():
+                response.headers[name] = value
         if style == "asset":
             response.headers["X-Error-Code"] = code
         return response

@@ -34,7 +34,7 @@ from openmaic.store.queries import Q
 __all__ = ["AssetHead", "AssetKind", "AssetQuotaExceeded", "StoredAsset", "asset_id_for", "read_asset_head",
            "read_asset_range", "store_generated", "usage"]  # fmt: skip
 
-AssetKind = Literal["image", "video", "poster", "narration"]
+AssetKind = Literal["image", "video", "poster", "narration", "upload"]
 
 DEFAULT_QUOTA_BYTES = 2 * 1024**3
 
@@ -122,7 +122,8 @@ async def store_generated(
     put = typed(AssetPut, results[-1][0])
     if not put.stored:
         raise AssetQuotaExceeded(
-            f"the asset storage is full ({put.used} of {quota_bytes} bytes used; this {kind} needs {size})",
+            f"the asset storage is full ({put.used} of {quota_bytes} bytes used; this {kind} needs {size}; "
+            "limits.asset_bytes_per_owner sets it)",
             used=put.used, quota=quota_bytes, size=size,
         )
     return StoredAsset(id=asset_id, media_type=media.media_type, size=size, sha256=digest.hex())

@@ -466,6 +466,39 @@ SELECT id, media_type, size, sha256, kind, course_id, created_at FROM assets WHE
 -- Bytes [$3, $3 + $4) of an owner's asset (substring is 1-based).
 SELECT substring(data FROM $3::int + 1 FOR $4::int) AS data FROM assets WHERE id = $1 AND owner_id = $2;
 
+-- name: storage_asset_get
+SELECT bytes_id, media_type, size, revision FROM storage_assets WHERE id = $1 AND owner_id = $2;
+
+-- name: storage_asset_insert
+-- A new registry entry, only while the owner's entries stay within $7 bytes. Run after asset_owner_lock in the
+-- same transaction, so the usage counted includes every entry committed before.
+WITH used AS (SELECT coalesce(sum(size), 0)::bigint AS bytes FROM storage_assets
+               WHERE owner_id = openmaic_owner($2)),
+     inserted AS (
+       INSERT INTO storage_assets (id, owner_id, bytes_id, media_type, size, meta)
+       SELECT $1, $2, $3, $4, $5, $6::json FROM used WHERE used.bytes + $5 <= $7::bigint
+       RETURNING id)
+SELECT (SELECT id FROM inserted) AS inserted, (SELECT bytes FROM used) AS used;
+
+-- name: storage_asset_replace
+-- New bytes for an entry (and new metadata when $6 is not NULL), its revision one more, only while the owner's
+-- entries stay within $7 bytes with the new size in place of the old. After asset_owner_lock.
+WITH current AS (SELECT size FROM storage_assets WHERE id = $1 AND owner_id = $2),
+     used AS (SELECT coalesce(sum(size), 0)::bigint AS bytes FROM storage_assets
+               WHERE owner_id = openmaic_owner($2)),
+     updated AS (
+       UPDATE storage_assets a
+          SET bytes_id = $3, media_type = $4, size = $5, meta = coalesce($6::json, a.meta),
+              revision = a.revision + 1, updated_at = now()
+         FROM used, current
+        WHERE a.id = $1 AND a.owner_id = $2 AND used.bytes - current.size + $5 <= $7::bigint
+       RETURNING a.revision)
+SELECT (SELECT revision FROM updated) AS revision, EXISTS (SELECT 1 FROM current) AS present,
+       (SELECT bytes FROM used) AS used;
+
+-- name: storage_asset_delete
+DELETE FROM storage_assets WHERE id = $1 AND owner_id = $2;
+
 -- name: assets_used
 SELECT coalesce(sum(size), 0)::bigint AS bytes, count(*)::int AS count FROM assets WHERE owner_id = $1;
 
