@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from openmaic.courses import format as fmt
+from openmaic.courses.format.sanitize import sanitize_scene, sanitize_stage
 
 __all__ = ["drop_nulls", "lenient_scene", "lenient_stage"]
 
@@ -44,7 +45,7 @@ def lenient_stage(raw: Any) -> fmt.Stage | None:
     value.setdefault("createdAt", 0)
     value.setdefault("updatedAt", value["createdAt"])
     try:
-        return msgspec.convert(value, fmt.Stage)
+        return sanitize_stage(msgspec.convert(value, fmt.Stage))
     except msgspec.ValidationError:
         pass
     core = {k: value[k] for k in ("id", "name", "createdAt", "updatedAt") if k in value}
@@ -52,7 +53,7 @@ def lenient_stage(raw: Any) -> fmt.Stage | None:
         if key not in core and _fits({**core, key: member}, fmt.Stage):
             core[key] = member
     try:
-        return msgspec.convert(core, fmt.Stage)
+        return sanitize_stage(msgspec.convert(core, fmt.Stage))
     except msgspec.ValidationError:
         return None
 
@@ -64,7 +65,7 @@ def lenient_scene(raw: Any, *, stage_id: str) -> fmt.Scene | None:
     value = drop_nulls(raw)
     value["stageId"] = stage_id
     try:
-        return msgspec.convert(value, fmt.Scene)
+        return sanitize_scene(msgspec.convert(value, fmt.Scene))
     except msgspec.ValidationError:
         pass
     content = value.get("content")
@@ -76,6 +77,6 @@ def lenient_scene(raw: Any, *, stage_id: str) -> fmt.Scene | None:
         if key in value and not _fits({**value, key: value[key]}, fmt.Scene):
             value.pop(key)
     try:
-        return msgspec.convert(value, fmt.Scene)
+        return sanitize_scene(msgspec.convert(value, fmt.Scene))
     except msgspec.ValidationError:
         return None

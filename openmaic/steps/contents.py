@@ -2,7 +2,7 @@
 
 **A slide** (``{background?, elements, remark?}``): ``null`` members are dropped; each element is repaired where
 the repair is certain and dropped where it is not, one at a time (never the slide for one element): ids become
-``<type>_<8>`` and unique; ``rotate`` is 0 (a line has neither ``rotate`` nor ``height``); a box is moved and
+``<type>_<8>`` and unique; an element without numbers for its box is dropped; ``rotate`` is 0 (a line has neither ``rotate`` nor ``height``); a box is moved and
 shrunk onto the 1000 × 562.5 canvas; an image must name one of the scene's image refs (anything else, an invented
 URL above all, is dropped), a video one of its video refs (a ``gen_vid_…`` in ``src`` moves to ``mediaRef``; an
 unknown ref becomes the scene's only video ref, else the video is dropped); a formula is rendered to HTML
@@ -48,6 +48,12 @@ def _tidy(value: float) -> int | float:
     return int(value) if value.is_integer() else round(value, 2)
 
 
+def _placed(e: dict[str, Any]) -> bool:
+    """The element says where it goes: numbers for its box (a line: its origin and stroke)."""
+    keys = ("left", "top", "width") if e.get("type") == "line" else ("left", "top", "width", "height")
+    return all(isinstance(e.get(k), int | float) and not isinstance(e.get(k), bool) for k in keys)
+
+
 def _fit_box(e: dict[str, Any]) -> None:
     """Move and shrink the element's box onto the canvas (a line: its origin)."""
     left, top = _num(e.get("left"), 50.0), _num(e.get("top"), 50.0)
@@ -64,8 +70,8 @@ def _fit_box(e: dict[str, Any]) -> None:
 
 def _element(e: dict[str, Any], images: set[str], videos: set[str]) -> dict[str, Any] | None:
     kind = e.get("type")
-    if kind not in _TYPES:
-        return None
+    if kind not in _TYPES or not _placed(e):
+        return None  # where an element goes cannot be guessed: it is left out, not put somewhere
     _fit_box(e)
     if kind == "line":
         e.pop("height", None)

@@ -765,6 +765,3 @@ SELECT id, name, position, created_at, updated_at FROM library_folders WHERE own
 INSERT INTO library_folders (id, owner_id, name, position) VALUES ($1, $2, $3, $4)
 RETURNING id, name, position, created_at, updated_at;
 
--- name: assets_of_owner_among
--- Which of these ids are assets of the owner (a document's media references are checked against them).
-SELECT id FROM assets WHERE owner_id = $1 AND id = ANY($2::text[]);

@@ -18,6 +18,8 @@ import msgspec
 
 from openmaic.config import default_config
 from openmaic.courses.events import CourseDocument, evolve_course
+from openmaic.courses import format as fmt
+from openmaic.courses.document import document_of
 from openmaic.courses.views import classroom_view
 from openmaic.events.log import EventLog
 from openmaic.events.types import registry
@@ -29,54 +31,19 @@ from openmaic.runs.views import job_view, run_view
 from openmaic.tools.audit import export, plan_export, verify
 from openmaic.workbench import fold as workbench_fold
 from openmaic.workbench.views import SESSION_EVENT_TYPES, SessionView, session_meta
+from tests.integration.log_fixtures import load_log_fixture, log_fixture
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "legacy-log.jsonl"
 OWNER = "alice"
 
 
 def fixture() -> tuple[dict, list[dict]]:
-    lines = FIXTURE.read_text().splitlines()
-    return json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
-
-
-def raw_data(line: str) -> str:
-    """The stored bytes of an export line's data (embedded as they are, docs/audit.md)."""
-    start = line.index(',"data":') + len(',"data":')
-    return line[start:line.index(',"prev_hash":')]
+    return log_fixture(FIXTURE)
 
 
 async def load(db) -> dict[str, str]:
     """Insert the fixture's rows as they were stored; returns each stream's kind."""
-    header, rows = fixture()
-    raw = FIXTURE.read_text().splitlines()[1:]
-    kinds: dict[str, str] = {}
-    for r in rows:
-        if r.get("seq") == 1:
-            created = r["data"]
-            kinds[r["stream_id"]] = created.get("kind", "course") if r["type"] == "session.created" else "course"
-    for sid, kind in kinds.items():
-        await db.execute("INSERT INTO streams (id, kind, owner_id, status) VALUES ($1, $2, $3, 'waiting')",
-                         sid, kind, header["owner"])
-    for line, r in zip(raw, rows):
-        if "seq" not in r:
-            continue
-        await db.execute(
-            "INSERT INTO events (stream_id, seq, type, v, data, attempt, command_id, recorded_at, hash) "
-            "VALUES ($1, $2, $3, $4, $5::json, $6, $7, $8::timestamptz, $9)",
-            r["stream_id"], r["seq"], r["type"], r["v"], raw_data(line), r["attempt"], r["command_id"],
-            _ts(r["recorded_at"]), bytes.fromhex(r["hash"]))
-    for end in (r for r in rows if "stream_end" in r):
-        status = "terminal" if any(x.get("stream_id") == end["stream_end"] and x["type"] == "session.ended"
-                                   for x in rows if "type" in x) else "waiting"  # fmt: skip
-        await db.execute("UPDATE streams SET head_seq = $2, head_hash = $3, status = $4 WHERE id = $1",
-                         end["stream_end"], end["head_seq"], bytes.fromhex(end["head_hash"]), status)
-    return kinds
-
-
-def _ts(text: str):
-    import datetime as dt
-
-    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return await load_log_fixture(db, FIXTURE)
 
 
 async def test_the_fixture_was_written_with_the_old_versions():
@@ -151,9 +118,11 @@ async def test_an_old_log_folds_and_reads_with_todays_code(db, tmp_path):
         if s.state != "completed":
             continue
         room = classroom_view(s.course_id, await svc.owned_course(OWNER, s.course_id))
-        written = room.scenes[:s.scenes_total]  # a workbench session may have added scenes after them
-        assert len(written) == s.scenes_total and all(sc.status == "ready" and sc.content for sc in written)
-        assert room.generating_run_id is None and room.agents
+        # a workbench session may have added scenes after them; every scene is OpenMAIC's, lifted from the old shape
+        assert len(room.scenes) >= s.scenes_total and not room.pending_scenes
+        document = fmt.to_json(document_of(s.course_id, await svc.owned_course(OWNER, s.course_id)))
+        assert fmt.validate_document(document) == []
+        assert room.generating_run_id is None and room.stage.generatedAgentConfigs
 
     # the workbench session folds too, and reads as OpenMAIC's Pro session: its meta and its client events
     (session,) = [s for s, k in kinds.items() if k == "workbench"]

@@ -10,15 +10,7 @@ import pytest
 from openmaic.actors.kind import Core, Finish, Outcome, Step, Wait
 from openmaic.config import default_config
 from openmaic.courses.events import CourseAgentsSet, CourseOutlineSet, CourseUnlocked
-from openmaic.courses.schema import (
-    AgentProfile,
-    MediaRequest,
-    OutlineItem,
-    SceneAction,
-    SceneActions,
-    SceneContent,
-    Slide,
-)
+from openmaic.courses import format as fmt
 from openmaic.events.core import LeaseReleased, SessionEnded
 from openmaic.runs.decide import AWAITING, INTERRUPTED, PAUSED, QUEUED, check_outline, confirmation
 from openmaic.runs.events import (
@@ -51,12 +43,16 @@ from openmaic.runs.service import course_title, run_ids
 from openmaic.runs.views import job_view
 
 ITEMS = [
-    OutlineItem(title="Intro", goal="See it", key_points=["a", "b"]),
-    OutlineItem(title="Check", goal="Test it", kind="quiz"),
+    fmt.SceneOutline(id="scene_1", type="slide", title="Intro", description="See it", keyPoints=["a", "b"], order=1),
+    fmt.SceneOutline(id="scene_2", type="quiz", title="Check", description="Test it", keyPoints=[], order=2),
 ]
-TEACHER = AgentProfile(id="teacher", name="T", role="teacher", persona="p")
-CONTENT = SceneContent(kind="slide", slide=Slide(title="Intro", bullets=["a"]))
-ACTIONS = SceneActions(actions=[SceneAction(kind="speech", agent_id="teacher", text="hi")])
+TEACHER = fmt.AgentConfig(id="teacher", name="T", role="teacher", persona="p", avatar="/a.png", color="#000",
+                          priority=10)
+CONTENT = fmt.SlideContent(canvas=fmt.Slide(
+    id="cv", viewportSize=1000, viewportRatio=0.5625, theme=fmt.DEFAULT_THEME,
+    elements=[fmt.TextElement(id="t", left=60, top=50, width=880, height=70, rotate=0, content="<p>Intro</p>",
+                              defaultFontName="Microsoft YaHei", defaultColor="#333333")]))
+ACTIONS = [fmt.SpeechAction(id="a1", text="hi")]
 UNTIL = dt.datetime(2030, 1, 1, tzinfo=dt.UTC)
 
 KIND = GenerationKind(msgspec.structs.replace(default_config(), runtime=msgspec.structs.replace(
@@ -152,8 +148,7 @@ def test_countdown_waits_until_its_deadline_then_confirms_itself_fenced():
     [course] = d.also
     [outline_set] = course.events
     assert course.stream_id == "course_1" and isinstance(outline_set, CourseOutlineSet)
-    assert [sc.id for sc in outline_set.scenes] == [scene_id("course_1", 1, i) for i in range(2)]
-    assert all(sc.status == "pending" for sc in outline_set.scenes)
+    assert outline_set.scene_ids == [scene_id("course_1", 1, i) for i in range(2)]
 
 
 def test_a_second_confirmation_never_changes_the_confirmed_outline():
@@ -165,9 +160,11 @@ def test_a_second_confirmation_never_changes_the_confirmed_outline():
 def test_an_edited_confirmation_is_a_new_revision_with_its_own_scene_ids():
     s = run(RunOutlineProposed(revision=1, title="Fractions", items=ITEMS))
     events, course = confirmation(s, 2, ITEMS[:1], "user")
-    assert events[0] == RunOutlineConfirmed(revision=2, items=ITEMS[:1], by="user")
+    named = msgspec.structs.replace(ITEMS[0], id=scene_id("course_1", 2, 0))
+    assert events[0] == RunOutlineConfirmed(revision=2, items=[named], by="user")
     [outline_set] = course.events
-    assert outline_set.revision == 2 and [sc.id for sc in outline_set.scenes] == [scene_id("course_1", 2, 0)]
+    assert outline_set.revision == 2 and outline_set.scene_ids == [scene_id("course_1", 2, 0)]
+    assert outline_set.outlines == [named]
     assert scene_id("course_1", 2, 0) != scene_id("course_1", 1, 0)
 
 
@@ -196,13 +193,14 @@ def test_the_pipeline_runs_agents_then_content_actions_and_narration_scene_by_sc
     assert isinstance(d, Finish)
     assert [type(e) for e in d.events] == [RunStateChanged, SessionEnded] and d.events[1].status == "completed"
     assert d.also[0].stream_id == "course_1" and d.also[0].events == [CourseUnlocked(run_id="run_1")]
-    ready = s.scene(0, content=CONTENT, actions=ACTIONS, ready=True)
-    assert (ready.status, ready.id, ready.title) == ("ready", scene_id("course_1", 1, 0), "Intro")
+    ready = s.scene(0, CONTENT, ACTIONS)
+    assert (ready.id, ready.stageId, ready.title, ready.order) == (scene_id("course_1", 1, 0), "course_1", "Intro", 1)
+    assert fmt.validate_scene(fmt.to_json(ready), stage_id="course_1") == []
 
 
 def test_with_media_the_run_waits_for_the_lanes_first_pass_holding_no_worker():
-    picture = MediaRequest(kind="image", prompt="A pie cut in four", element_id="gen_img_1")
-    items = [msgspec.structs.replace(ITEMS[0], media=[picture]), ITEMS[1]]
+    picture = fmt.MediaGeneration(type="image", prompt="A pie cut in four", elementId="gen_img_1")
+    items = [msgspec.structs.replace(ITEMS[0], mediaGenerations=[picture]), ITEMS[1]]
     s = run(RunAdmitted(attempt=1), RunResearchDone(skipped=True),
             RunOutlineProposed(revision=1, title="Fractions", items=items),
             RunOutlineConfirmed(revision=1, items=items), RunStateChanged(state="generating", previous="outlining"),
@@ -216,7 +214,7 @@ def test_with_media_the_run_waits_for_the_lanes_first_pass_holding_no_worker():
     assert isinstance(d, Wait) and d.wake_at is None and d.reason == "generating media"
     assert job_view("run_1", s, "http://h").step == "generating_media"
     s = evolve(s, RunMediaState(element_id="gen_img_1", media_type="image", status="done", asset_id="a1"), s.seq + 1)
-    assert s.scene(0).media[0].status == "done" and s.scene(1).media == []
+    assert s.media["gen_img_1"].status == "done"
     s = evolve(s, RunMediaPassDone(media_pass=1), s.seq + 1)
     assert next_step(s) is None and isinstance(decide(s), Finish)
 
@@ -288,7 +286,7 @@ def test_outline_checks_name_the_offending_item():
     with pytest.raises(Exception, match="no scenes"):
         check_outline([])
     with pytest.raises(Exception) as exc:
-        check_outline([ITEMS[0], OutlineItem(title=" ", goal="g")])
+        check_outline([ITEMS[0], msgspec.structs.replace(ITEMS[0], title=" ")])
     assert exc.value.details["path"] == "outline[1].title"
 
 

@@ -9,7 +9,8 @@ import pytest
 
 from openmaic.actors.kind import Core, Finish, Outcome, Step, Wait, evolve_core
 from openmaic.config import default_config
-from openmaic.courses.events import CourseCreated, CourseDocument, CourseSceneSet, Scene, evolve_course
+from openmaic.courses import format as fmt
+from openmaic.courses.events import CourseCreated, CourseDocument, CourseSceneSet, evolve_course
 from openmaic.events.core import (
     LeaseClaimed,
     LeaseReleased,
@@ -227,23 +228,34 @@ def _doc(*events: Event) -> CourseDocument:
 ENV = ToolEnv(session_id="sess", course_id="c1", log=None, models=None)  # type: ignore[arg-type]
 
 
-def _apply(doc: CourseDocument, name: str, **arguments: Any) -> tuple[Any, list[Event]]:
+def _apply(doc: CourseDocument, name: str, prepared: Any = None, **arguments: Any) -> tuple[Any, list[Event]]:
     c = ToolCall(id="call_1", name=name, arguments=arguments)
-    return apply(ENV, c, parse_arguments(c), doc)
+    return apply(ENV, c, parse_arguments(c), doc, prepared)
+
+
+def _slide_scene(sid: str = "s1", title: str = "One") -> fmt.Scene:
+    canvas = fmt.Slide(id="cv", viewportSize=1000, viewportRatio=0.5625, theme=fmt.DEFAULT_THEME, elements=[
+        fmt.TextElement(id="t1", left=60, top=50, width=880, height=70, rotate=0, content="<p>One</p>",
+                        defaultFontName="Microsoft YaHei", defaultColor="#333333")])
+    return fmt.Scene(id=sid, stageId="c1", type="slide", title=title, order=1,
+                     content=fmt.SlideContent(canvas=canvas),
+                     actions=[fmt.SpotlightAction(id="a1", elementId="t1"), fmt.SpeechAction(id="a2", text="Hi")])
 
 
 def test_edits_make_course_events_and_are_refused_on_a_locked_or_deleted_course():
-    scene = Scene(id="s1", title="One", goal="g", key_points=["a"])
-    doc = _doc(CourseCreated(title="C"), CourseSceneSet(scene=scene))
-    result, events = _apply(doc, "add_scene", title="Two", goal="g2", position=0)
-    assert result == {"added": new_scene_id("sess", "call_1"), "position": 0}
+    outline = fmt.SceneOutline(id="s1", type="slide", title="One", description="g", keyPoints=["a"], order=1)
+    doc = _doc(CourseCreated(title="C"), CourseSceneSet(scene=_slide_scene(), outline=outline))
+    written = _slide_scene(new_scene_id("sess", "call_1"), "Two")
+    result, events = _apply(doc, "add_scene", written, title="Two", goal="g2", position=0)
+    assert result["added"] == new_scene_id("sess", "call_1") and result["position"] == 0
     assert new_scene_id("sess", "call_1") == new_scene_id("sess", "call_1")  # a re-applied call adds no second scene
     after = evolve_course(doc, events[0], 3)
-    assert [s.title for s in after.scenes] == ["Two", "One"]
+    assert [(s.title, s.order) for s in after.scenes] == [("Two", 1), ("One", 2)]
+    assert after.outlines[written.id].description == "g2"
     _, events = _apply(doc, "update_scene", scene_id="s1",
                        ops=[{"op": "set_title", "value": "Uno"}, {"op": "append_bullet", "value": "b"}])
-    assert msgspec.structs.astuple(events[0].scene)[:4] == ("s1", "Uno", "g", "slide")
-    assert events[0].scene.key_points == ["a", "b"]
+    assert events[0].scene.title == "Uno" and events[0].outline.keyPoints == ["a", "b"]
+    assert events[0].outline.description == "g"
     with pytest.raises(ToolFailure, match="must be a list of strings"):
         _apply(doc, "update_scene", scene_id="s1", ops=[{"op": "replace_bullets", "value": "x"}])
     with pytest.raises(ToolFailure, match="no scene 'nope'"):
@@ -255,3 +267,27 @@ def test_edits_make_course_events_and_are_refused_on_a_locked_or_deleted_course(
         _apply(locked, "retitle_course", title="New")
     view, events = _apply(locked, "read_course")
     assert (view["read_only"], view["scenes"], events) == (True, [], [])
+
+
+def test_element_question_and_script_edits_are_validated_by_the_course_format():
+    doc = _doc(CourseCreated(title="C"), CourseSceneSet(scene=_slide_scene()))
+    box = {"left": 60, "top": 200, "width": 400, "height": 60, "rotate": 0, "defaultFontName": "Microsoft YaHei",
+           "defaultColor": "#333333"}
+    _, events = _apply(doc, "set_element", scene_id="s1",
+                       element={"id": "t2", "type": "text", "content": "<p onclick='x()'>New</p>", **box})
+    added = events[0].scene.content.canvas.elements[-1]
+    assert (added.id, "onclick" in added.content) == ("t2", False)  # sanitized on the way in
+    with pytest.raises(ToolFailure, match="would make the scene invalid: .*elements/1"):
+        _apply(doc, "set_element", scene_id="s1", element={"id": "t3", "type": "text", "left": "far"})
+    _, events = _apply(doc, "delete_element", scene_id="s1", element_id="t1")
+    assert events[0].scene.content.canvas.elements == [] and [a.id for a in events[0].scene.actions] == ["a2"]
+    with pytest.raises(ToolFailure, match="not on the slide: ghost"):
+        _apply(doc, "set_actions", scene_id="s1", actions=[{"id": "x", "type": "laser", "elementId": "ghost"}])
+    with pytest.raises(ToolFailure, match="invalid"):
+        _apply(doc, "set_actions", scene_id="s1", actions=[{"id": "x", "type": "speech"}])
+    _, events = _apply(doc, "set_actions", scene_id="s1",
+                       actions=[{"id": "x", "type": "laser", "elementId": "t1"}, {"id": "y", "type": "speech",
+                                                                                   "text": "Look."}])
+    assert [a.type for a in events[0].scene.actions] == ["laser", "speech"]
+    with pytest.raises(ToolFailure, match="questions belong to quizzes"):
+        _apply(doc, "set_question", scene_id="s1", question={"id": "q"})

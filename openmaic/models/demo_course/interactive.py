@@ -226,16 +226,16 @@ def _game(lang: str, scene: dict[str, Any], topic: str, s: int) -> tuple[str, di
     }
     right, oops = pick(lang, "Correct!", "答对了！"), pick(lang, "Not quite.", "再想想。")
     script = (
-        f"var Q={json.dumps([[t, ok] for t, ok in statements], ensure_ascii=False)};var i=0,score=0;"
+        f"var ITEMS={json.dumps([[t, ok] for t, ok in statements], ensure_ascii=False)};var i=0,score=0;"
         f"var RIGHT={json.dumps(right, ensure_ascii=False)},OOPS={json.dumps(oops, ensure_ascii=False)};\n"
-        "function render(){var done=i>=Q.length;document.getElementById('question-card').classList.toggle('hidden',done);"
+        "function render(){var done=i>=ITEMS.length;document.getElementById('question-card').classList.toggle('hidden',done);"
         "document.getElementById('final-card').classList.toggle('hidden',!done);"
         "document.getElementById('result-display').textContent=score;"
-        "document.getElementById('progress').textContent=Math.min(i+1,Q.length)+' / '+Q.length;"
-        "if(!done)document.getElementById('question-text').textContent=Q[i][0];}\n"
-        "function answer(v){if(i>=Q.length)return;var ok=Q[i][1]===v;if(ok)score+=10;"
+        "document.getElementById('progress').textContent=Math.min(i+1,ITEMS.length)+' / '+ITEMS.length;"
+        "if(!done)document.getElementById('question-text').textContent=ITEMS[i][0];}\n"
+        "function answer(v){if(i>=ITEMS.length)return;var ok=ITEMS[i][1]===v;if(ok)score+=10;"
         "document.getElementById('feedback').textContent=ok?RIGHT:OOPS;i++;render();}\n"
-        "function applyState(s){if(typeof s.question==='number'){i=Math.max(0,Math.min(Q.length,s.question));}"
+        "function applyState(s){if(typeof s.question==='number'){i=Math.max(0,Math.min(ITEMS.length,s.question));}"
         "if(typeof s.score==='number'){score=s.score;}render();}\n"
         "document.getElementById('true-btn').addEventListener('click',function(){answer(true);});\n"
         "document.getElementById('false-btn').addEventListener('click',function(){answer(false);});\n"
