@@ -166,7 +166,8 @@ async def put_document(log: EventLog, owner: str, document_id: str, body: Any, *
             course_id, before, head = await _fresh_course(w.conn, owner, document_id), CourseDocument(), 0
         if head:
             _writable(before, document_id)
-            if document_of(course_id, before, ready_only=False) == document:  # type: ignore[arg-type]
+            as_stored = msgspec.structs.replace(document, scenes=sorted(document.scenes, key=lambda s: s.order))
+            if document_of(course_id, before, ready_only=False) == as_stored:  # type: ignore[arg-type]
                 return False  # the same document again: nothing to record
         course_id = course_id or await _fresh_course(w.conn, owner, document_id)
         events: list[Event] = []
