@@ -56,12 +56,13 @@ async def get_document(call: Call, document_id: str) -> dict[str, Any]:
 
 
 @api_route(bp, "PUT", "/api/persistence/documents/{document_id}", body=dict[str, Any], body_limit="upload",
-           errors=(404, 409, 413), **_STYLE)
+           errors=(404, 409, 413, 429), **_STYLE)
 async def put_document(call: Call, document_id: str) -> None:
     """Save a whole document as one of your courses (validated by the course format; the same document again
     changes nothing)."""
     browser = await import_fence(call)
-    await documents.put_document(call.services.log, call.user, document_id, call.body, browser=browser)
+    await documents.put_document(call.services.log, call.user, document_id, call.body, browser=browser,
+                                 byte_limit=call.services.config.limits.document_bytes_per_owner)
 
 
 @api_route(bp, "DELETE", "/api/persistence/documents/{document_id}", errors=(409,), **_STYLE)
@@ -72,19 +73,21 @@ async def delete_document(call: Call, document_id: str) -> None:
 
 
 @api_route(bp, "PUT", "/api/persistence/documents/{document_id}/stage", body=dict[str, Any], body_limit="upload",
-           errors=(404, 409, 413), **_STYLE)
+           errors=(404, 409, 413, 429), **_STYLE)
 async def put_document_stage(call: Call, document_id: str) -> None:
     """Save the stage (title, description, roster …) of one of your documents."""
     await import_fence(call)
-    await documents.put_stage(call.services.log, call.user, document_id, call.body)
+    await documents.put_stage(call.services.log, call.user, document_id, call.body,
+                              byte_limit=call.services.config.limits.document_bytes_per_owner)
 
 
 @api_route(bp, "PUT", "/api/persistence/documents/{document_id}/scenes/{scene_id}", body=dict[str, Any],
-           body_limit="upload", errors=(404, 409, 413), **_STYLE)
+           body_limit="upload", errors=(404, 409, 413, 429), **_STYLE)
 async def put_document_scene(call: Call, document_id: str, scene_id: str) -> None:
     """Save (or add) one scene of one of your documents."""
     await import_fence(call)
-    await documents.put_scene(call.services.log, call.user, document_id, scene_id, call.body)
+    await documents.put_scene(call.services.log, call.user, document_id, scene_id, call.body,
+                              byte_limit=call.services.config.limits.document_bytes_per_owner)
 
 
 @api_route(bp, "GET", "/api/persistence/documents/{document_id}/scenes/{scene_id}", response=dict[str, Any],

@@ -48,6 +48,7 @@ from openmaic.courses.events import (
 )  # fmt: skip
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
+from openmaic.quotas import QuotaFull
 from openmaic.store.database import Connection
 from openmaic.store.queries import Q
 
@@ -82,6 +83,30 @@ class FutureVersion(errors.Conflict):
 def missing(document_id: str) -> DocumentNotFound:
     """The refusal of a missing document, worded as OpenMAIC's storage words it (its clients match the words)."""
     return DocumentNotFound(f"@openmaic/storage: missing document {msgspec.json.encode(document_id).decode()}")
+
+
+class DocumentQuotaFull(QuotaFull):
+    """Your saved documents take as many bytes as they may (limits.document_bytes_per_owner)."""
+
+
+_ENCODE = msgspec.json.Encoder().encode
+
+
+async def _charge(w: Writer, owner: str, course_id: str, size: int, limit: int | None, *, delta: bool = False) -> None:
+    """Record what a browser document takes (``size`` bytes, or ``size`` more with ``delta``), refusing it when the
+    owner's documents would pass ``limit``. A generated course (no document row) is not counted. Under the owner's
+    persistence lock, so two saves cannot both fit the last bytes."""
+    row = await w.conn.fetchrow(Q.browser_documents_bytes, owner, course_id)
+    if row["own"] is None:
+        return
+    own, used = int(row["own"]), int(row["used"])
+    after = own + size if delta else size
+    if limit is not None and after > own and used - own + after > limit:
+        raise DocumentQuotaFull(
+            f"your documents take {used:,} bytes and this one would take {after:,}; at most {limit:,} are allowed "
+            "(limits.document_bytes_per_owner); delete some (DELETE /api/persistence/documents/{id}) first",
+            key="limits.document_bytes_per_owner", limit=limit)
+    await w.conn.execute(Q.browser_document_set_bytes, course_id, max(after, 0))
 
 
 class CourseLocked(errors.Conflict):
@@ -148,11 +173,12 @@ def _writable(doc: CourseDocument, document_id: str) -> None:
                            "once the run completes", id=document_id)
 
 
-async def put_document(log: EventLog, owner: str, document_id: str, body: Any, *,
-                       browser: str | None = None) -> bool:
+async def put_document(log: EventLog, owner: str, document_id: str, body: Any, *, browser: str | None = None,
+                       byte_limit: int | None = None) -> bool:
     """Save ``owner``'s whole document (creating its course at the first save; by the importer of ``browser``,
     bound to ``owner``, when given); True when it changed. A document deleted before is saved anew (a new course
-    under the same document id), but for the importer, to which a deleted document stays deleted."""
+    under the same document id), but for the importer, to which a deleted document stays deleted. ``byte_limit``:
+    what the owner's saved documents may take together (:class:`DocumentQuotaFull` past it)."""
     _refuse_future(body, document_id)
     document = fmt.decode_document(body, stage_id=document_id)
     if len(document.scenes) > MAX_SCENES:
@@ -178,6 +204,7 @@ async def put_document(log: EventLog, owner: str, document_id: str, body: Any, *
             await w.conn.execute(Q.browser_document_insert, course_id, owner, document_id, title)
         elif title != before.title:
             await w.conn.execute(Q.browser_document_retitle, course_id, title)
+        await _charge(w, owner, course_id, len(_ENCODE(document)), byte_limit)
         events.append(CourseDocumentSet(document=document))
         batches = [StreamAppend(stream_id=course_id, events=events, expected_seq=head,
                                 create=NewStream("course", owner) if head == 0 else None)]
@@ -190,7 +217,7 @@ async def put_document(log: EventLog, owner: str, document_id: str, body: Any, *
         return True
 
 
-async def put_stage(log: EventLog, owner: str, document_id: str, body: Any) -> bool:
+async def put_stage(log: EventLog, owner: str, document_id: str, body: Any, *, byte_limit: int | None = None) -> bool:
     """Save the stage of ``owner``'s existing document; True when it changed."""
     stage = fmt.decode_stage(body)
     if stage.id != document_id:
@@ -201,11 +228,14 @@ async def put_stage(log: EventLog, owner: str, document_id: str, body: Any) -> b
             return False
         if stage.name.strip() and stage.name != doc.title:
             await w.conn.execute(Q.browser_document_retitle, course_id, stage.name)
+        await _charge(w, owner, course_id, len(_ENCODE(stage)) - len(_ENCODE(stage_of(course_id, doc))), byte_limit,
+                      delta=True)
         await w.append(StreamAppend(stream_id=course_id, events=[CourseStageSet(stage=stage)], expected_seq=head))
         return True
 
 
-async def put_scene(log: EventLog, owner: str, document_id: str, scene_id: str, body: Any) -> bool:
+async def put_scene(log: EventLog, owner: str, document_id: str, scene_id: str, body: Any, *,
+                    byte_limit: int | None = None) -> bool:
     """Save (or add) one scene of ``owner``'s existing document; True when it changed."""
     scene = fmt.decode_scene(body, stage_id=document_id, scene_id=scene_id)
     async with writing(log, owner) as w:
@@ -214,6 +244,9 @@ async def put_scene(log: EventLog, owner: str, document_id: str, scene_id: str, 
             return False
         if doc.scene(scene_id) is None and len(doc.scenes) >= MAX_SCENES:
             raise fmt.FormatInvalid([fmt.Problem("/id", f"a document holds at most {MAX_SCENES} scenes")])
+        old = doc.scene(scene_id)
+        await _charge(w, owner, course_id, len(_ENCODE(scene)) - (len(_ENCODE(old)) if old is not None else 0),
+                      byte_limit, delta=True)
         event = CourseSceneSet(scene=scene, ready=True, at_ms=_now_ms())
         await w.append(StreamAppend(stream_id=course_id, events=[event], expected_seq=head))
         return True

@@ -675,6 +675,16 @@ INSERT INTO browser_documents (course_id, owner_id, document_id, title) VALUES (
 -- it starts with U+001F), so the next save creates a new course while the importer still finds the deleted one.
 UPDATE browser_documents SET document_id = $2, updated_at = now() WHERE course_id = $1;
 
+-- name: browser_documents_bytes
+-- What one document ($2) and all the owner's live documents take (limits.document_bytes_per_owner); own is NULL
+-- for a course without a document row (a generated one).
+SELECT (SELECT bytes FROM browser_documents WHERE course_id = $2) AS own,
+       (SELECT coalesce(sum(bytes), 0) FROM browser_documents
+         WHERE owner_id = $1 AND left(document_id, 1) <> E'\x1f') AS used;
+
+-- name: browser_document_set_bytes
+UPDATE browser_documents SET bytes = $2 WHERE course_id = $1;
+
 -- name: browser_document_retitle
 UPDATE browser_documents SET title = $2, updated_at = now() WHERE course_id = $1;
 

@@ -51,10 +51,11 @@ def _wait_ready(base_url: str, procs: list, tmp: Path) -> None:
     raise AssertionError("the server did not become ready\n" + stderr_of(tmp))
 
 
-def storage_server_fixture(config: str = "") -> object:
-    """A module-scoped fixture: one anonymous-mode server on a database of its own."""
+def storage_server_fixture(config: str = "", name: str = "storage_server") -> object:
+    """A module-scoped fixture (named ``name``): one anonymous-mode server with ``config`` added, on a database of
+    its own."""
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="module", name=name)
     def storage_server(pg: PgServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[StorageServer]:
         name = pg.new_database_name()
         trio.run(_admin, pg.admin_url, f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")

@@ -15,6 +15,7 @@ from openmaic.courses.format import DSL_VERSION
 from tests.integration.storage_harness import storage_server_fixture
 
 storage_server = storage_server_fixture()
+small_server = storage_server_fixture("limits: {document_bytes_per_owner: 1800}\n", name="small_server")
 
 
 THEME = {"backgroundColor": "#ffffff", "themeColors": ["#5b9bd5"], "fontColor": "#333333", "fontName": "Arial"}
@@ -373,3 +374,18 @@ async def test_http_every_error_is_the_storage_envelope(storage_server):
         error = refused(r)
         assert set(error) <= {"code", "message", "details"} and isinstance(error["message"], str)
 
+
+
+async def test_an_owners_documents_stay_within_their_byte_quota(small_server):
+    async with small_server.visitor() as c, small_server.visitor() as other:
+        await save(c, make_document("stage-1"))  # 664 bytes as stored
+        await save(c, make_document("stage-2"))
+        error = refused(await c.put("/documents/stage-3", json=make_document("stage-3")), 429, "INVALID_REQUEST")
+        assert "limits.document_bytes_per_owner" in error["message"]
+        assert await load(c, "stage-3") is None
+        big = slide_scene("stage-1", "scene-z", 5, title="t" * 1500)
+        refused(await c.put("/documents/stage-1/scenes/scene-z", json=big), 429, "INVALID_REQUEST")
+        # a delete frees its bytes; another owner has quota of their own
+        assert (await c.delete("/documents/stage-2")).status_code == 204
+        await save(c, make_document("stage-3"))
+        await save(other, make_document("stage-1"))
