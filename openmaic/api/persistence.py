@@ -17,14 +17,21 @@ from __future__ import annotations
 
 
 
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from quart import Blueprint
 
 from openmaic import errors
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire
 from openmaic.browser_import.service import HEADER, browser_of
+from openmaic.browser_import.store import owner_turn
 
-__all__ = ["UnsupportedAsset", "bp", "import_fence"]
+Handler = Callable[..., Awaitable[Any]]
+
+__all__ = ["UnsupportedAsset", "bp", "import_fence", "owner_writes"]
 
 bp = Blueprint("persistence", __name__)
 
@@ -35,6 +42,18 @@ class UnsupportedAsset(errors.InvalidInput):
     code = "unsupported_media_type"
     status = 415
     error_code = "UNSUPPORTED_MEDIA_TYPE"
+
+
+def owner_writes(handler: Handler) -> Handler:
+    """A write route's handler, run in its owner's turn (:func:`openmaic.browser_import.store.owner_turn`): one
+    owner's burst of writes takes one request's worth of this process at a time, not every other owner's."""
+
+    @functools.wraps(handler)
+    async def in_turn(call: Call, **params: str) -> Any:
+        async with owner_turn(call.user):
+            return await handler(call, **params)
+
+    return in_turn
 
 
 async def import_fence(call: Call) -> str | None:

@@ -31,7 +31,7 @@ from typing import Any
 from quart import Blueprint, Response
 
 from openmaic import errors
-from openmaic.api.persistence import UnsupportedAsset, import_fence
+from openmaic.api.persistence import UnsupportedAsset, import_fence, owner_writes
 from openmaic.api.routing import Call, api_route, too_large
 from openmaic.api.wire import Wire, encode
 from openmaic.media import storage_assets
@@ -144,6 +144,7 @@ async def _parts(call: Call, *, meta_required: bool) -> tuple[dict[str, Any] | N
 
 @api_route(bp, "POST", "/api/persistence/assets", response=AssetAllocated, status=201, body_limit="upload",
            upload="multipart", upload_field="bytes", errors=(400, 409, 413, 415, 507), **_STYLE)
+@owner_writes
 async def create_asset(call: Call) -> Response:
     """Store an asset (any type; see the module doc for how it is served); a new id every time."""
     await import_fence(call)
@@ -187,6 +188,7 @@ async def get_asset_content(call: Call, asset_id: str) -> Response:
 
 @api_route(bp, "PUT", "/api/persistence/assets/{asset_id}/content", body_limit="upload", upload="multipart",
            upload_field="bytes", errors=(400, 404, 409, 413, 415, 507), **_STYLE)
+@owner_writes
 async def replace_asset_content(call: Call, asset_id: str) -> Response:
     """New bytes for one of your assets (meta optional: the old one is kept); its revision goes up by one."""
     await import_fence(call)
@@ -198,6 +200,7 @@ async def replace_asset_content(call: Call, asset_id: str) -> Response:
 
 
 @api_route(bp, "DELETE", "/api/persistence/assets/{asset_id}", errors=(400, 409), **_STYLE)
+@owner_writes
 async def delete_asset(call: Call, asset_id: str) -> None:
     """Forget one of your assets (any id: 204)."""
     await import_fence(call)

@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 from quart import Blueprint
 
-from openmaic.api.persistence import import_fence
+from openmaic.api.persistence import import_fence, owner_writes
 from openmaic.api.routing import Call, api_route
 from openmaic.browser_import import documents
 
@@ -57,6 +57,7 @@ async def get_document(call: Call, document_id: str) -> dict[str, Any]:
 
 @api_route(bp, "PUT", "/api/persistence/documents/{document_id}", body=dict[str, Any], body_limit="upload",
            errors=(404, 409, 413, 429), **_STYLE)
+@owner_writes
 async def put_document(call: Call, document_id: str) -> None:
     """Save a whole document as one of your courses (validated by the course format; the same document again
     changes nothing)."""
@@ -66,6 +67,7 @@ async def put_document(call: Call, document_id: str) -> None:
 
 
 @api_route(bp, "DELETE", "/api/persistence/documents/{document_id}", errors=(409,), **_STYLE)
+@owner_writes
 async def delete_document(call: Call, document_id: str) -> None:
     """Delete one of your documents (its stage, scenes and outline); a missing one is fine."""
     await import_fence(call)
@@ -74,6 +76,7 @@ async def delete_document(call: Call, document_id: str) -> None:
 
 @api_route(bp, "PUT", "/api/persistence/documents/{document_id}/stage", body=dict[str, Any], body_limit="upload",
            errors=(404, 409, 413, 429), **_STYLE)
+@owner_writes
 async def put_document_stage(call: Call, document_id: str) -> None:
     """Save the stage (title, description, roster …) of one of your documents."""
     await import_fence(call)
@@ -83,6 +86,7 @@ async def put_document_stage(call: Call, document_id: str) -> None:
 
 @api_route(bp, "PUT", "/api/persistence/documents/{document_id}/scenes/{scene_id}", body=dict[str, Any],
            body_limit="upload", errors=(404, 409, 413, 429), **_STYLE)
+@owner_writes
 async def put_document_scene(call: Call, document_id: str, scene_id: str) -> None:
     """Save (or add) one scene of one of your documents."""
     await import_fence(call)
@@ -103,6 +107,7 @@ async def get_document_scene(call: Call, document_id: str, scene_id: str) -> dic
 
 
 @api_route(bp, "DELETE", "/api/persistence/documents/{document_id}/scenes/{scene_id}", errors=(409,), **_STYLE)
+@owner_writes
 async def delete_document_scene(call: Call, document_id: str, scene_id: str) -> None:
     """Delete one scene of one of your documents; a missing scene or document is fine."""
     await import_fence(call)

@@ -32,7 +32,7 @@ import msgspec
 from quart import Blueprint, Response
 
 from openmaic.api.pages import WholeByDefault, cursor_of, next_page_headers, read_cursor
-from openmaic.api.persistence import import_fence
+from openmaic.api.persistence import import_fence, owner_writes
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire, encode
 from openmaic.browser_import import runtime
@@ -68,6 +68,7 @@ def _expected(body: Body, label: str) -> Any:
 
 @api_route(bp, "POST", "/api/persistence/runtime/sessions", body=Body, response=Body, status=201,
            errors=(403, 409, 429), **_STYLE)
+@owner_writes
 async def create_session(call: Call) -> tuple[Body, int]:
     """Start a runtime session (filed under your learner key)."""
     await import_fence(call)
@@ -84,6 +85,7 @@ async def get_session(call: Call, session_id: str) -> Body:
 
 
 @api_route(bp, "DELETE", "/api/persistence/runtime/sessions/{session_id}", errors=(409,), **_STYLE)
+@owner_writes
 async def delete_session(call: Call, session_id: str) -> None:
     """Delete one of your runtime sessions and its records (a missing one is fine)."""
     await import_fence(call)
@@ -92,6 +94,7 @@ async def delete_session(call: Call, session_id: str) -> None:
 
 @api_route(bp, "POST", "/api/persistence/runtime/sessions/{session_id}/records", body=Body, response=Body,
            status=201, errors=(404, 409, 429), **_STYLE)
+@owner_writes
 async def append_record(call: Call, session_id: str) -> tuple[Body, int]:
     """Append a record to one of your active runtime sessions (its seq is the server's)."""
     await import_fence(call)
@@ -123,6 +126,7 @@ async def list_records(call: Call, session_id: str) -> Response:
 
 @api_route(bp, "PATCH", "/api/persistence/runtime/sessions/{session_id}/status", body=Body, errors=(404, 409),
            **_STYLE)
+@owner_writes
 async def set_session_status(call: Call, session_id: str) -> None:
     """Set the status of one of your runtime sessions."""
     await import_fence(call)
@@ -145,6 +149,7 @@ async def list_sessions(call: Call, stage_id: str, learner_key: str) -> Response
 
 @api_route(bp, "DELETE", "/api/persistence/runtime/stages/{stage_id}/learners/{learner_key}", errors=(403, 409),
            **_STYLE)
+@owner_writes
 async def delete_learner_runtime(call: Call, stage_id: str, learner_key: str) -> None:
     """Delete your runtime sessions on one course."""
     await import_fence(call)
@@ -152,6 +157,7 @@ async def delete_learner_runtime(call: Call, stage_id: str, learner_key: str) ->
 
 
 @api_route(bp, "DELETE", "/api/persistence/runtime/stages/{stage_id}", errors=(409,), **_STYLE)
+@owner_writes
 async def delete_stage_runtime(call: Call, stage_id: str) -> None:
     """Delete every runtime session of yours on one course."""
     await import_fence(call)
@@ -159,6 +165,7 @@ async def delete_stage_runtime(call: Call, stage_id: str) -> None:
 
 
 @api_route(bp, "DELETE", "/api/persistence/runtime", errors=(409,), **_STYLE)
+@owner_writes
 async def delete_all_runtime(call: Call) -> None:
     """Delete every runtime session of yours."""
     await import_fence(call)
@@ -167,6 +174,7 @@ async def delete_all_runtime(call: Call) -> None:
 
 @api_route(bp, "POST", "/api/persistence/runtime/learners/merge", body=Body, response=Moved, errors=(403, 409),
            **_STYLE)
+@owner_writes
 async def merge_learner(call: Call) -> Moved:
     """File the sessions of a learner key of yours (an anonymous visit you claimed) under your learner key."""
     await import_fence(call)
