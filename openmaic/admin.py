@@ -52,17 +52,20 @@ def is_default_admin_port(roles: Sequence[str], flag: int | None, config: Config
     return flag is None and config.server.admin_port is None and "api" not in roles
 
 
-def admin_app(services: Services) -> QuartTrio:
-    """The admin listener's app: the API's operational routes only, over this process's services."""
+def admin_app(services: Services, *, listen_host: str | None = None) -> QuartTrio:
+    """The admin listener's app: the API's operational routes only, over this process's services. Requests must
+    name one of the server's hosts, as on the API's port (a rebinding page must not reach the operators' routes
+    that answer this host's clients)."""
     api = ApiServices(db=services.db, log=services.log, wakeups=services.wakeups, config=services.config,
                       metric_samplers=probes.samplers(services.db, stuck_queued_s=services.config.runtime.stuck_queued_s))  # fmt: skip
     # Not behind ACCESS_CODE: that code admits the public API's users, and the operators' routes answer only an
     # operator (server.admin_token, else this host's clients); probes and scrapes carry no cookie.
-    return create_app(api, core=(health.bp,), blueprints=(operators.bp,), access_gate=False)
+    return create_app(api, core=(health.bp,), blueprints=(operators.bp,), access_gate=False, listen_host=listen_host)
 
 
 async def serve_admin(
     services: Services, host: str, port: int, *, task_status: trio.TaskStatus[Listening] = trio.TASK_STATUS_IGNORED
 ) -> None:
     """Serve the admin listener until cancelled; reports where it listens."""
-    await serve_api(admin_app(services), host, port, name="admin listener", task_status=task_status)
+    await serve_api(admin_app(services, listen_host=host), host, port, name="admin listener",
+                    task_status=task_status)

@@ -241,8 +241,8 @@ def exposure_warning(host: str, config: Config) -> str | None:
 async def run_api(services: Services, args: argparse.Namespace, *,
                   task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
     """The API role: the HTTP/SSE/WebSocket server. It only serves; durable work happens in workers."""
-    app = create_app(api_services(services), blueprints=resource_blueprints())
     host = args.host or services.config.server.host
+    app = create_app(api_services(services), blueprints=resource_blueprints(), listen_host=host)
     if (warning := exposure_warning(host, services.config)) is not None:
         log.warning("%s", warning)
     port = services.config.server.port if args.port is None else args.port

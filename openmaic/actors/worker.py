@@ -178,10 +178,13 @@ class Worker:
                     # would stay leased by nobody until the lease expired, then be charged an orphan takeover.
                     # A shutdown gives it until the end of its grace (see run).
                     rows: list[Claim] = []
+                    # At most max_actors_per_owner of one owner's share, every share's first before any share's
+                    # second (openmaic_claim): a few owners' steps stuck on silent endpoints cannot hold every slot.
                     with trio.CancelScope(shield=True, deadline=self._claim_deadline) as self._claim_shield:
                         try:
                             with metrics.timed(metrics.CLAIM_SECONDS):
-                                rows = await self.db.fetch_as(Claim, Q.claim, self.id, kinds, limits, ttl_ms)
+                                rows = await self.db.fetch_as(Claim, Q.claim, self.id, kinds, limits, ttl_ms,
+                                                              self.settings.max_actors_per_owner)
                         except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
                             trouble.note(exc)
                             rows = []

@@ -6,6 +6,7 @@ to workers and projectors, which run in the server's root nursery beside hyperco
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -20,7 +21,11 @@ from openmaic import metrics
 from openmaic.api import health, stream_socket
 from openmaic.api.errors import describe, render
 from openmaic.api.access_code import AccessCodeRequired
+from openmaic.api.hosts import HostNotAllowed, HostPolicy
 from openmaic.api.identity import IdentityResolver
+from openmaic.modelconfig.secret_box import process_instance_key
+from openmaic.owners.anonymous import AnonymousOwners
+from openmaic.owners.claims import ClaimQuotas
 from openmaic.api.origins import normalize_origin
 from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
 from openmaic.api.services import ApiServices
@@ -36,10 +41,12 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 
 def create_app(
     services: ApiServices, *, blueprints: Iterable[Blueprint] = (), core: Iterable[Blueprint] = CORE_BLUEPRINTS,
-    access_gate: bool = True,
+    access_gate: bool = True, listen_host: str | None = None,
 ) -> QuartTrio:
     """The API application for ``services``, serving the ``core`` routes plus ``blueprints``; ``access_gate``
     puts them behind ``ACCESS_CODE`` when one is configured (the admin listener guards its routes itself).
+    Every request must name one of the server's hosts first (:mod:`openmaic.api.hosts`): loopback, addresses,
+    ``server.allowed_hosts``, ``server.host`` and ``listen_host`` (the ``--host`` it listens on).
 
     Every route must be declared with :func:`openmaic.api.routing.api_route`: a URL rule added any other way
     is refused here (it would be missing from the OpenAPI document and skip the generic checks).
@@ -50,10 +57,16 @@ def create_app(
     # The request object exists before routing picks a route's limit, so it starts at the largest; each
     # route's wrapper then lowers it (see routing._LimitedBody).
     app.config["MAX_CONTENT_LENGTH"] = max(limits.json_body_bytes, limits.upload_bytes)
-    identity = IdentityResolver(services.config.identity, services.db, access_code=services.config.access_code,
-                                log=services.log, mints_per_minute=limits.anonymous_owners_per_minute)
+    config = services.config
+    key = functools.partial(process_instance_key, config.secret_key, config.server.data_dir)
+    identity = IdentityResolver(services.config.identity, services.log, AnonymousOwners(key),
+                                access_code=services.config.access_code,
+                                mints_per_minute=limits.anonymous_owners_per_minute,
+                                claim_quotas=ClaimQuotas.of(limits))
     allowed = frozenset(o for o in map(normalize_origin, services.config.server.allowed_origins) if o is not None)
-    state = ApiState(services, identity, allowed_origins=allowed)
+    server = services.config.server
+    hosts = HostPolicy([*server.allowed_hosts, *([listen_host] if listen_host else [])], listen_host=server.host)
+    state = ApiState(services, identity, allowed_origins=allowed, hosts=hosts)
     app.extensions[STATE_KEY] = state
 
     for bp in (*core, *blueprints):
@@ -64,6 +77,10 @@ def create_app(
         raise RuntimeError(f"routes not declared with api_route: {', '.join(undeclared)}")
 
     app.register_error_handler(Exception, _error_response)
+    # First of all, before the access gate and any route: a request naming a host that is not this server's is a
+    # DNS-rebinding page's, whatever else it carries.
+    app.before_request(_check_host)
+    app.before_websocket(_check_host)
     if access_gate:
         # The access-code gate stands before routing, as OpenMAIC's middleware: unknown /api paths are gated too.
         app.before_request(_admit)
@@ -117,6 +134,17 @@ def _unaddressable_asset(req: Any) -> Response | None:
     if req.method not in ("GET", "HEAD", "PUT"):
         return None
     return render(describe(AssetNotFound(), method=req.method, path=req.path), "asset")
+
+
+async def _check_host() -> Response | None:
+    try:
+        app_state().hosts.check(_current())
+    except HostNotAllowed as exc:
+        # The body of the request is never read, so the connection closes (as for the access gate).
+        response = render(describe(exc))
+        response.headers["Connection"] = "close"
+        return response
+    return None
 
 
 async def _admit() -> Response | None:

@@ -11,7 +11,10 @@
   ``LEGACY_IMPORT_NOT_BOUND``) and what was merged is recorded on the binding's stream.
 
 The owner is always the request's, never a parameter. Keys are sealed before they are stored
-(:mod:`openmaic.modelconfig.store`) and never returned, logged or put in an event.
+(:mod:`openmaic.modelconfig.store`) and never returned, logged or put in an event. A key is bound to the endpoint
+and preset it was entered for: a change of either without a key drops it, and the answer says so (``keyDropped``,
+``notice``). Every change is recorded in the owner's log with the settings (:mod:`openmaic.modelconfig.changes`):
+what changed, by whose request, and what became of the key.
 """
 
 from __future__ import annotations
@@ -21,12 +24,13 @@ from typing import Any
 import msgspec
 from quart import Blueprint
 
-from openmaic.api.routing import Call, api_route
+from openmaic.api.routing import Call, api_route, app_state
 from openmaic.browser_import.service import HEADER, browser_of, record_settings_import
 from openmaic.config import Config
 from openmaic.modelconfig.secret_box import InstanceKey, process_instance_key
 from openmaic.modelconfig.settings import apply_change, import_proposal, settings_view
-from openmaic.modelconfig.store import SettingsConflict, read_settings, save_settings
+from openmaic.modelconfig.changes import KeyFate, ModelSettingsChanged, save_recorded
+from openmaic.modelconfig.store import SettingsConflict, StoredSettings, read_settings
 
 __all__ = ["bp"]
 
@@ -70,11 +74,52 @@ async def put_model_config(call: Call) -> dict[str, Any]:
     if (current.revision if current else None) != body.revision:
         raise SettingsConflict("The settings changed; reload them")
     layer, clear = apply_change(config, current.layer if current else None, body.change)
+    record, dropped = _record(call, current, body.change, clear)
     try:
-        await save_settings(db, call.user, layer, body.revision, key, current=current, clear_keys=clear)
+        await save_recorded(call.services.log, call.user, layer, body.revision, key, record, current=current,
+                            clear_keys=clear)
     except SettingsConflict:
         raise SettingsConflict("The settings changed; reload them") from None
-    return settings_view(config, await read_settings(db, call.user, key))
+    view = settings_view(config, await read_settings(db, call.user, key))
+    if dropped:
+        view["keyDropped"] = dropped
+        view["notice"] = (f"The API key of {dropped} was removed because its endpoint or preset changed; enter the "
+                          "key again to use it")
+    return view
+
+
+def _record(call: Call, current: StoredSettings | None, change: dict[str, Any],
+            clear: list[str]) -> tuple[ModelSettingsChanged, str | None]:
+    """The event recording ``change`` (``apply_change`` accepted it), and the provider whose key it dropped because
+    its endpoint or preset changed, if any."""
+    who = _who(call)
+    kind = change["kind"]
+    if kind == "slots":
+        return ModelSettingsChanged(change="slots", slots_set=sorted(change.get("set") or {}),
+                                    slots_cleared=sorted(change.get("clear") or []), **who), None
+    pid = change["id"]
+    before = current.layer.providers.get(pid) if current is not None else None
+    had = before is not None and (before.api_key is not None or pid in current.unreadable)  # type: ignore[union-attr]
+    if kind == "remove-provider":
+        return ModelSettingsChanged(change="remove-provider", provider=pid, key="removed" if had else None,
+                                    **who), None
+    fate: KeyFate | None
+    if "apiKey" in change:
+        fate = "set" if change["apiKey"] else "removed" if had else None
+    elif pid in clear:
+        fate = "dropped" if had else None
+    else:
+        fate = "kept" if had else None
+    base_url = change["baseUrl"] if "baseUrl" in change else before.base_url if before is not None else None
+    record = ModelSettingsChanged(change="provider", provider=pid, preset=change.get("preset"), base_url=base_url,
+                                  key=fate, **who)
+    return record, pid if fate == "dropped" else None
+
+
+def _who(call: Call) -> dict[str, Any]:
+    identity = call.services.config.identity
+    resolver = app_state().identity
+    return {"by": call.user, "mode": identity.mode, "client": resolver.client_address(call.request)}
 
 
 @api_route(bp, "POST", "/api/model-config/import", body=ImportBody, errors=(400, 409), error_style="json")
@@ -91,8 +136,11 @@ async def import_model_config(call: Call) -> dict[str, Any]:
         layer, imported, skipped = import_proposal(config, current.layer if current else None, proposal)
         try:
             if imported and layer is not None:
-                await save_settings(db, call.user, layer, current.revision if current else None, key,
-                                    current=current)
+                keys = sorted(i["id"] for i in imported if i["kind"] == "provider"
+                              and (body.providers or {}).get(i["id"], {}).get("apiKey"))
+                record = ModelSettingsChanged(change="import", imported=imported, keys_set=keys, **_who(call))
+                await save_recorded(call.services.log, call.user, layer, current.revision if current else None, key,
+                                    record, current=current)
         except SettingsConflict:
             if attempt < IMPORT_ATTEMPTS:
                 continue

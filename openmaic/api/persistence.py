@@ -2,7 +2,7 @@
 learner key.
 
 * ``GET /api/persistence/learner-key`` → ``{learnerKey}``: the key runtime sessions are filed under (derived from
-  the owner, never taken from the client).
+  the owner id, :func:`openmaic.owners.learners.learner_key`; never taken from the client).
 * Documents: :mod:`openmaic.api.persistence_documents`; runtime sessions: :mod:`openmaic.api.persistence_runtime`;
   assets: :mod:`openmaic.api.persistence_assets`. Their errors are the storage contracts' (``{"error": {code,
   message, details?}}``, :mod:`openmaic.api.errors`), and an unknown path under ``/api/persistence`` is 404
@@ -15,8 +15,6 @@ A request carrying ``X-OpenMAIC-Legacy-Import`` (OpenMAIC's importer of a 1.1.x 
 
 from __future__ import annotations
 
-
-
 import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -28,6 +26,7 @@ from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire
 from openmaic.browser_import.service import HEADER, browser_of
 from openmaic.browser_import.store import owner_turn
+from openmaic.owners.learners import learner_key as learner_key_of
 
 Handler = Callable[..., Awaitable[Any]]
 
@@ -70,4 +69,4 @@ class LearnerKey(Wire):
 async def learner_key(call: Call) -> LearnerKey:
     """The key your runtime sessions are filed under."""
     await import_fence(call)
-    return LearnerKey(learner_key=call.user)
+    return LearnerKey(learner_key=learner_key_of(call.user))

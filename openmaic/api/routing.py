@@ -36,6 +36,7 @@ from quart_trio.wrappers.request import TrioBody, TrioRequest
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from openmaic.api.errors import ErrorStyle, PayloadTooLarge
+from openmaic.api.hosts import HostPolicy
 from openmaic.api.origins import check_request, check_websocket
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import check_path, decode_json, decode_query, encode
@@ -132,6 +133,8 @@ class ApiState:
     """Every declared route by its endpoint (``blueprint.endpoint``): how its errors are written."""
     allowed_origins: frozenset[tuple[str, int]] = frozenset()
     """``server.allowed_origins`` as ``(host, port)`` pairs (see :mod:`openmaic.api.origins`)."""
+    hosts: HostPolicy = field(default_factory=lambda: HostPolicy(()))
+    """The hosts a request may name (see :mod:`openmaic.api.hosts`)."""
 
 
 def app_state() -> ApiState:

@@ -5,15 +5,16 @@ A session is a stream of its own (kind ``runtime_session``) holding ``runtime.se
 created, stamped with :data:`~openmaic.browser_import.runtime_rules.RUNTIME_DSL_VERSION`), one
 ``runtime.record_appended`` per record (with the ``seq`` this server assigned: 0, 1, … in append order),
 ``runtime.session_status_set``, ``runtime.session_rekeyed`` (a learner merge) and ``runtime.session_deleted``.
-Its row in ``runtime_sessions`` (migrations 0015, 0016) finds it by its id and is its **head**: the session as it
+Its row in ``runtime_sessions`` (migrations 0015, 0019) finds it by its id and is its **head**: the session as it
 is now, its last ``seq``, how many records it holds and their bytes, and its last record. Every write reads and
 updates the head in the transaction of its events, so an append costs the same at the 10th record and at the
 10,000th; only listing the records reads the stream (a page at a time, bounded in bytes).
 
 The rules, as OpenMAIC's runtime store keeps them (:mod:`openmaic.browser_import.runtime_rules` for the shapes):
 
-* a session is filed under its owner's learner key (``learnerKey``: the owner; 403 ``FORBIDDEN_LEARNER`` for
-  another key, on a create and on every partition route); its ``stageId`` is an opaque partition key;
+* a session is filed under its owner's learner key (``learnerKey``: :func:`openmaic.owners.learners.learner_key`
+  of the owner; 403 ``FORBIDDEN_LEARNER`` for another key, on a create and on every partition route); its
+  ``stageId`` is an opaque partition key;
 * ids are the owner's: another owner's session reads as missing (404 ``SESSION_NOT_FOUND``, message ``no session
   "<id>"``); creating an id that exists is 409 ``SESSION_ALREADY_EXISTS``; a deleted session's id is free again;
 * records are appended to an ``active`` session only (400 ``VALIDATION_FAILED``); ``expectedLastSeq`` (``null``:
@@ -43,6 +44,8 @@ from openmaic.browser_import.store import Writer, fold_on, writing
 from openmaic.config.schema import LimitsConfig
 from openmaic.events.log import FOLD_PAGE, EventLog, NewStream, StreamAppend, recorded
 from openmaic.events.types import Event, register
+from openmaic.owners.claims import claims_into
+from openmaic.owners.learners import learner_key as learner_key_of
 from openmaic.quotas import Quota, Usage, check
 from openmaic.store.queries import Q
 
@@ -217,9 +220,17 @@ def _expect(head: Head, session_id: str, expected: Any) -> None:
 
 
 def _mine(owner: str, learner_key: Any) -> None:
-    if learner_key != owner:
+    if learner_key != learner_key_of(owner):
         raise ForbiddenLearner("@openmaic/storage: this learner key is not yours; runtime sessions are filed under "
                                "your learner key (GET /api/persistence/learner-key)")
+
+
+async def _aliases(log: EventLog, owner: str) -> list[str]:
+    """The keys ``owner``'s own learner key also stands for: those its sessions were filed under before (its id,
+    when the learner key was the owner id) and the ids and keys of the anonymous owners claimed into it, whose
+    sessions moved with the claim and keep their key."""
+    claimed = await claims_into(log.db, owner)
+    return [owner, *claimed, *map(learner_key_of, claimed)]
 
 
 async def read_session(log: EventLog, owner: str, session_id: str) -> dict[str, Any]:
@@ -341,7 +352,8 @@ async def sessions_of(log: EventLog, owner: str, stage_id: str, learner_key: str
     _mine(owner, learner_key)
     want = MAX_LISTED if limit is None else limit
     start = (None, None) if after is None else tuple(after)
-    rows = await log.db.fetch(Q.runtime_sessions_of_stage, owner, stage_id, learner_key, want + 1, *start)
+    rows = await log.db.fetch(Q.runtime_sessions_of_stage, owner, stage_id, learner_key, want + 1, *start,
+                              await _aliases(log, owner))
     out: list[tuple[dt.datetime, str, dict[str, Any]]] = []
     for row in rows:
         if row["session"] is None:  # written before heads were kept
@@ -361,13 +373,15 @@ async def delete_sessions(log: EventLog, owner: str, *, session_id: str | None =
                           learner_key: str | None = None) -> int:
     """Delete ``owner``'s sessions and their records: one by id, or those on a stage (under one learner key, the
     owner's), or all of them; how many. A missing one is fine."""
+    aliases: list[str] = []
     if learner_key is not None:
         _mine(owner, learner_key)
+        aliases = await _aliases(log, owner)
     async with writing(log, owner) as w:
         if session_id is not None:
             found = await w.conn.fetch(Q.runtime_session_streams_by_id, owner, session_id)
         else:
-            found = await w.conn.fetch(Q.runtime_session_streams, owner, stage_id, learner_key)
+            found = await w.conn.fetch(Q.runtime_session_streams, owner, stage_id, learner_key, aliases)
         for row in found:
             await w.conn.execute(Q.runtime_session_delete, row["stream_id"])
         if found:
@@ -383,7 +397,7 @@ async def merge_learner(log: EventLog, owner: str, from_key: Any, to_key: Any) -
     if from_key == to_key:
         return 0
     async with writing(log, owner) as w:
-        found = await w.conn.fetch(Q.runtime_session_streams, owner, None, from_key)
+        found = await w.conn.fetch(Q.runtime_session_streams, owner, None, from_key, [])
         for row in found:
             head = await _owned(w, owner, row["session_id"])
             await _write_head(w, msgspec.structs.replace(head, session={**head.session, "learnerKey": to_key}))

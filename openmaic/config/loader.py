@@ -28,6 +28,8 @@ from openmaic.secret import Secret
 
 _MODEL_SECTIONS = ("providers", "slots", "policy")
 _ORIGIN = re.compile(r"^https?://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?/?$")
+_HOST_LABEL = r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?"
+_HOST = re.compile(rf"^{_HOST_LABEL}(?:\.{_HOST_LABEL})*$")
 _MIN_SECRET_KEY = 16
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")  # an HTTP token (header or cookie name)
 
@@ -379,6 +381,10 @@ class _Loader:
             if not _ORIGIN.match(entry):
                 what = f"expected an origin such as https://app.example.org (scheme, host, optional port), got {entry!r}"
                 raise self.error(f"server.allowed_origins[{i}]", what)
+        for i, entry in enumerate(c.server.allowed_hosts):
+            if entry != "*" and not _HOST.match(entry.removeprefix("*.")):
+                what = f"expected a host name such as openmaic.example.org, *.example.org or *, got {entry!r}"
+                raise self.error(f"server.allowed_hosts[{i}]", what)
         if ident.mode == "trusted_header" and not ident.trusted_proxies:
             what = "required when identity.mode is trusted_header (the header is trusted only from these)"
             raise self.error("identity.trusted_proxies", what)
@@ -397,6 +403,10 @@ class _Loader:
         ):
             if not value.strip():
                 raise self.error(path, "must not be empty")
+        if ident.single_user_owner[:5].lower() == "anon:":
+            # The account would be taken for an anonymous owner: claimable by whoever sends its cookie.
+            raise self.error("identity.single_user_owner", "must not start with 'anon:', which names anonymous "
+                                                           "owners")
 
 
 def _dec_hook(typ: type, obj: Any) -> Any:

@@ -58,6 +58,11 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True):
     max_retries: NonNegInt = 4
     headers: dict[str, str] = {}
     proxy: str | None = None
+    owner_endpoint: bool = False
+    """An endpoint an owner chose (a provider saved on the Models page): called only through the guarded client,
+    and its failures reach the owner as one fixed message (:mod:`openmaic.models.retry`)."""
+    allow_local: bool = False
+    """``server.allow_local_endpoints``: an owner's endpoint may reach local and private addresses."""
 
     def key(self) -> str | None:
         """The API key, or ``None`` when the endpoint needs none."""
@@ -133,6 +138,10 @@ class LimitsConfig(_Section):
     document_bytes_per_owner: PosInt = 1_073_741_824
     """What one owner's saved documents (``/api/persistence/documents``) may take together, each as its JSON."""
     anonymous_owners_per_minute: PosInt = 60
+    claims_over_quota: Literal["refuse", "allow"] = "refuse"
+    """A claim (``POST /api/identity/claim``) whose anonymous work would take the account past one of the limits
+    above on agents, materials or asset bytes: ``refuse`` it (409 ``CLAIM_OVER_QUOTA`` naming the limit; nothing
+    moves), or ``allow`` it to move everything regardless."""
     """New anonymous owners one client address may be given per minute (``anonymous`` mode; behind a trusted
     proxy, the address the proxy forwards)."""
     extraction: ExtractionLimits = ExtractionLimits()
@@ -177,6 +186,11 @@ class RuntimeConfig(_Section):
     max_unattended_attempts: PosInt = 5
     shutdown_grace_s: NonNegFloat = 15.0
     max_actors: PosInt = 32
+    max_actors_per_owner: PosInt = 8
+    """Streams of one kind a worker runs at once for one owner (for anonymous owners: for the client address they
+    were last seen from, shared by every cookie from it); every owner with work gets a slot before any gets a
+    second. A step calling an endpoint that never answers holds its slot until its timeouts run out: this keeps a
+    few owners from holding them all. A deployment with a single owner may set it to ``max_actors``."""
     delta_coalesce_ms: PosInt = 150
     step_retries: PosInt = 2
     step_deadlines: StepDeadlines = StepDeadlines()
@@ -207,6 +221,10 @@ class ServerConfig(_Section):
     allowed_origins: list[str] = []
     """Origins (``https://app.example.org``) besides this server's own whose pages may open its WebSockets and,
     in the cookie and proxy identity modes, send it writes."""
+    allowed_hosts: list[str] = []
+    """Names besides loopback ones (and IP addresses) a request's ``Host`` may give: the public names users reach
+    this server by (``openmaic.example.org``), ``*.example.org`` for every subdomain, ``"*"`` for any (a proxy in
+    front checks it). Any other name is refused (421), which is what stops a DNS-rebinding page."""
     admin_port: Port | None = None
     """/healthz, /readyz and /metrics on a listener of their own; unset: 8001 in processes without the API role
     (which serves them itself), none in the others."""

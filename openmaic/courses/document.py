@@ -23,8 +23,9 @@ import msgspec
 
 from openmaic.courses import format as fmt
 from openmaic.courses.events import CourseDocument, SceneMedia
+from openmaic.events.log import StreamRow
 
-__all__ = ["apply_media", "asset_url", "document_of", "stage_of"]
+__all__ = ["apply_media", "asset_url", "dated", "document_of", "stage_of"]
 
 _replace = msgspec.structs.replace
 
@@ -119,3 +120,12 @@ def document_of(course_id: str, doc: CourseDocument, *, ready_only: bool = True)
         for s in doc.scenes if not ready_only or s.id in doc.ready
     ]
     return fmt.Document(stage=stage, scenes=scenes, outline=doc.outline)
+
+
+def dated(doc: CourseDocument, row: StreamRow) -> CourseDocument:
+    """``doc`` with the stage's timestamps from its stream row when its events carry none (older logs)."""
+    if doc.created_ms:
+        return doc
+    created = int(row.created_at.timestamp() * 1000)
+    return _replace(doc, created_ms=created, updated_ms=max(doc.updated_ms, created,
+                                                          int(row.updated_at.timestamp() * 1000)))

@@ -31,6 +31,7 @@ from openmaic.config import Config
 from openmaic.modelconfig.layer import ModelLayer
 from openmaic.models import provider as slots
 from openmaic.models.errors import ModelNotReady
+from openmaic.models.guard import owner_client
 from openmaic.models.media import CAPABILITIES, Capability, build_media_provider
 from openmaic.models.retry import Sleep
 
@@ -52,7 +53,8 @@ def resolve_route(config: Config, capability: Capability, workspace: ModelLayer 
     slots.check_slot(config, capability, workspace)  # no driver for its protocol, or no key: say which
     target = found.target
     assert target is not None
-    return target.provider_id, slots.endpoint(target), target.model or _DEMO_MODELS[capability]
+    cfg = slots.endpoint(target, allow_local=config.server.allow_local_endpoints)
+    return target.provider_id, cfg, target.model or _DEMO_MODELS[capability]
 
 
 class MediaRouter:
@@ -67,9 +69,11 @@ class MediaRouter:
         rng: random.Random | None = None,
         overrides: Mapping[str, MediaRoute | None] | None = None,
         settings: Callable[[str], Awaitable[ModelLayer | None]] | None = None,
+        owner_http: httpx.AsyncClient | None = None,
     ) -> None:
         self._config = config
         self._http = http
+        self._owner_http = owner_http
         self._sleep = sleep
         self._rng = rng
         self._settings = settings
@@ -125,11 +129,13 @@ class MediaRouter:
         key: tuple[Any, ...] = (name, capability)
         if cfg is not None:
             key = (name, capability, cfg.kind, cfg.base_url, cfg.key(), cfg.timeout_s, cfg.max_retries,
-                   cfg.latency_ms, cfg.proxy)
+                   cfg.latency_ms, cfg.proxy, getattr(cfg, "owner_endpoint", False), getattr(cfg, "allow_local", False))
         driver = self._drivers.get(key)
         if driver is None:
-            # A provider behind its own proxy cannot share the pooled client: its transport opens its own.
-            http = None if getattr(cfg, "proxy", None) else self._http
+            # A provider behind its own proxy cannot share the pooled client: its transport opens its own. An
+            # owner's provider goes through the guarded client (the transport refuses any other).
+            http = None if getattr(cfg, "proxy", None) else \
+                self._owner_http if getattr(cfg, "owner_endpoint", False) and not cfg.allow_local else self._http
             driver = self._drivers[key] = build_media_provider(
                 name, cfg, capability, http=http, sleep=self._sleep, rng=self._rng
             )
@@ -138,11 +144,14 @@ class MediaRouter:
 
 @asynccontextmanager
 async def open_media_router(config: Any, **kw: Any) -> AsyncIterator[MediaRouter]:
-    """A ``MediaRouter`` whose drivers share one pooled HTTP client, closed on exit."""
+    """A ``MediaRouter`` whose drivers share one pooled HTTP client (owners' providers one guarded client), closed
+    on exit."""
     client = httpx.AsyncClient(limits=httpx.Limits(max_connections=50, max_keepalive_connections=10))
+    owners = owner_client()
     try:
-        yield MediaRouter(config, http=client, **kw)
+        yield MediaRouter(config, http=client, owner_http=owners, **kw)
     finally:
         # Closing must finish even when the owner is being cancelled, or sockets leak.
         with trio.CancelScope(shield=True), trio.move_on_after(5):
             await client.aclose()
+            await owners.aclose()

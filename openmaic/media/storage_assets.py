@@ -2,7 +2,7 @@
 
 * **A new id per upload.** :func:`create` allocates ``ast_`` + 26 lowercase base-32 characters (128 random bits)
   every time, even for bytes already stored; the bytes are a row of the ``assets`` table
-  (:func:`openmaic.media.assets.store_generated`, kind ``upload``), content-addressed per owner, so one owner's
+  (:func:`openmaic.media.assets.store_upload`, kind ``upload``), content-addressed per owner, so one owner's
   same bytes are stored once. Their hash never leaves the database: only the id, the media type, the size and the
   revision are answered.
 * **Revisions.** An entry starts at revision 1; :func:`replace` stores new bytes under the same id and adds one.
@@ -25,8 +25,7 @@ from typing import Any
 import msgspec
 
 from openmaic import errors
-from openmaic.media.assets import AssetQuotaExceeded, read_asset_head, read_asset_range, store_generated
-from openmaic.models.media import GeneratedMedia
+from openmaic.media.assets import AssetQuotaExceeded, read_asset_head, read_asset_range, store_upload
 from openmaic.store.database import Database
 from openmaic.store.queries import Q
 
@@ -88,11 +87,8 @@ async def read_bytes(db: Database, owner: str, entry: Entry) -> bytes:
         raise AssetNotFound() from None
 
 
-async def _store(db: Database, owner: str, data: bytes, media_type: str, quota: int) -> str:
-    stored = await store_generated(db, owner, None, "upload", GeneratedMedia(media_type=media_type or
-                                                                             "application/octet-stream", data=data),
-                                   quota_bytes=quota)
-    return stored.id
+async def _store(db: Database, owner: str, data: bytes, quota: int) -> str:
+    return (await store_upload(db, owner, data, quota_bytes=quota)).id
 
 
 def _full(used: int, size: int, quota: int) -> AssetQuotaExceeded:
@@ -103,7 +99,7 @@ def _full(used: int, size: int, quota: int) -> AssetQuotaExceeded:
 
 async def create(db: Database, owner: str, data: bytes, media_type: str, meta: dict[str, Any], quota: int) -> str:
     """A new entry of ``owner``'s for ``data``; its id."""
-    bytes_id = await _store(db, owner, data, media_type, quota)
+    bytes_id = await _store(db, owner, data, quota)
     asset_id = new_id()
     results = await db.transaction([
         (Q.asset_owner_lock, (owner,)),
@@ -120,7 +116,7 @@ async def replace(db: Database, owner: str, asset_id: str, data: bytes, media_ty
                   quota: int) -> int:
     """New bytes (and metadata, when given) for ``owner``'s entry ``asset_id``; its new revision."""
     await read_entry(db, owner, asset_id)  # a miss stores nothing
-    bytes_id = await _store(db, owner, data, media_type, quota)
+    bytes_id = await _store(db, owner, data, quota)
     meta_json = None if meta is None else msgspec.json.encode(meta).decode()
     results = await db.transaction([
         (Q.asset_owner_lock, (owner,)),

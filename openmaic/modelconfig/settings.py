@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from openmaic.config import Config
 from openmaic.errors import ConfigError, OpenMaicError
+from openmaic.modelconfig.addresses import endpoint_problem
 from openmaic.modelconfig.layer import (
     PROVIDER_ID, ModelLayer, ProviderSpec, SlotValue, assignment_document, parse_assignment, parse_provider,
 )  # fmt: skip
@@ -152,17 +151,6 @@ def _refuse(code: str) -> Any:
     return error
 
 
-def _local_host(host: str) -> bool:
-    if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        return False
-    return address.is_private or address.is_loopback or address.is_link_local or address.is_reserved \
-        or address.is_multicast or address.is_unspecified
-
-
 def _check_provider(config: Config, pid: str, spec: ProviderSpec) -> None:
     p = preset(spec.preset)
     if p is None:
@@ -181,11 +169,12 @@ def _check_provider(config: Config, pid: str, spec: ProviderSpec) -> None:
     if _own_endpoint_needed(p) and not spec.base_url:
         raise SettingsRefused("INVALID_PROVIDER", f"The {p.name} preset needs a base URL")
     if spec.base_url:
-        host = urlsplit(spec.base_url).hostname or ""
-        # The endpoint was typed by an owner: it must not reach the server's own network (GHSA-g87c).
-        if _local_host(host) and not config.server.allow_local_endpoints:
-            raise SettingsRefused("INVALID_PROVIDER", "The base URL points at a local or private network address, "
-                                                      "which this server does not call for its users")
+        # The endpoint was typed by an owner: it must not reach the server's own network (GHSA-g87c). This is the
+        # check of its form; every address its host resolves to is checked again when the server connects
+        # (openmaic.models.guard), which is what stops a name that resolves to an internal address.
+        problem = endpoint_problem(spec.base_url, allow_local=config.server.allow_local_endpoints)
+        if problem:
+            raise SettingsRefused("INVALID_PROVIDER", problem)
 
 
 def _check_resolves(config: Config, layer: ModelLayer) -> None:
@@ -203,8 +192,10 @@ def _check_resolves(config: Config, layer: ModelLayer) -> None:
 
 
 def apply_change(config: Config, current: ModelLayer | None, change: Any) -> tuple[ModelLayer, list[str]]:
-    """The owner's settings after ``change`` (a decoded JSON object), and the providers whose stored key it removes
-    on purpose. Raises :class:`SettingsRefused`."""
+    """The owner's settings after ``change`` (a decoded JSON object), and the providers whose stored key it removes:
+    on purpose (an empty ``apiKey``, a removed provider), or because the provider's endpoint or preset changed and
+    no key came with the change (the key stays bound to where it was entered; the slots keep their assignments and
+    are refused ``MISSING_API_KEY`` until a key is entered again). Raises :class:`SettingsRefused`."""
     if not isinstance(change, dict) or change.get("kind") not in ("slots", "provider", "remove-provider"):
         raise SettingsRefused("INVALID_REQUEST", "Expected { revision, change }")
     providers = dict(current.providers) if current else {}
@@ -249,10 +240,17 @@ def apply_change(config: Config, current: ModelLayer | None, change: Any) -> tup
             raise SettingsRefused("INVALID_PROVIDER", f"unknown field {sorted(unknown)[0]}")
         existing = providers.get(pid)
         raw: dict[str, Any] = {"preset": change.get("preset")}
-        key = change.get("apiKey", None if existing is None or existing.api_key is None else existing.api_key.reveal())
-        if key == "":  # an empty key removes the stored one
-            key = None
-            clear.append(pid)
+        # A stored key is bound to the endpoint and preset it was entered for: a change of either without a key
+        # drops it (the owner enters it again), or whoever may edit the settings could send it anywhere.
+        moved = existing is not None and (change.get("preset") != existing.preset or (
+            "baseUrl" in change and change["baseUrl"] != existing.base_url))
+        emptied = change.get("apiKey") == ""  # an empty key removes the stored one
+        if "apiKey" in change:
+            key = change["apiKey"] or None
+        else:
+            key = None if moved or existing is None or existing.api_key is None else existing.api_key.reveal()
+        if emptied or (moved and "apiKey" not in change):
+            clear.append(pid)  # the sealed value goes too, even one that cannot be opened now
         if key is not None:
             raw["apiKey"] = key
         base = change["baseUrl"] if "baseUrl" in change else (existing.base_url if existing else None)
@@ -265,7 +263,7 @@ def apply_change(config: Config, current: ModelLayer | None, change: Any) -> tup
         spec = parse_provider(raw, "provider", _refuse("INVALID_PROVIDER"))
         _check_provider(config, pid, spec)
         providers[pid] = spec
-        if clear:  # without its key it cannot serve what needs one: those slots follow their parents again
+        if emptied:  # without its key it cannot serve what needs one: those slots follow their parents again
             p = preset(spec.preset)
             assert p is not None
             slots = {k: v for k, v in slots.items()

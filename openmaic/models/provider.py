@@ -35,6 +35,7 @@ from openmaic.modelconfig.slots import CHAT_CONTENT_SLOTS
 from openmaic.modelconfig.slots import slot as slot_def
 from openmaic.models.errors import MissingApiKey, MissingModel, ModelNotReady, ProviderError
 from openmaic.models.events import ModelFallbackUsed
+from openmaic.models.guard import owner_client
 from openmaic.models.media import MEDIA_DRIVERS
 from openmaic.models.retry import Sleep
 from openmaic.models.types import Message, ToolSpec, TurnResult
@@ -116,13 +117,30 @@ def build_provider(
     raise ConfigError(f"provider {name!r} has an unknown kind {kind!r} (expected openai, anthropic or demo)")
 
 
-def endpoint(target: Target) -> ProviderConfig:
-    """What the driver of ``target``'s protocol is given: its endpoint and transport settings (``options``)."""
+OPERATOR_TIMEOUT_S, OPERATOR_MAX_RETRIES = 60.0, 4
+"""A deployment's own providers (``openmaic.yml``, the environment, the built-ins): seconds an attempt may wait
+without a byte, and retries, unless its ``options`` say otherwise."""
+OWNER_TIMEOUT_S, OWNER_MAX_RETRIES = 30.0, 1
+"""A provider an owner added on the Models page: shorter, and whatever its ``options`` say at most
+:data:`OPERATOR_TIMEOUT_S` an attempt and one retry more than this. An owner may point a slot at an endpoint that
+never answers, and a step waiting on it holds a worker's slot: 60 s an attempt and 4 retries held one for about
+15 minutes a run."""
+
+
+def endpoint(target: Target, *, allow_local: bool = False) -> ProviderConfig:
+    """What the driver of ``target``'s protocol is given: its endpoint and transport settings (``options``). A
+    provider of an owner's workspace is an ``owner_endpoint`` (checked at connect time unless ``allow_local``:
+    ``server.allow_local_endpoints``), with the shorter timeouts above."""
     spec = target.spec
+    timeout_s = float(spec.option("timeoutS", OPERATOR_TIMEOUT_S))
+    retries = int(spec.option("maxRetries", OPERATOR_MAX_RETRIES))
+    if target.provider_source == "workspace":
+        timeout_s = min(float(spec.option("timeoutS", OWNER_TIMEOUT_S)), OPERATOR_TIMEOUT_S)
+        retries = min(int(spec.option("maxRetries", OWNER_MAX_RETRIES)), OWNER_MAX_RETRIES + 1)
     return ProviderConfig(
-        kind=target.protocol, base_url=target.base_url, api_key=target.api_key,
-        timeout_s=float(spec.option("timeoutS", 60.0)), max_retries=int(spec.option("maxRetries", 4)),
-        latency_ms=int(spec.option("latencyMs", 0)), proxy=spec.proxy,
+        kind=target.protocol, base_url=target.base_url, api_key=target.api_key, timeout_s=timeout_s,
+        max_retries=retries, latency_ms=int(spec.option("latencyMs", 0)), proxy=spec.proxy,
+        owner_endpoint=target.provider_source == "workspace", allow_local=allow_local,
     )
 
 
@@ -261,9 +279,11 @@ class ModelRouter:
         sleep: Sleep | None = None,
         rng: random.Random | None = None,
         settings: Callable[[str], Awaitable[ModelLayer | None]] | None = None,
+        owner_http: httpx.AsyncClient | None = None,
     ) -> None:
         self._config = cast(Config, config)
         self._http = http
+        self._owner_http = owner_http
         self._sleep = sleep
         self._rng = rng
         self._settings = settings
@@ -295,13 +315,15 @@ class ModelRouter:
         return self._driver(target)
 
     def _driver(self, target: Target) -> Provider:
-        cfg = endpoint(target)
+        cfg = endpoint(target, allow_local=self._config.server.allow_local_endpoints)
         key = (target.provider_id, target.provider_source, cfg.kind, cfg.base_url, cfg.key(), cfg.timeout_s,
-               cfg.max_retries, cfg.latency_ms, cfg.proxy)
+               cfg.max_retries, cfg.latency_ms, cfg.proxy, cfg.allow_local)
         cached = self._drivers.get(key)
         if cached is None:
-            # A provider behind its own proxy cannot share the pooled client: its transport opens its own.
-            http = None if cfg.proxy else self._http
+            # A provider behind its own proxy cannot share the pooled client: its transport opens its own. An
+            # owner's endpoint goes through the guarded client (the transport refuses any other).
+            guarded = cfg.owner_endpoint and not cfg.allow_local
+            http = None if cfg.proxy else self._owner_http if guarded else self._http
             cached = self._drivers[key] = build_provider(target.provider_id, cfg, http=http, sleep=self._sleep,
                                                          rng=self._rng)
         return cached
@@ -337,15 +359,18 @@ def fallback_events(providers: Sequence[Any]) -> list[Event]:
 async def open_model_router(config: Any, *, sleep: Sleep | None = None,
                             settings: Callable[[str], Awaitable[ModelLayer | None]] | None = None,
                             ) -> AsyncIterator[ModelRouter]:
-    """A ``ModelRouter`` whose providers share one pooled HTTP client, closed on exit; ``settings`` reads an
-    owner's workspace layer (see :func:`settings_reader`)."""
+    """A ``ModelRouter`` whose providers share one pooled HTTP client (and owners' endpoints one guarded client,
+    :func:`openmaic.models.guard.owner_client`), closed on exit; ``settings`` reads an owner's workspace layer (see
+    :func:`settings_reader`)."""
     client = httpx.AsyncClient(limits=httpx.Limits(max_connections=100, max_keepalive_connections=20))
+    owners = owner_client()
     try:
-        yield ModelRouter(config, http=client, sleep=sleep, settings=settings)
+        yield ModelRouter(config, http=client, sleep=sleep, settings=settings, owner_http=owners)
     finally:
         # Closing must finish even when the owner is being cancelled, or sockets leak.
         with trio.CancelScope(shield=True), trio.move_on_after(5):
             await client.aclose()
+            await owners.aclose()
 
 
 def settings_reader(config: Config, db: Any, key: Any) -> Callable[[str], Awaitable[ModelLayer | None]]:

@@ -7,6 +7,13 @@ with full-jitter exponential backoff (base 0.5 s, cap 20 s) or the server's ``Re
 at most ``max_retries`` times. Any other 4xx is final. Every error raised from here is a ``ProviderError``
 with a fixed message built only from the provider's name, status codes and our own words: never the key, the
 request headers or a response body.
+
+**An owner's endpoint** (``cfg.owner_endpoint``: a provider an owner saved, not one of ``openmaic.yml``) is called
+only through a :class:`~openmaic.models.guard.GuardedClient` (every address checked and pinned at connect time;
+``cfg.allow_local`` when the operator lets owners reach local addresses), and every failure reaches the owner as
+one fixed message, "the model provider 'x' failed": the remote status, its error token, and whether the address
+could not be reached or answered with a refusal, would otherwise let an owner probe the server's network through
+it. The server's log keeps the full reason.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import msgspec
 import trio
 
 from openmaic.models.errors import ProviderError
+from openmaic.models.guard import AddressRefused, GuardedClient, owner_client
 
 log = logging.getLogger("openmaic.models")
 
@@ -135,6 +143,10 @@ class Transport:
         self.name = name
         self.label = label
         self._cfg = cfg
+        self._owner_endpoint = bool(getattr(cfg, "owner_endpoint", False))
+        self._guarded = self._owner_endpoint and not getattr(cfg, "allow_local", False)
+        if self._guarded and not isinstance(http, GuardedClient):
+            http = None  # an unguarded shared client is never used for an owner's endpoint: one of ours per request
         self._http = http
         self._sleep: Sleep = sleep or trio.sleep
         self._rng = rng or random.Random()
@@ -191,6 +203,31 @@ class Transport:
         have acted on it: a refused connection, or an answer of 408/409/429/5xx. A connection lost or timed out
         after the request went out is final, since the provider may have accepted it.
         """
+        if not self._owner_endpoint:
+            return await self._send_retrying(method, url, headers, consume, json_body=json_body, form=form,
+                                             on_retry=on_retry, idempotent=idempotent)
+        try:
+            return await self._send_retrying(method, url, headers, consume, json_body=json_body, form=form,
+                                             on_retry=on_retry, idempotent=idempotent)
+        except ProviderError as exc:
+            # The whole reason stays in the server's log; the owner learns only that their provider failed (see
+            # the module docstring), and nothing of it is chained to what they see.
+            log.warning("%s %r (an owner's endpoint): %s", self.label, self.name, exc.message)
+            raise ProviderError(f"the {self.label} {self.name!r} failed; check its settings on the Models page",
+                                provider=self.name) from None
+
+    async def _send_retrying(
+        self,
+        method: str,
+        url: str,
+        headers: dict[str, str],
+        consume: Callable[[httpx.Response], Awaitable[T]],
+        *,
+        json_body: dict[str, Any] | None,
+        form: dict[str, str] | None,
+        on_retry: Callable[[], None] | None,
+        idempotent: bool,
+    ) -> T:
         attempts = max(0, int(self._cfg.max_retries)) + 1
         payload: dict[str, Any] = {}
         if json_body is not None:
@@ -245,11 +282,16 @@ class Transport:
         consume: Callable[[httpx.Response], Awaitable[T]],
     ) -> T:
         try:
+            if self._http is None and self._guarded:
+                async with owner_client() as client:
+                    return await self._send(client, method, url, headers, payload, consume)
             if self._http is None:
                 # A provider behind its own proxy gets a client of its own (see ModelRouter).
                 async with httpx.AsyncClient(timeout=self._timeout, proxy=getattr(self._cfg, "proxy", None)) as client:
                     return await self._send(client, method, url, headers, payload, consume)
             return await self._send(self._http, method, url, headers, payload, consume)
+        except AddressRefused:
+            raise  # final: the same name would be refused again
         except httpx.ConnectTimeout as exc:
             raise RetryableFailure("timed out", unsent=True) from exc
         except httpx.TimeoutException as exc:

@@ -333,16 +333,23 @@ class GenerationKind:
             streamed.reset()
             pump.restart(RunOutlineRestarted(revision=revision))
 
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(pump.run)
-            try:
-                provider, outline = await plan_outline(
-                    services.models, state.owner_id, inp, state.materials_text, images, state.research_sources,
-                    salt=salt, image_generation=media["image"], video_generation=media["video"],
-                    on_delta=on_delta, on_retry=on_retry,
-                )
-            finally:
-                pump.close()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(pump.run)
+                try:
+                    provider, outline = await plan_outline(
+                        services.models, state.owner_id, inp, state.materials_text, images, state.research_sources,
+                        salt=salt, image_generation=media["image"], video_generation=media["video"],
+                        on_delta=on_delta, on_retry=on_retry,
+                    )
+                finally:
+                    pump.close()
+        except ExceptionGroup as group:
+            # The nursery wraps what the call raised; a provider's failure must reach the run as its own message,
+            # not as a step that "failed unexpectedly".
+            if len(group.exceptions) == 1 and isinstance(group.exceptions[0], OpenMaicError):
+                raise group.exceptions[0] from None
+            raise
 
         until = None
         if inp.outline_review == "countdown":

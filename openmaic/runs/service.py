@@ -36,6 +36,7 @@ from openmaic import errors
 from openmaic.actors.commands import CommandResult, not_found, owned_stream, previous_result, until_decided
 from openmaic.config import Config
 from openmaic.courses.events import CourseCreated, CourseDeleted, CourseDocument, evolve_course
+from openmaic.courses.document import dated
 from openmaic.courses.format import SceneOutline
 from openmaic.events.core import SessionCreated
 from openmaic.events.folds import FoldCache
@@ -540,15 +541,6 @@ class RunService:
 
         return await until_decided(
             attempt, lambda: errors.Conflict("the course is changing too fast to delete it now; retry"))
-
-
-def dated(doc: CourseDocument, row: StreamRow) -> CourseDocument:
-    """``doc`` with the stage's timestamps from its stream row when its events carry none (older logs)."""
-    if doc.created_ms:
-        return doc
-    created = int(row.created_at.timestamp() * 1000)
-    return msgspec.structs.replace(doc, created_ms=created, updated_ms=max(doc.updated_ms, created,
-                                                                         int(row.updated_at.timestamp() * 1000)))
 
 
 def _unnamed(items: Sequence[SceneOutline]) -> list[SceneOutline]:

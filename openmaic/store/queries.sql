@@ -218,8 +218,11 @@ SELECT id, kind, owner_id, head_seq, head_hash, status, wake_at, attempt, lease_
   FROM streams WHERE id = $1;
 
 -- name: claim
--- Take up to $3[i] runnable streams of kind $2[i] for worker $1 with a lease of $4 ms (openmaic_claim in 0002).
-SELECT stream_id, kind, attempt, reason, unattended, claimed_seq FROM openmaic_claim($1, $2::text[], $3::int[], $4);
+-- Take up to $3[i] runnable streams of kind $2[i] for worker $1 with a lease of $4 ms, at most $5 of each share
+-- (an owner, or an anonymous owner's client address) held at once, every share's first before any share's second
+-- (openmaic_claim in 0017).
+SELECT stream_id, kind, attempt, reason, unattended, claimed_seq
+  FROM openmaic_claim($1, $2::text[], $3::int[], $4, $5);
 
 -- name: heartbeat
 -- One statement per worker per interval. Fenced by (stream, attempt, worker): a row that no longer matches
@@ -713,7 +716,7 @@ INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner
 VALUES ($1, $2, $3, $4, $5, $6::json, $7);
 
 -- name: runtime_session_head
--- A session's head (migration 0016); written under the owner's persistence lock, read with or without it.
+-- A session's head (migration 0019); written under the owner's persistence lock, read with or without it.
 SELECT stream_id, session::text AS session, last_seq, records, record_bytes, last_record::text AS last_record
   FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
  ORDER BY created_at, stream_id LIMIT 1;
@@ -749,22 +752,21 @@ SELECT coalesce(sum(records), 0) AS count, coalesce(sum(record_bytes), 0) AS byt
 SELECT stream_id, session_id FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2;
 
 -- name: runtime_session_streams
--- An owner's sessions on stage $2 (NULL: every stage) under learner key $3 (NULL: every key; the owner's own key
--- also names the keys of the anonymous owners claimed into it, as in runtime_sessions_of_stage).
+-- An owner's sessions on stage $2 (NULL: every stage) under learner key $3 (NULL: every key) or any of the keys
+-- $4 it stands for (as in runtime_sessions_of_stage).
 SELECT stream_id, session_id FROM runtime_sessions
  WHERE owner_id = $1 AND ($2::text IS NULL OR stage_id = $2)
-   AND ($3::text IS NULL OR learner_key = $3
-        OR ($3 = $1 AND learner_key IN (SELECT c.from_owner_id FROM owner_claims c WHERE c.to_owner_id = $1)))
+   AND ($3::text IS NULL OR learner_key = $3 OR learner_key = ANY($4::text[]))
  ORDER BY created_at, stream_id;
 
 -- name: runtime_sessions_of_stage
 -- A partition's sessions in the contract's order (the instant of createdAt, then the id; heads not filled in yet
--- come last). An owner's own learner key ($3 = $1) also names the keys of the anonymous owners claimed into it:
--- their sessions moved with the claim and keep the key they were filed under. A page after ($5, $6) when given.
+-- come last): those filed under the learner key $3 or under any of the keys $7 stands for (an owner's own key also
+-- names the keys its sessions were filed under before: the owner id itself, and the ids and keys of the anonymous
+-- owners claimed into it, whose sessions moved with the claim and keep their key). A page after ($5, $6) when given.
 SELECT session_id, session::text AS session, created_instant FROM runtime_sessions
  WHERE owner_id = $1 AND stage_id = $2
-   AND (learner_key = $3
-        OR ($3 = $1 AND learner_key IN (SELECT c.from_owner_id FROM owner_claims c WHERE c.to_owner_id = $1)))
+   AND (learner_key = $3 OR learner_key = ANY($7::text[]))
    AND ($5::timestamptz IS NULL OR (created_instant, session_id) > ($5::timestamptz, $6::text))
  ORDER BY created_instant NULLS LAST, session_id LIMIT $4;
 
@@ -775,3 +777,9 @@ SELECT id, name, position, created_at, updated_at FROM library_folders WHERE own
 INSERT INTO library_folders (id, owner_id, name, position) VALUES ($1, $2, $3, $4)
 RETURNING id, name, position, created_at, updated_at;
 
+-- name: anonymous_client_seen
+-- The client address an anonymous owner was last seen from: its streams' share of the workers' slots
+-- (openmaic_claim, 0017). Written only when it changed.
+INSERT INTO anonymous_clients (owner_id, share_key) VALUES ($1, $2)
+ON CONFLICT (owner_id) DO UPDATE SET share_key = EXCLUDED.share_key, seen_at = now()
+ WHERE anonymous_clients.share_key IS DISTINCT FROM EXCLUDED.share_key;

@@ -15,6 +15,7 @@ import msgspec
 
 from openmaic import errors
 from openmaic.actors.kind import Core, evolve_core
+from openmaic.courses.document import dated, document_of
 from openmaic.courses.events import CourseDocument, evolve_course
 from openmaic.events.log import EventLog
 from openmaic.kinds import KIND_NAMES, get_kind
@@ -57,6 +58,8 @@ class Replayed(msgspec.Struct, frozen=True):
     state: Any
     fold: str
     """Which fold produced ``state``: ``actors``, ``registered`` or ``core`` (see :func:`fold_for`)."""
+    document: Any = None
+    """For a course: OpenMAIC's document at that seq, as every door serves it (its ready scenes)."""
 
 
 async def replay(log: EventLog, stream_id: str, to_seq: int | None = None) -> Replayed:
@@ -69,7 +72,8 @@ async def replay(log: EventLog, stream_id: str, to_seq: int | None = None) -> Re
         raise errors.InvalidInput(f"--to-seq must be 0 or more, got {to_seq}")
     state, evolve, source = fold_for(row.kind)
     state, seq = await log.fold(stream_id, state, evolve, to_seq=to_seq)
-    return Replayed(stream_id, row.kind, row.owner_id, seq, row.head_seq, state, source)
+    document = document_of(stream_id, dated(state, row)) if isinstance(state, CourseDocument) else None
+    return Replayed(stream_id, row.kind, row.owner_id, seq, row.head_seq, state, source, document)
 
 
 def summary(r: Replayed) -> str:
@@ -84,13 +88,14 @@ def summary(r: Replayed) -> str:
                      f"{state.outline_revision}{'  DELETED' if state.deleted else ''}")
         if state.locked_by:
             lines.append(f"  locked by run {state.locked_by}")
-        ready = sum(1 for s in state.scenes if s.status == "ready")
-        lines.append(f"  scenes: {len(state.scenes)} ({ready} ready)")
-        for i, s in enumerate(state.scenes, 1):
-            content = "content" if s.content else "no content"
-            actions = f"{len(s.actions.actions)} actions" if s.actions else "no actions"
-            lines.append(f"    {i}. [{s.status}] {s.title} ({s.kind}; {content}; {actions})")
-        lines.append(f"  agents: {', '.join(a.name for a in state.agents) or 'none'}")
+        lines.append(f"  scenes: {len(state.scenes)} written ({len(state.ready)} ready), {len(state.pending)} to write")
+        for s in state.scenes:
+            detail = f"{len(s.content.canvas.elements)} elements; " if s.type == "slide" else ""  # type: ignore[union-attr]
+            status = "ready" if s.id in state.ready else "writing"
+            lines.append(f"    {s.order}. [{status}] {s.title} ({s.type}; {detail}{len(s.actions or [])} actions)")
+        for p in state.pending:
+            lines.append(f"    {p.order}. [pending] {p.title} ({p.type})")
+        lines.append(f"  agents: {', '.join(a.name for a in state.agents) or ', '.join(state.agent_ids) or 'none'}")
         return "\n".join(lines)
     built = msgspec.to_builtins(state)
     if isinstance(built, dict):

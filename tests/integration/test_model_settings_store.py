@@ -135,8 +135,10 @@ async def test_a_run_answers_from_its_owners_provider_when_the_policy_allows(db,
             "mine": ProviderSpec(preset="openai-compatible", base_url=fake.openai_url, api_key=Secret(KEY),
                                  options={"maxRetries": 0})}, slots={"course.outline": "mine:gpt-mine"})
         await save_settings(db, "alice", mine, None, INSTANCE)
-        cfg = msgspec.structs.replace(default_config(), runtime=FAST,
-                                      policy=Policy(allow_workspace_providers=allowed))
+        # The fake listens on loopback, which an owner's endpoint may reach only where the operator allows it.
+        base = default_config()
+        cfg = msgspec.structs.replace(base, runtime=FAST, policy=Policy(allow_workspace_providers=allowed),
+                                      server=msgspec.structs.replace(base.server, allow_local_endpoints=True))
         fake.push(Json(OUTLINE))
         log = EventLog(db)
         title = await _outline_of(db_url, log, cfg, "alice")

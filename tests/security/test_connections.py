@@ -39,7 +39,7 @@ async def _request(port: int, *, close: bool = False) -> tuple[trio.SocketStream
     it)."""
     stream = await trio.open_tcp_stream("127.0.0.1", port)
     header = b"Connection: close\r\n" if close else b""
-    await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + header + b"\r\n")
+    await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n" + header + b"\r\n")
     data = b""
     with trio.fail_after(10):
         while b"\r\n\r\n" not in data:
@@ -101,7 +101,7 @@ async def test_a_connection_in_use_is_not_idle(server):
         await ws.ping()
         assert not ws.closed
     stream, _ = await _request(server)
-    await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    await stream.send_all(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
     with trio.fail_after(10):
         assert (await stream.receive_some(65536)).startswith(b"HTTP/1.1 200")
     await stream.aclose()

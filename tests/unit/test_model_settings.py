@@ -60,6 +60,25 @@ def test_an_empty_key_removes_it_and_the_slots_that_needed_it_follow_their_paren
     assert removed.providers == {} and removed.slots == {} and cleared == ["mine"]
 
 
+def test_a_key_stays_with_the_endpoint_and_preset_it_was_entered_for():
+    own = change(DEPLOYMENT, None, {"kind": "provider", "id": "own", "preset": "openai-compatible", "apiKey": KEY,
+                                    "baseUrl": "https://a.example/v1"})
+    own = change(DEPLOYMENT, own, {"kind": "slots", "set": {"course.actions": "own:m"}})
+    same, cleared = apply_change(DEPLOYMENT, own, {"kind": "provider", "id": "own", "preset": "openai-compatible",
+                                                   "baseUrl": "https://a.example/v1", "models": ["m"]})
+    assert same.providers["own"].api_key == Secret(KEY) and cleared == []
+    moved, cleared = apply_change(DEPLOYMENT, own, {"kind": "provider", "id": "own", "preset": "openai-compatible",
+                                                    "baseUrl": "https://b.example/v1"})
+    assert moved.providers["own"].api_key is None and cleared == ["own"]
+    assert moved.slots == own.slots  # the assignments stay: a key entered again serves them at once
+    rekeyed, cleared = apply_change(DEPLOYMENT, own, {"kind": "provider", "id": "own", "preset": "openai-compatible",
+                                                      "baseUrl": "https://b.example/v1", "apiKey": KEY + "2"})
+    assert rekeyed.providers["own"].api_key == Secret(KEY + "2") and cleared == []
+    plain = change(DEPLOYMENT, None, {"kind": "provider", "id": "plain", "preset": "openai", "apiKey": KEY})
+    swapped, cleared = apply_change(DEPLOYMENT, plain, {"kind": "provider", "id": "plain", "preset": "deepseek"})
+    assert swapped.providers["plain"].api_key is None and cleared == ["plain"]
+
+
 @pytest.mark.parametrize(
     ("body", "code"),
     [
