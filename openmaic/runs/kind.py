@@ -38,6 +38,7 @@ import msgspec
 import trio
 
 from openmaic.actors.kind import Core, Decision, Finish, Outcome, Step, StepContext, Wait
+from openmaic.concurrency import collapse_groups
 from openmaic.config import Config
 from openmaic.courses import format as fmt
 from openmaic.courses.events import CourseAgentsSet, CourseSceneSet
@@ -314,6 +315,8 @@ class GenerationKind:
                   for t, d in await images_for_model(services.log.db, state.owner_id, state.material_images)]
         revision = state.proposed_revision + 1
         salt = f"{ctx.stream_id}\x1f{revision}"
+        # The outline asks for pictures and videos only when their slots serve this owner, as OpenMAIC's generation
+        # switches its media instructions on and off: a course is never promised media nobody can make.
         media = {slot: await _media_on(services.media, state.owner_id, slot) for slot in ("image", "video")}
         streamed = StreamedArray("outlines", dict)
         refs: dict[str, str] = {}
@@ -333,7 +336,8 @@ class GenerationKind:
             streamed.reset()
             pump.restart(RunOutlineRestarted(revision=revision))
 
-        try:
+        # Collapsed: the provider's error (or the pump's) reaches the run as itself, not as a group of one.
+        with collapse_groups():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(pump.run)
                 try:
@@ -344,12 +348,6 @@ class GenerationKind:
                     )
                 finally:
                     pump.close()
-        except ExceptionGroup as group:
-            # The nursery wraps what the call raised; a provider's failure must reach the run as its own message,
-            # not as a step that "failed unexpectedly".
-            if len(group.exceptions) == 1 and isinstance(group.exceptions[0], OpenMaicError):
-                raise group.exceptions[0] from None
-            raise
 
         until = None
         if inp.outline_review == "countdown":

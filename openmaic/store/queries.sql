@@ -237,7 +237,9 @@ UPDATE streams s SET lease_expires_at = now() + $3 * interval '1 millisecond'
 RETURNING s.id;
 
 -- name: cancel_requested_after
-SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND seq > $2 AND type = 'session.cancel_requested');
+-- A request that aborts the step in flight: a session's cancel, a run's stop (discarded, its course deleted).
+SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND seq > $2
+                                      AND type IN ('session.cancel_requested', 'run.stop_requested'));
 
 -- name: token_insert
 INSERT INTO api_tokens (id, owner_id, token_hash) VALUES ($1, $2, $3);
@@ -336,6 +338,19 @@ SELECT n.name, c.epoch, c.tx::text AS tx, c.position, c.events_applied, c.update
        WHERE (e.epoch, e.tx, e.position) > (coalesce(c.epoch, 0), coalesce(c.tx, '0'::xid8), coalesce(c.position, 0))
   ) lag ON true;
 
+-- name: append_readback
+-- After an append call lost its connection: the last $2[i] + $3 events of stream $1[i], with their attempt and
+-- writing transaction, so that the group commit can tell whether the call's one transaction committed before the
+-- loss (its events are there, all in one transaction) and answer each of its requests accordingly. A plain read of
+-- committed rows: what it does not find either never committed or was pushed out of the window by later appends,
+-- and the caller then gets the lost connection's error, as before.
+SELECT r.i::int AS i, e.seq, e.type, e.data::text AS data, e.attempt, e.tx::text AS tx
+  FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS r(stream_id, n, i)
+ CROSS JOIN LATERAL (SELECT seq, type, data, attempt, tx FROM events
+                      WHERE events.stream_id = r.stream_id
+                      ORDER BY seq DESC LIMIT r.n + $3) e
+ ORDER BY r.i, e.seq;
+
 -- name: append_group
 -- Several independent append requests in one statement, one transaction (openmaic_append_group in 0005):
 -- $1[r] streams and $2[r] events of the column arrays belong to request r. One row per stream of each request
@@ -374,8 +389,12 @@ SELECT r.ord, e.seq, e.type, e.v, e.recorded_at, e.attempt, e.command_id, e.data
  ORDER BY r.ord, e.seq;
 
 -- name: command_previous
--- The event a command id already wrote on a stream (its seq and type), if any.
-SELECT seq, type FROM events WHERE stream_id = $1 AND command_id = $2 ORDER BY seq LIMIT 1;
+-- The event a command id already wrote on a stream (its seq and type), if any, and the last seq the command wrote
+-- there (command_last_seq; written before 0008: the stream's last event of its transaction).
+SELECT e.seq, e.type,
+       coalesce(e.command_last_seq,
+                (SELECT max(x.seq) FROM events x WHERE x.stream_id = e.stream_id AND x.tx = e.tx)) AS last_seq
+  FROM events e WHERE e.stream_id = $1 AND e.command_id = $2 ORDER BY e.seq LIMIT 1;
 
 -- name: events_count
 SELECT count(*) FROM events;
@@ -536,8 +555,10 @@ SELECT id, name, role, persona, profile::text AS profile, created_at FROM agents
  LIMIT $4;
 
 -- name: owner_try_lock
--- An owner's lock in namespace $1 for this transaction; false when another transaction holds it (poll again).
-SELECT pg_try_advisory_xact_lock($1::int, hashtext($2));
+-- The lock in namespace $1, for this transaction, of the owner $2 stands for now (openmaic_owner: the counts made
+-- under it read through it too; see openmaic_owner_try_lock in 0020); false when another transaction holds it, or a
+-- claim of $2 is committing (poll again).
+SELECT openmaic_owner_try_lock($1::int, $2);
 
 -- name: runs_executing
 -- Executing runs of an owner other than $2: running under a live lease, admitted in their current attempt. Run
