@@ -5,7 +5,7 @@ A session is a stream of its own (kind ``runtime_session``) holding ``runtime.se
 created, stamped with :data:`~openmaic.browser_import.runtime_rules.RUNTIME_DSL_VERSION`), one
 ``runtime.record_appended`` per record (with the ``seq`` this server assigned: 0, 1, … in append order),
 ``runtime.session_status_set``, ``runtime.session_rekeyed`` (a learner merge) and ``runtime.session_deleted``.
-Its row in ``runtime_sessions`` (migrations 0015, 0019) finds it by its id and is its **head**: the session as it
+Its row in ``runtime_sessions`` (migrations 0015, 0021) finds it by its id and is its **head**: the session as it
 is now, its last ``seq``, how many records it holds and their bytes, and its last record. Every write reads and
 updates the head in the transaction of its events, so an append costs the same at the 10th record and at the
 10,000th; only listing the records reads the stream (a page at a time, bounded in bytes).

@@ -737,7 +737,7 @@ INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner
 VALUES ($1, $2, $3, $4, $5, $6::json, $7);
 
 -- name: runtime_session_head
--- A session's head (migration 0019); written under the owner's persistence lock, read with or without it.
+-- A session's head (migration 0021); written under the owner's persistence lock, read with or without it.
 SELECT stream_id, session::text AS session, last_seq, records, record_bytes, last_record::text AS last_record
   FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
  ORDER BY created_at, stream_id LIMIT 1;
