@@ -7,6 +7,7 @@ to workers and projectors, which run in the server's root nursery beside hyperco
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -28,6 +29,7 @@ from openmaic.owners.claims import ClaimQuotas
 from openmaic.api.origins import normalize_origin
 from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
 from openmaic.api.services import ApiServices
+from openmaic.media.storage_assets import AssetNotFound
 
 __all__ = ["CORE_BLUEPRINTS", "create_app"]
 
@@ -87,6 +89,9 @@ def create_app(
     return app
 
 
+STORAGE_PREFIX = "/api/persistence/"
+
+
 def _current() -> Any:
     return quart.request if quart.has_request_context() else quart.websocket
 
@@ -99,13 +104,36 @@ async def _error_response(exc: Exception) -> Any:
     problem = describe(exc, method=req.method if quart.has_request_context() else "WS", path=req.path)
     rule = req.url_rule
     spec = app_state().routes.get(rule.endpoint) if rule is not None else None
+    if spec is None and req.path.startswith(STORAGE_PREFIX):
+        # OpenMAIC's storage handler answers every path under its mount itself, in its own error form.
+        if req.path.startswith(STORAGE_PREFIX + "assets"):
+            return _unaddressable_asset(req) or render(problem, "asset")
+        return render(problem, "storage")
     if spec is None:
         # No route matched: a bare 404 reveals nothing, like OpenMAIC's; other statuses (405) are JSON.
         return render(problem, plain_not_found=True)
+    if spec.error_style == "asset" and spec.method == "DELETE" and problem.status == 404:
+        return Response(b"", 204)  # deleting any id is a success, an id no row can hold included
     code = spec.error_codes.get(problem.status)
     if code is not None:
         problem = msgspec.structs.replace(problem, code=code)
     return render(problem, spec.error_style, plain_not_found=spec.plain_not_found)
+
+
+_ASSET_ID_PATH = re.compile(rb"/api/persistence/assets/[^/?]+(/content)?")
+
+
+def _unaddressable_asset(req: Any) -> Response | None:
+    """An asset id holding an encoded ``/`` routes nowhere once decoded; the contract answers it as any other id:
+    a miss (204 for a DELETE)."""
+    m = _ASSET_ID_PATH.fullmatch(req.scope.get("raw_path") or b"")
+    if m is None:
+        return None
+    if m.group(1) is None:
+        return Response(b"", 204) if req.method == "DELETE" else None
+    if req.method not in ("GET", "HEAD", "PUT"):
+        return None
+    return render(describe(AssetNotFound(), method=req.method, path=req.path), "asset")
 
 
 async def _check_host() -> Response | None:

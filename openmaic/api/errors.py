@@ -8,6 +8,11 @@ open WebSocket always agree. A route then renders the problem in the form OpenMA
 * ``api`` (OpenMAIC's ``apiError``): ``{"success": false, "errorCode", "error", "details"?}`` — the default;
 * ``json`` (OpenMAIC's ``jsonErr``): ``{"error": {"code", "message", "details"?}}`` — identity, model settings,
   agents, claims;
+* ``storage`` (``@openmaic/storage``'s document and runtime contracts): ``jsonErr``'s shape with the storage
+  package's codes: every refused input is ``VALIDATION_FAILED`` (``details`` the ``[{path, message}]`` list),
+  an unknown route or method ``ROUTE_NOT_FOUND``, a body too large ``PAYLOAD_TOO_LARGE``, 500s carry nothing;
+* ``asset`` (its asset contract): ``storage`` with a wrong method 405 ``METHOD_NOT_ALLOWED`` (and ``Allow``), and
+  the code repeated in ``X-Error-Code``;
 * the *plain 404*: the text ``Not found`` — routes that must not reveal whether a resource exists answer every
   404 this way (``api_route(..., not_found="plain")``).
 
@@ -31,11 +36,11 @@ from openmaic.errors import OpenMaicError, ServiceUnavailable
 __all__ = [
     "AddressInUse", "ApiErrorBody", "ErrorInfo", "ErrorStyle", "JsonErrorBody", "MalformedJson", "NotReady",
     "PLAIN_NOT_FOUND", "PayloadTooLarge", "Problem", "ServiceUnavailable", "Unauthorized", "UnsupportedMediaType",
-    "describe", "error_body",
+    "describe", "error_body", "storage_problem",
     "render",
 ]  # fmt: skip
 
-ErrorStyle = Literal["api", "json"]
+ErrorStyle = Literal["api", "json", "storage", "asset"]
 
 PLAIN_NOT_FOUND = b"Not found"
 """The body of OpenMAIC's owner-hiding 404 (``ownerNotFound``)."""
@@ -178,8 +183,44 @@ def error_body(problem: Problem, style: ErrorStyle = "api") -> bytes:
                                         details=details))
 
 
+_STORAGE_CODES = {400: "VALIDATION_FAILED", 401: "UNAUTHENTICATED", 413: "PAYLOAD_TOO_LARGE",
+                  415: "UNSUPPORTED_MEDIA_TYPE"}
+
+
+def storage_problem(problem: Problem, style: ErrorStyle) -> tuple[str, str, Any]:
+    """``problem`` as the storage contracts write it: ``(code, message, details)``."""
+    if problem.reason.startswith("http_"):  # no route matched, or the wrong method on one that did
+        if problem.status == 405 and style == "asset":
+            return "METHOD_NOT_ALLOWED", problem.message, None
+        if problem.status in (404, 405):
+            return "ROUTE_NOT_FOUND", problem.message, None
+    if problem.status == 500:
+        return "INTERNAL_ERROR", "@openmaic/storage: internal server error", None
+    if style == "asset" and problem.status == 404:
+        # Every miss is the same answer, whatever made it one (an unstorable id included).
+        return "ASSET_NOT_FOUND", "@openmaic/storage: asset not found", None
+    code = _STORAGE_CODES.get(problem.status, problem.code)
+    details: Any = problem.details or None
+    if code == "VALIDATION_FAILED":
+        found = problem.details.get("problems")
+        path = problem.details.get("path")
+        details = found if found else ([{"path": path or "/", "message": problem.message}] if path else None)
+    return code, problem.message, details
+
+
 def render(problem: Problem, style: ErrorStyle = "api", *, plain_not_found: bool = False) -> Response:
     """The HTTP answer for ``problem``: JSON in ``style``, or the plain ``Not found`` for a hidden 404."""
+    if style in ("storage", "asset"):
+        code, message, details = storage_problem(problem, style)
+        body = {"error": {"code": code, "message": message, **({"details": details} if details else {})}}
+        response = Response(_ENCODER.encode(body), problem.status if code != "ROUTE_NOT_FOUND" else 404,
+                            content_type="application/json")
+        if code != "ROUTE_NOT_FOUND":  # a 405 turned 404 sends no Allow
+            for name, value in problem.headers.items():
+                response.headers[name] = value
+        if style == "asset":
+            response.headers["X-Error-Code"] = code
+        return response
     if plain_not_found and problem.status == 404:
         response = Response(PLAIN_NOT_FOUND, 404, content_type="text/plain; charset=utf-8")
     else:

@@ -174,7 +174,7 @@ def _operation(r: RouteSpec, schema_of: dict[Any, Any], components: dict[str, An
         statuses.add(401)
     if r.path_params:
         statuses.add(404)
-    body = "JsonErrorBody" if r.error_style == "json" else "ApiErrorBody"
+    body = "JsonErrorBody" if r.error_style in ("json", "storage", "asset") else "ApiErrorBody"
     error = {"application/json": {"schema": {"$ref": REF.format(name=body)}}}
     for status in sorted(statuses):
         content = error

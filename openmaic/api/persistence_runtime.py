@@ -1,19 +1,26 @@
-"""OpenMAIC's learner runtime routes (``/api/persistence/runtime/…``), as its ``HttpRuntimeStore`` uses them
-(errors in OpenMAIC's ``jsonErr`` form; the rules are in :mod:`openmaic.browser_import.runtime`).
+"""OpenMAIC's runtime contract (``@openmaic/storage``'s ``runtime-http-contract.md``) at
+``/api/persistence/runtime``: a learner's sessions and their records (the rules are in
+:mod:`openmaic.browser_import.runtime`).
 
-* ``POST /api/persistence/runtime/sessions {id, kind, stageId, learnerKey, status, createdAt, updatedAt}`` → 201
-  the session (200 when it exists exactly so).
-* ``GET /api/persistence/runtime/sessions/{id}`` → the session; 404 ``SESSION_NOT_FOUND``.
-* ``POST …/sessions/{id}/records {id, sessionId, createdAt, payload, sceneId?, actionIndex?, subAnchor?,
-  expectedLastSeq?, sessionTransition?}`` → 201 the record with its ``seq`` (200 when it exists exactly so).
-* ``GET …/sessions/{id}/records[?sceneId=]`` → the records in ``seq`` order.
-
-The two lists are bare arrays, whole unless ``?limit=`` asks for a page; then ``X-Next-Cursor`` (and ``Link``)
-give the next page's ``?cursor=`` (:mod:`openmaic.api.pages`).
+* ``POST /runtime/sessions {id, kind, stageId, learnerKey, status, createdAt, updatedAt}`` → 201 the session,
+  stamped ``runtimeDslVersion``; 409 ``SESSION_ALREADY_EXISTS`` for an id that exists.
+* ``GET /runtime/sessions/{id}`` → the session; 404 ``SESSION_NOT_FOUND``. ``DELETE`` → 204 (missing: fine).
 * ``PATCH …/sessions/{id}/status {status, updatedAt, expectedLastSeq?}`` → 204.
-* ``GET /api/persistence/runtime/stages/{stageId}/learners/{learnerKey}/sessions`` → the sessions, oldest first.
+* ``POST …/sessions/{id}/records {id, sessionId, createdAt, payload, sceneId?, actionIndex?, subAnchor?,
+  expectedLastSeq?, sessionTransition?}`` → 201 the record with its ``seq`` (from 0); 200 for the last record
+  sent again.
+* ``GET …/sessions/{id}/records[?sceneId=]`` → the records in ``seq`` order: every one unless they pass
+  ``limits.runtime_list_bytes`` or ``?limit=`` asks for fewer; then ``X-Next-Cursor`` (and ``Link``) name the
+  next page's ``?cursor=`` (the answer is a bare array, :mod:`openmaic.api.pages`).
+* ``GET /runtime/stages/{stageId}/learners/{learnerKey}/sessions`` → the sessions by the instant of
+  ``createdAt``, then id (``?limit=&cursor=`` pages them); ``DELETE`` the same path → 204.
+* ``POST /runtime/learners/merge {fromLearnerKey, toLearnerKey}`` → ``{moved}``.
+* ``DELETE /runtime/stages/{stageId}`` and ``DELETE /runtime`` → 204: the caller's own sessions on that stage,
+  or all of them (an owner administers their own learner data; no route reaches another owner's).
 
-Fenced by ``X-OpenMAIC-Legacy-Import`` like every persistence route.
+``learnerKey`` is the caller's (``GET /api/persistence/learner-key``); another key in a body or a path is 403
+``FORBIDDEN_LEARNER``. Errors are the storage contract's (style ``storage``). Fenced by
+``X-OpenMAIC-Legacy-Import`` like every persistence route.
 """
 
 from __future__ import annotations
@@ -24,131 +31,114 @@ from typing import Annotated, Any
 import msgspec
 from quart import Blueprint, Response
 
-from openmaic import errors
-from openmaic.api.pages import WholeByDefault, cursor_of, next_page_headers, page_of, read_cursor
-from openmaic.api.persistence import import_fence
+from openmaic.api.pages import WholeByDefault, cursor_of, next_page_headers, read_cursor
+from openmaic.api.persistence import import_fence, owner_writes
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire, encode
 from openmaic.browser_import import runtime
+from openmaic.browser_import.runtime_rules import RuntimeInvalid
 
 __all__ = ["bp"]
 
 bp = Blueprint("persistence_runtime", __name__)
 
-Id = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
-Stamp = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
-Status = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z_-]{0,31}$")]
-Kind = Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,63}$")]
-Unset = msgspec.UnsetType
-UNSET: Any = msgspec.UNSET
+_STYLE: dict[str, Any] = {"error_style": "storage"}
+Body = dict[str, Any]
 
 
-class SessionInit(Wire):
-    """A runtime session as its client creates it."""
-
-    id: Id
-    kind: Kind
-    stage_id: Id
-    learner_key: Id
-    status: Status = "active"
-    created_at: Stamp
-    updated_at: Stamp
+class RecordsQuery(Wire):
+    scene_id: str | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=100_000)] | None = None
+    cursor: str = ""
 
 
-class Transition(Wire):
-    status: Status
-    updated_at: Stamp | Unset = UNSET
+class Moved(Wire):
+    moved: int
 
 
-class RecordInit(Wire):
-    """A runtime record as its client appends it (``seq`` is the server's)."""
-
-    id: Id
-    session_id: Id
-    created_at: Stamp
-    payload: Any
-    scene_id: Id | Unset = UNSET
-    action_index: Annotated[int, msgspec.Meta(ge=0)] | Unset = UNSET
-    sub_anchor: Any = UNSET
-    expected_last_seq: Annotated[int, msgspec.Meta(ge=0)] | None | Unset = UNSET
-    session_transition: Transition | Unset = UNSET
+def _expected(body: Body, label: str) -> Any:
+    if "expectedLastSeq" not in body:
+        return runtime.NO_SEQ
+    value = body["expectedLastSeq"]
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise RuntimeInvalid(label, [{"path": "/expectedLastSeq",
+                                  "message": "expected non-negative integer or null `expectedLastSeq`"}])
 
 
-class StatusChange(Wire):
-    status: Status
-    updated_at: Stamp
-    expected_last_seq: Annotated[int, msgspec.Meta(ge=0)] | None | Unset = UNSET
-
-
-class RecordsQuery(WholeByDefault):
-    scene_id: Id | None = None
-
-
-def _json(value: Any) -> dict[str, Any]:
-    out: dict[str, Any] = msgspec.to_builtins(value)
-    return out
-
-
-@api_route(bp, "POST", "/api/persistence/runtime/sessions", body=SessionInit, response=dict[str, Any], status=201,
-           error_style="json", errors=(400, 403, 404, 409))
-async def create_session(call: Call) -> tuple[dict[str, Any], int]:
-    """Start a runtime session on one of your courses (the same session again changes nothing)."""
+@api_route(bp, "POST", "/api/persistence/runtime/sessions", body=Body, response=Body, status=201,
+           errors=(403, 409, 429), **_STYLE)
+@owner_writes
+async def create_session(call: Call) -> tuple[Body, int]:
+    """Start a runtime session (filed under your learner key)."""
     await import_fence(call)
-    session, created = await runtime.create_session(call.services.log, call.user, _json(call.body))
-    return session, 201 if created else 200
+    session = await runtime.create_session(call.services.log, call.user, call.body, call.services.config.limits)
+    return session, 201
 
 
-@api_route(bp, "GET", "/api/persistence/runtime/sessions/{session_id}", response=dict[str, Any],
-           error_style="json", errors=(404, 409))
-async def get_session(call: Call, session_id: str) -> dict[str, Any]:
+@api_route(bp, "GET", "/api/persistence/runtime/sessions/{session_id}", response=Body, errors=(404, 409),
+           **_STYLE)
+async def get_session(call: Call, session_id: str) -> Body:
     """One of your runtime sessions."""
     await import_fence(call)
-    state = await runtime.read_session(call.services.log, call.user, session_id)
-    assert state.session is not None
-    return state.session
+    return await runtime.read_session(call.services.log, call.user, session_id)
 
 
-@api_route(bp, "POST", "/api/persistence/runtime/sessions/{session_id}/records", body=RecordInit,
-           response=dict[str, Any], status=201, error_style="json", errors=(400, 404, 409))
-async def append_record(call: Call, session_id: str) -> tuple[dict[str, Any], int]:
-    """Append a record to one of your active runtime sessions (the same record again changes nothing)."""
+@api_route(bp, "DELETE", "/api/persistence/runtime/sessions/{session_id}", errors=(409,), **_STYLE)
+@owner_writes
+async def delete_session(call: Call, session_id: str) -> None:
+    """Delete one of your runtime sessions and its records (a missing one is fine)."""
     await import_fence(call)
-    body: RecordInit = call.body
-    if body.session_id != session_id:
-        raise errors.InvalidInput(f"sessionId must be the session of the path ({session_id!r})", path="sessionId")
-    record = _json(msgspec.structs.replace(body, expected_last_seq=UNSET, session_transition=UNSET))
-    transition = _json(body.session_transition) if body.session_transition is not UNSET else None
-    stored, appended = await runtime.append_record(call.services.log, call.user, session_id, record,
-                                                   expected_last_seq=body.expected_last_seq, transition=transition)
+    await runtime.delete_sessions(call.services.log, call.user, session_id=session_id)
+
+
+@api_route(bp, "POST", "/api/persistence/runtime/sessions/{session_id}/records", body=Body, response=Body,
+           status=201, errors=(404, 409, 429), **_STYLE)
+@owner_writes
+async def append_record(call: Call, session_id: str) -> tuple[Body, int]:
+    """Append a record to one of your active runtime sessions (its seq is the server's)."""
+    await import_fence(call)
+    body: Body = call.body
+    label = f"runtime record {msgspec.json.encode(body.get('id')).decode()}"
+    transition = body.get("sessionTransition")
+    if transition is not None and not isinstance(transition, dict):
+        raise RuntimeInvalid(label, [{"path": "/sessionTransition", "message": "expected object `sessionTransition`"}])
+    stored, appended = await runtime.append_record(
+        call.services.log, call.user, session_id, body, call.services.config.limits,
+        expected_last_seq=_expected(body, label), transition=transition)
     return stored, 201 if appended else 200
 
 
 @api_route(bp, "GET", "/api/persistence/runtime/sessions/{session_id}/records", query=RecordsQuery,
-           response=list[dict[str, Any]], error_style="json", errors=(400, 404, 409))
+           response=list[Body], errors=(400, 404, 409), **_STYLE)
 async def list_records(call: Call, session_id: str) -> Response:
-    """The records of one of your runtime sessions, in order (sceneId: only that scene's); every one unless
-    ?limit= asks for a page (X-Next-Cursor: the next page's ?cursor=, since the answer is a bare array)."""
+    """The records of one of your runtime sessions in seq order (sceneId: only that scene's); a page when they
+    pass limits.runtime_list_bytes or ?limit= (X-Next-Cursor: the next page's ?cursor=)."""
     await import_fence(call)
-    found = await runtime.list_records(call.services.log, call.user, session_id, call.query.scene_id)
-    page, nxt = page_of(found, lambda r: (r["seq"],), call.query, (int,))
-    return _bare(call, page, nxt)
+    q: RecordsQuery = call.query
+    after = read_cursor(q.cursor, (int,))
+    limits = call.services.config.limits
+    found, nxt = await runtime.list_records(
+        call.services.log, call.user, session_id, q.scene_id, limit=q.limit or limits.runtime_records_per_session,
+        after=after[0] if after else 0, budget=limits.runtime_list_bytes)
+    return _bare(call, found, None if nxt is None else cursor_of(nxt))
 
 
-@api_route(bp, "PATCH", "/api/persistence/runtime/sessions/{session_id}/status", body=StatusChange,
-           error_style="json", errors=(400, 404, 409))
+@api_route(bp, "PATCH", "/api/persistence/runtime/sessions/{session_id}/status", body=Body, errors=(404, 409),
+           **_STYLE)
+@owner_writes
 async def set_session_status(call: Call, session_id: str) -> None:
     """Set the status of one of your runtime sessions."""
     await import_fence(call)
-    body: StatusChange = call.body
-    await runtime.set_status(call.services.log, call.user, session_id, body.status, body.updated_at,
-                             expected_last_seq=body.expected_last_seq)
+    body: Body = call.body
+    await runtime.set_status(call.services.log, call.user, session_id, body.get("status"), body.get("updatedAt"),
+                             expected_last_seq=_expected(body, "session status"))
 
 
 @api_route(bp, "GET", "/api/persistence/runtime/stages/{stage_id}/learners/{learner_key}/sessions",
-           query=WholeByDefault, response=list[dict[str, Any]], error_style="json", errors=(400, 409))
+           query=WholeByDefault, response=list[Body], errors=(400, 403, 409), **_STYLE)
 async def list_sessions(call: Call, stage_id: str, learner_key: str) -> Response:
-    """Your runtime sessions on one course under one learner key, oldest first; every one unless ?limit= asks
-    for a page (X-Next-Cursor as for records)."""
+    """Your runtime sessions on one course, by the instant they were created (?limit=&cursor=: a page)."""
     await import_fence(call)
     q: WholeByDefault = call.query
     after = read_cursor(q.cursor, (dt.datetime, str))
@@ -157,6 +147,43 @@ async def list_sessions(call: Call, stage_id: str, learner_key: str) -> Response
     return _bare(call, found, None if nxt is None else cursor_of(*nxt))
 
 
-def _bare(call: Call, items: list[dict[str, Any]], next_cursor: str | None) -> Response:
+@api_route(bp, "DELETE", "/api/persistence/runtime/stages/{stage_id}/learners/{learner_key}", errors=(403, 409),
+           **_STYLE)
+@owner_writes
+async def delete_learner_runtime(call: Call, stage_id: str, learner_key: str) -> None:
+    """Delete your runtime sessions on one course."""
+    await import_fence(call)
+    await runtime.delete_sessions(call.services.log, call.user, stage_id=stage_id, learner_key=learner_key)
+
+
+@api_route(bp, "DELETE", "/api/persistence/runtime/stages/{stage_id}", errors=(409,), **_STYLE)
+@owner_writes
+async def delete_stage_runtime(call: Call, stage_id: str) -> None:
+    """Delete every runtime session of yours on one course."""
+    await import_fence(call)
+    await runtime.delete_sessions(call.services.log, call.user, stage_id=stage_id)
+
+
+@api_route(bp, "DELETE", "/api/persistence/runtime", errors=(409,), **_STYLE)
+@owner_writes
+async def delete_all_runtime(call: Call) -> None:
+    """Delete every runtime session of yours."""
+    await import_fence(call)
+    await runtime.delete_sessions(call.services.log, call.user)
+
+
+@api_route(bp, "POST", "/api/persistence/runtime/learners/merge", body=Body, response=Moved, errors=(403, 409),
+           **_STYLE)
+@owner_writes
+async def merge_learner(call: Call) -> Moved:
+    """File the sessions of a learner key of yours (an anonymous visit you claimed) under your learner key."""
+    await import_fence(call)
+    body: Body = call.body
+    moved = await runtime.merge_learner(call.services.log, call.user, body.get("fromLearnerKey"),
+                                        body.get("toLearnerKey"))
+    return Moved(moved=moved)
+
+
+def _bare(call: Call, items: list[Body], next_cursor: str | None) -> Response:
     return Response(encode(items), 200, next_page_headers(call.request.path, call.query, next_cursor),
                     content_type="application/json")

@@ -18,7 +18,7 @@ from openmaic import probes
 from openmaic.actors.commands import Commands as SessionCommands
 from openmaic.api import (
     access_routes, agent_sessions, agents, assets, browser_import, claims, classrooms, generation_runs, headless,
-    materials, model_config, persistence, persistence_library, persistence_runtime,
+    materials, model_config, persistence, persistence_assets, persistence_documents, persistence_library, persistence_runtime,
     web,
 )
 from openmaic.api.services import ApiServices
@@ -43,4 +43,4 @@ def api_services(services: Any) -> ApiServices:
 def resource_blueprints() -> list[Blueprint]:
     return [access_routes.bp, browser_import.bp, claims.bp, headless.bp, generation_runs.bp, classrooms.bp,
             materials.bp, model_config.bp, agents.bp, agent_sessions.bp, web.bp, assets.bp, persistence.bp,
-            persistence_library.bp, persistence_runtime.bp]
+            persistence_assets.bp, persistence_documents.bp, persistence_library.bp, persistence_runtime.bp]

@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 import msgspec
+import trio
 
 from openmaic import errors
 from openmaic.browser_import.events import LegacyStageImported
@@ -43,15 +44,18 @@ from openmaic.browser_import.store import Writer, fold_on, writing
 from openmaic.courses import format as fmt
 from openmaic.courses.document import document_of, stage_of
 from openmaic.courses.events import (
-    CourseCreated, CourseDocument, CourseDocumentSet, CourseSceneSet, CourseStageSet, evolve_course,
+    CourseCreated, CourseDeleted, CourseDocument, CourseDocumentSet, CourseSceneDeleted, CourseSceneSet,
+    CourseStageSet, evolve_course,
 )  # fmt: skip
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
+from openmaic.quotas import QuotaFull
 from openmaic.store.database import Connection
 from openmaic.store.queries import Q
 
 __all__ = [
-    "CourseLocked", "DocumentNotFound", "MAX_SCENES", "SceneNotFound", "document_course_id", "find_document",
+    "CourseLocked", "DocumentNotFound", "DocumentSummary", "FutureVersion", "MAX_SCENES", "SceneNotFound",
+    "delete_document", "delete_scene", "document_course_id", "find_document", "list_documents", "missing",
     "put_document", "put_scene", "put_stage", "read_document",
 ]  # fmt: skip
 
@@ -71,6 +75,41 @@ class SceneNotFound(errors.NotFound):
     error_code = "SCENE_NOT_FOUND"
 
 
+class FutureVersion(errors.Conflict):
+    """The document was written by a newer OpenMAIC than this server reads: it is never downgraded."""
+
+    error_code = "FUTURE_VERSION"
+
+
+def missing(document_id: str) -> DocumentNotFound:
+    """The refusal of a missing document, worded as OpenMAIC's storage words it (its clients match the words)."""
+    return DocumentNotFound(f"@openmaic/storage: missing document {msgspec.json.encode(document_id).decode()}")
+
+
+class DocumentQuotaFull(QuotaFull):
+    """Your saved documents take as many bytes as they may (limits.document_bytes_per_owner)."""
+
+
+_ENCODE = msgspec.json.Encoder().encode
+
+
+async def _charge(w: Writer, owner: str, course_id: str, size: int, limit: int | None, *, delta: bool = False) -> None:
+    """Record what a browser document takes (``size`` bytes, or ``size`` more with ``delta``), refusing it when the
+    owner's documents would pass ``limit``. A generated course (no document row) is not counted. Under the owner's
+    persistence lock, so two saves cannot both fit the last bytes."""
+    row = await w.conn.fetchrow(Q.browser_documents_bytes, owner, course_id)
+    if row["own"] is None:
+        return
+    own, used = int(row["own"]), int(row["used"])
+    after = own + size if delta else size
+    if limit is not None and after > own and used - own + after > limit:
+        raise DocumentQuotaFull(
+            f"your documents take {used:,} bytes and this one would take {after:,}; at most {limit:,} are allowed "
+            "(limits.document_bytes_per_owner); delete some (DELETE /api/persistence/documents/{id}) first",
+            key="limits.document_bytes_per_owner", limit=limit)
+    await w.conn.execute(Q.browser_document_set_bytes, course_id, max(after, 0))
+
+
 class CourseLocked(errors.Conflict):
     """A run is still writing the course: it is read-only until the run completes."""
 
@@ -82,10 +121,16 @@ def document_course_id(owner: str, document_id: str) -> str:
     return "course-" + base64.urlsafe_b64encode(digest).decode()[:16]
 
 
-async def find_document(conn: Connection | Any, owner: str, document_id: str) -> str | None:
-    """The course of ``owner``'s document ``document_id`` (deleted or not), or None: a document a browser saved,
-    else the owner's course of that id (a generated one)."""
+TOMBSTONE = "\x1fdeleted\x1f"
+"""The prefix a deleted document's id is filed under (see ``browser_document_bury``)."""
+
+
+async def find_document(conn: Connection | Any, owner: str, document_id: str, *, buried: bool = False) -> str | None:
+    """The course of ``owner``'s document ``document_id``, or None: a document a browser saved (``buried``: also
+    one deleted since), else the owner's course of that id (a generated one, deleted or not)."""
     found = await conn.fetchval(Q.browser_document_find, owner, document_id)
+    if found is None and buried:
+        found = await conn.fetchval(Q.browser_document_find, owner, TOMBSTONE + document_id)
     if found is not None:
         return found  # type: ignore[no-any-return]
     row = await conn.fetchrow(Q.stream, document_id)
@@ -105,7 +150,7 @@ async def read_document(log: EventLog, owner: str, document_id: str) -> fmt.Docu
     course_id = await find_document(log.db, owner, document_id)
     doc, head = await _load(None, log, course_id)
     if course_id is None or head == 0 or doc.deleted:
-        raise DocumentNotFound(f"no document {document_id!r}", id=document_id)
+        raise missing(document_id)
     return document_of(course_id, doc)
 
 
@@ -118,7 +163,7 @@ async def _existing(w: Writer, owner: str, document_id: str) -> tuple[str, Cours
     course_id = await find_document(w.conn, owner, document_id)
     doc, head = await _load(w.conn, w.log, course_id)
     if course_id is None or head == 0 or doc.deleted:
-        raise DocumentNotFound(f"no document {document_id!r}", id=document_id)
+        raise missing(document_id)
     _writable(doc, document_id)
     return course_id, doc, head
 
@@ -129,23 +174,31 @@ def _writable(doc: CourseDocument, document_id: str) -> None:
                            "once the run completes", id=document_id)
 
 
-async def put_document(log: EventLog, owner: str, document_id: str, body: Any, *,
-                       browser: str | None = None) -> bool:
+async def put_document(log: EventLog, owner: str, document_id: str, body: Any, *, browser: str | None = None,
+                       byte_limit: int | None = None) -> bool:
     """Save ``owner``'s whole document (creating its course at the first save; by the importer of ``browser``,
-    bound to ``owner``, when given); True when it changed."""
-    document = fmt.decode_document(body, stage_id=document_id)
+    bound to ``owner``, when given); True when it changed. A document deleted before is saved anew (a new course
+    under the same document id), but for the importer, to which a deleted document stays deleted. ``byte_limit``:
+    what the owner's saved documents may take together (:class:`DocumentQuotaFull` past it)."""
+    _refuse_future(body, document_id)
+    # Decoding and validating a whole document is the heaviest work of a save: off the event loop, so the requests
+    # of others are answered meanwhile (the GIL is handed over every few milliseconds; the loop is not held).
+    document, size = await trio.to_thread.run_sync(_decoded, body, document_id)
     if len(document.scenes) > MAX_SCENES:
         raise fmt.FormatInvalid([fmt.Problem("/scenes", f"a document holds at most {MAX_SCENES} scenes")])
     async with writing(log, owner) as w:
-        course_id = await find_document(w.conn, owner, document_id)
+        course_id = await find_document(w.conn, owner, document_id, buried=browser is not None)
         before, head = await _load(w.conn, log, course_id)
         if course_id is not None and before.deleted:
-            raise DocumentNotFound(f"document {document_id!r} was deleted", id=document_id)
+            if browser is not None:  # the importer's tombstone rule: "deleted on the server"
+                raise DocumentNotFound(f"document {document_id!r} was deleted", id=document_id)
+            course_id, before, head = await _fresh_course(w.conn, owner, document_id), CourseDocument(), 0
         if head:
             _writable(before, document_id)
-            if document_of(course_id, before, ready_only=False) == document:  # type: ignore[arg-type]
+            as_stored = msgspec.structs.replace(document, scenes=sorted(document.scenes, key=lambda s: s.order))
+            if document_of(course_id, before, ready_only=False) == as_stored:  # type: ignore[arg-type]
                 return False  # the same document again: nothing to record
-        course_id = course_id or document_course_id(owner, document_id)
+        course_id = course_id or await _fresh_course(w.conn, owner, document_id)
         events: list[Event] = []
         title = document.stage.name.strip() or "Untitled course"
         if head == 0:
@@ -154,6 +207,7 @@ async def put_document(log: EventLog, owner: str, document_id: str, body: Any, *
             await w.conn.execute(Q.browser_document_insert, course_id, owner, document_id, title)
         elif title != before.title:
             await w.conn.execute(Q.browser_document_retitle, course_id, title)
+        await _charge(w, owner, course_id, size, byte_limit)
         events.append(CourseDocumentSet(document=document))
         batches = [StreamAppend(stream_id=course_id, events=events, expected_seq=head,
                                 create=NewStream("course", owner) if head == 0 else None)]
@@ -166,7 +220,7 @@ async def put_document(log: EventLog, owner: str, document_id: str, body: Any, *
         return True
 
 
-async def put_stage(log: EventLog, owner: str, document_id: str, body: Any) -> bool:
+async def put_stage(log: EventLog, owner: str, document_id: str, body: Any, *, byte_limit: int | None = None) -> bool:
     """Save the stage of ``owner``'s existing document; True when it changed."""
     stage = fmt.decode_stage(body)
     if stage.id != document_id:
@@ -177,11 +231,14 @@ async def put_stage(log: EventLog, owner: str, document_id: str, body: Any) -> b
             return False
         if stage.name.strip() and stage.name != doc.title:
             await w.conn.execute(Q.browser_document_retitle, course_id, stage.name)
+        await _charge(w, owner, course_id, len(_ENCODE(stage)) - len(_ENCODE(stage_of(course_id, doc))), byte_limit,
+                      delta=True)
         await w.append(StreamAppend(stream_id=course_id, events=[CourseStageSet(stage=stage)], expected_seq=head))
         return True
 
 
-async def put_scene(log: EventLog, owner: str, document_id: str, scene_id: str, body: Any) -> bool:
+async def put_scene(log: EventLog, owner: str, document_id: str, scene_id: str, body: Any, *,
+                    byte_limit: int | None = None) -> bool:
     """Save (or add) one scene of ``owner``'s existing document; True when it changed."""
     scene = fmt.decode_scene(body, stage_id=document_id, scene_id=scene_id)
     async with writing(log, owner) as w:
@@ -190,9 +247,103 @@ async def put_scene(log: EventLog, owner: str, document_id: str, scene_id: str, 
             return False
         if doc.scene(scene_id) is None and len(doc.scenes) >= MAX_SCENES:
             raise fmt.FormatInvalid([fmt.Problem("/id", f"a document holds at most {MAX_SCENES} scenes")])
+        old = doc.scene(scene_id)
+        await _charge(w, owner, course_id, len(_ENCODE(scene)) - (len(_ENCODE(old)) if old is not None else 0),
+                      byte_limit, delta=True)
         event = CourseSceneSet(scene=scene, ready=True, at_ms=_now_ms())
         await w.append(StreamAppend(stream_id=course_id, events=[event], expected_seq=head))
         return True
+
+
+def _refuse_future(body: Any, document_id: str) -> None:
+    version = body.get("dslVersion") if isinstance(body, dict) else None
+    if isinstance(version, str) and _future(version):
+        raise FutureVersion(f"@openmaic/storage: document {msgspec.json.encode(document_id).decode()} was written at "
+                            f"DSL version {version}, newer than this server's {fmt.DSL_VERSION}",
+                            stageId=document_id, storedVersion=version)
+
+
+def _decoded(body: Any, document_id: str) -> tuple[fmt.Document, int]:
+    document = fmt.decode_document(body, stage_id=document_id)
+    return document, len(_ENCODE(document))
+
+
+def _future(version: str) -> bool:
+    try:
+        return fmt.is_future(version)
+    except fmt.FormatInvalid:
+        return False  # a malformed stamp: the validator names it
+
+
+async def _fresh_course(conn: Connection, owner: str, document_id: str) -> str:
+    """A course id for a new document: derived from the owner and the document id, then (the id was deleted and
+    saved again) from a generation number, so a repeated save after a lost answer finds the same one."""
+    n = 0
+    while True:
+        course_id = document_course_id(owner, document_id if n == 0 else f"{document_id}\x1f{n}")
+        if await conn.fetchrow(Q.stream, course_id) is None:
+            return course_id
+        n += 1
+
+
+async def delete_document(log: EventLog, owner: str, document_id: str) -> bool:
+    """Delete ``owner``'s document (a missing one is fine); True when it was there. Its id is free again."""
+    async with writing(log, owner) as w:
+        course_id = await find_document(w.conn, owner, document_id)
+        doc, head = await _load(w.conn, log, course_id)
+        if course_id is None or head == 0 or doc.deleted:
+            return False
+        _writable(doc, document_id)
+        await w.conn.execute(Q.browser_document_bury, course_id, TOMBSTONE + document_id)
+        await w.append(StreamAppend(stream_id=course_id, events=[CourseDeleted()], expected_seq=head))
+        return True
+
+
+async def delete_scene(log: EventLog, owner: str, document_id: str, scene_id: str) -> bool:
+    """Delete one scene of ``owner``'s document (a missing document or scene is fine); True when it was there."""
+    async with writing(log, owner) as w:
+        course_id = await find_document(w.conn, owner, document_id)
+        doc, head = await _load(w.conn, log, course_id)
+        if course_id is None or head == 0 or doc.deleted or doc.scene(scene_id) is None:
+            return False
+        _writable(doc, document_id)
+        await w.append(StreamAppend(stream_id=course_id, events=[CourseSceneDeleted(scene_id=scene_id)],
+                                    expected_seq=head))
+        return True
+
+
+class DocumentSummary(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One line of OpenMAIC's document listing."""
+
+    id: str
+    name: str
+    description: str | msgspec.UnsetType = msgspec.UNSET
+    interactiveMode: bool | msgspec.UnsetType = msgspec.UNSET
+    taskEngineMode: Any = msgspec.UNSET
+    createdAt: int | float
+    updatedAt: int | float
+    sceneCount: int
+
+
+async def list_documents(log: EventLog, owner: str) -> list[DocumentSummary]:
+    """``owner``'s documents: those a browser saved and the courses generated here, not deleted, newest first."""
+    rows = await log.db.fetch(Q.browser_documents_of_owner, owner)
+    named = {r["course_id"]: r["document_id"] for r in rows}
+    generated = await log.db.fetch(Q.course_streams_of_owner, owner)
+    for r in generated:
+        named.setdefault(r["id"], r["id"])
+    out = []
+    for course_id, document_id in named.items():
+        doc, head = await _load(None, log, course_id)
+        if head == 0 or doc.deleted:
+            continue
+        stage = document_of(course_id, doc).stage
+        out.append(DocumentSummary(
+            id=document_id, name=stage.name, description=stage.description, interactiveMode=stage.interactiveMode,
+            taskEngineMode=getattr(stage, "taskEngineMode", msgspec.UNSET), createdAt=stage.createdAt,
+            updatedAt=stage.updatedAt, sceneCount=sum(1 for s in doc.scenes if s.id in doc.ready)))
+    out.sort(key=lambda d: (-float(d.updatedAt), d.id))
+    return out
 
 
 def scene_of(document: fmt.Document, document_id: str, scene_id: str) -> fmt.Scene:

@@ -19,6 +19,8 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
+import trio
+
 from openmaic import errors
 from openmaic.events.log import FOLD_PAGE, EventLog, StreamAppend, recorded
 from openmaic.events.types import Event
@@ -26,7 +28,7 @@ from openmaic.store.database import Connection
 from openmaic.store.locks import owner_lock
 from openmaic.store.queries import Q
 
-__all__ = ["PERSISTENCE_LOCK", "Writer", "fold_on", "writing"]
+__all__ = ["PERSISTENCE_LOCK", "Writer", "fold_on", "owner_turn", "writing"]
 
 PERSISTENCE_LOCK = 0x6F6D7073
 """The owner-lock namespace of the persistence routes' writes."""
@@ -74,3 +76,31 @@ async def writing(log: EventLog, owner: str) -> AsyncIterator[Writer]:
     """One write of ``owner``'s under the persistence lock; watchers are told once it committed (by the log)."""
     async with log.appending(owner_lock(log.db, owner, PERSISTENCE_LOCK)) as tx:
         yield Writer(log, tx)
+
+
+_turns: dict[str, tuple[trio.Lock, int]] = {}
+
+
+@asynccontextmanager
+async def owner_turn(owner: str) -> AsyncIterator[None]:
+    """One write of ``owner``'s at a time in this process, from its validation on.
+
+    The owner's writes serialize on the persistence lock in the database anyway; taking a turn before the CPU work
+    of a write (decoding, validating, encoding a document) keeps one owner's burst of writes to one request's worth
+    of this process's time, so another owner's reads are not queued behind it. The lock is fair (FIFO) and is
+    dropped from the table once no request holds or waits for it, so the table holds only owners writing now.
+    """
+    lock, users = _turns.get(owner, (None, 0))
+    if lock is None:
+        lock = trio.Lock()
+    _turns[owner] = (lock, users + 1)
+    try:
+        async with lock:
+            yield
+    finally:
+        # No await between here and the bookkeeping: a cancelled waiter still leaves the table consistent.
+        lock, users = _turns[owner]
+        if users <= 1:
+            del _turns[owner]
+        else:
+            _turns[owner] = (lock, users - 1)

@@ -124,6 +124,19 @@ class LimitsConfig(_Section):
     """Pro agent sessions one owner may have (each holds a course and its history)."""
     messages_per_session: PosInt = 1000
     """Messages one Pro session may be sent, its first prompt included (each at most 20,000 characters)."""
+    runtime_sessions_per_owner: PosInt = 5_000
+    """Learner runtime sessions one owner may keep (``/api/persistence/runtime``)."""
+    runtime_records_per_session: PosInt = 100_000
+    """Records one runtime session may hold."""
+    runtime_records_per_owner: PosInt = 1_000_000
+    """Records all of one owner's runtime sessions may hold together."""
+    runtime_record_bytes_per_owner: PosInt = 1_073_741_824
+    """Their total size (each record as its JSON)."""
+    runtime_list_bytes: PosInt = 8_388_608
+    """The most record bytes one answer of ``GET …/runtime/sessions/{id}/records`` holds; past them it is a page
+    and ``X-Next-Cursor`` names the next (``?cursor=``)."""
+    document_bytes_per_owner: PosInt = 1_073_741_824
+    """What one owner's saved documents (``/api/persistence/documents``) may take together, each as its JSON."""
     anonymous_owners_per_minute: PosInt = 60
     claims_over_quota: Literal["refuse", "allow"] = "refuse"
     """A claim (``POST /api/identity/claim``) whose anonymous work would take the account past one of the limits

@@ -32,9 +32,9 @@ from openmaic.store.gateway import typed
 from openmaic.store.queries import Q
 
 __all__ = ["MEDIA_TYPES", "AssetHead", "AssetKind", "AssetQuotaExceeded", "StoredAsset", "asset_id_for",
-           "check_media_type", "read_asset_head", "read_asset_range", "store_generated", "usage"]  # fmt: skip
+           "check_media_type", "read_asset_head", "read_asset_range", "store_generated", "store_upload", "usage"]  # fmt: skip
 
-AssetKind = Literal["image", "video", "poster", "narration"]
+AssetKind = Literal["image", "video", "poster", "narration", "upload"]
 
 DEFAULT_QUOTA_BYTES = 2 * 1024**3
 
@@ -140,6 +140,20 @@ async def store_generated(
     """Store ``media`` for ``owner`` (idempotent: the same bytes give the same asset); AssetQuotaExceeded past
     the quota, and InvalidInput for a media type outside :data:`MEDIA_TYPES`, with nothing written."""
     media = msgspec.structs.replace(media, media_type=check_media_type(media.media_type, path="mediaType"))
+    return await _put(db, owner, course_id, kind, media, quota_bytes)
+
+
+async def store_upload(db: Database, owner: str, data: bytes, *, quota_bytes: int = DEFAULT_QUOTA_BYTES) -> StoredAsset:
+    """Store the bytes of an asset uploaded through OpenMAIC's asset contract (kind ``upload``): any type, since
+    what they are is recorded by their registry entry (:mod:`openmaic.media.storage_assets`), which also decides
+    how they are served; here they are ``application/octet-stream``. Idempotent and within the quota as
+    :func:`store_generated`."""
+    return await _put(db, owner, None, "upload", GeneratedMedia(media_type="application/octet-stream", data=data),
+                      quota_bytes)
+
+
+async def _put(db: Database, owner: str, course_id: str | None, kind: AssetKind, media: GeneratedMedia,
+               quota_bytes: int) -> StoredAsset:
     digest = hashlib.sha256(media.data).digest()
     asset_id = asset_id_for(owner, digest)
     size = len(media.data)
@@ -151,7 +165,8 @@ async def store_generated(
     put = typed(AssetPut, results[-1][0])
     if not put.stored:
         raise AssetQuotaExceeded(
-            f"the asset storage is full ({put.used} of {quota_bytes} bytes used; this {kind} needs {size})",
+            f"the asset storage is full ({put.used} of {quota_bytes} bytes used; this {kind} needs {size}; "
+            "limits.asset_bytes_per_owner sets it)",
             used=put.used, quota=quota_bytes, size=size,
         )
     return StoredAsset(id=asset_id, media_type=media.media_type, size=size, sha256=digest.hex())

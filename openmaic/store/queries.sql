@@ -488,6 +488,39 @@ SELECT id, media_type, size, sha256, kind, course_id, created_at FROM assets WHE
 -- Bytes [$3, $3 + $4) of an owner's asset (substring is 1-based).
 SELECT substring(data FROM $3::int + 1 FOR $4::int) AS data FROM assets WHERE id = $1 AND owner_id = $2;
 
+-- name: storage_asset_get
+SELECT bytes_id, media_type, size, revision FROM storage_assets WHERE id = $1 AND owner_id = $2;
+
+-- name: storage_asset_insert
+-- A new registry entry, only while the owner's entries stay within $7 bytes. Run after asset_owner_lock in the
+-- same transaction, so the usage counted includes every entry committed before.
+WITH used AS (SELECT coalesce(sum(size), 0)::bigint AS bytes FROM storage_assets
+               WHERE owner_id = openmaic_owner($2)),
+     inserted AS (
+       INSERT INTO storage_assets (id, owner_id, bytes_id, media_type, size, meta)
+       SELECT $1, $2, $3, $4, $5, $6::json FROM used WHERE used.bytes + $5 <= $7::bigint
+       RETURNING id)
+SELECT (SELECT id FROM inserted) AS inserted, (SELECT bytes FROM used) AS used;
+
+-- name: storage_asset_replace
+-- New bytes for an entry (and new metadata when $6 is not NULL), its revision one more, only while the owner's
+-- entries stay within $7 bytes with the new size in place of the old. After asset_owner_lock.
+WITH current AS (SELECT size FROM storage_assets WHERE id = $1 AND owner_id = $2),
+     used AS (SELECT coalesce(sum(size), 0)::bigint AS bytes FROM storage_assets
+               WHERE owner_id = openmaic_owner($2)),
+     updated AS (
+       UPDATE storage_assets a
+          SET bytes_id = $3, media_type = $4, size = $5, meta = coalesce($6::json, a.meta),
+              revision = a.revision + 1, updated_at = now()
+         FROM used, current
+        WHERE a.id = $1 AND a.owner_id = $2 AND used.bytes - current.size + $5 <= $7::bigint
+       RETURNING a.revision)
+SELECT (SELECT revision FROM updated) AS revision, EXISTS (SELECT 1 FROM current) AS present,
+       (SELECT bytes FROM used) AS used;
+
+-- name: storage_asset_delete
+DELETE FROM storage_assets WHERE id = $1 AND owner_id = $2;
+
 -- name: assets_used
 SELECT coalesce(sum(size), 0)::bigint AS bytes, count(*)::int AS count FROM assets WHERE owner_id = $1;
 
@@ -661,6 +694,21 @@ SELECT course_id, folder_id FROM browser_documents WHERE owner_id = $1 AND docum
 -- name: browser_document_insert
 INSERT INTO browser_documents (course_id, owner_id, document_id, title) VALUES ($1, $2, $3, $4);
 
+-- name: browser_document_bury
+-- A deleted document's id is free again: its row is filed under the tombstone key $2 (which no client id can be:
+-- it starts with U+001F), so the next save creates a new course while the importer still finds the deleted one.
+UPDATE browser_documents SET document_id = $2, updated_at = now() WHERE course_id = $1;
+
+-- name: browser_documents_bytes
+-- What one document ($2) and all the owner's live documents take (limits.document_bytes_per_owner); own is NULL
+-- for a course without a document row (a generated one).
+SELECT (SELECT bytes FROM browser_documents WHERE course_id = $2) AS own,
+       (SELECT coalesce(sum(bytes), 0) FROM browser_documents
+         WHERE owner_id = $1 AND left(document_id, 1) <> E'\x1f') AS used;
+
+-- name: browser_document_set_bytes
+UPDATE browser_documents SET bytes = $2 WHERE course_id = $1;
+
 -- name: browser_document_retitle
 UPDATE browser_documents SET title = $2, updated_at = now() WHERE course_id = $1;
 
@@ -672,27 +720,76 @@ UPDATE browser_documents SET folder_id = $2, updated_at = now() WHERE course_id 
 -- table; a course it has not folded yet is not deleted, so a document just written is listed at once).
 SELECT b.course_id, b.document_id, b.title, b.folder_id, b.updated_at
   FROM browser_documents b
- WHERE b.owner_id = $1
+ WHERE b.owner_id = $1 AND left(b.document_id, 1) <> E'\x1f'
    AND NOT EXISTS (SELECT 1 FROM course_documents d WHERE d.course_id = b.course_id AND d.deleted)
  ORDER BY b.updated_at DESC, b.course_id;
+
+-- name: course_streams_of_owner
+-- Every course of an owner's, deleted or not (streams_owner index), for the document listing.
+SELECT id FROM streams WHERE owner_id = $1 AND kind = 'course' ORDER BY created_at, id;
 
 -- name: runtime_session_find
 SELECT stream_id FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
  ORDER BY created_at, stream_id LIMIT 1;
 
 -- name: runtime_session_insert
-INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner_key) VALUES ($1, $2, $3, $4, $5);
+INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner_key, session, created_instant)
+VALUES ($1, $2, $3, $4, $5, $6::json, $7);
+
+-- name: runtime_session_head
+-- A session's head (migration 0021); written under the owner's persistence lock, read with or without it.
+SELECT stream_id, session::text AS session, last_seq, records, record_bytes, last_record::text AS last_record
+  FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
+ ORDER BY created_at, stream_id LIMIT 1;
+
+-- name: runtime_session_set_head
+UPDATE runtime_sessions
+   SET session = $2::json, last_seq = $3, records = $4, record_bytes = $5, last_record = $6::json
+ WHERE stream_id = $1;
+
+-- name: runtime_session_fill_head
+-- The head of a session written before heads were kept, folded from its stream: only while it is still empty, so
+-- a reader's fold never overwrites what a writer (holding the owner's lock) wrote since.
+UPDATE runtime_sessions
+   SET session = $2::json, last_seq = $3, records = $4, record_bytes = $5, last_record = $6::json,
+       created_instant = $7
+ WHERE stream_id = $1 AND session IS NULL;
+
+-- name: runtime_session_rekey
+UPDATE runtime_sessions SET learner_key = $2 WHERE stream_id = $1;
+
+-- name: runtime_session_delete
+DELETE FROM runtime_sessions WHERE stream_id = $1;
+
+-- name: runtime_sessions_count
+SELECT count(*) FROM runtime_sessions WHERE owner_id = $1;
+
+-- name: runtime_records_of_owner
+-- What an owner's sessions hold (the runtime quotas): one row per session, read through runtime_sessions_owner.
+SELECT coalesce(sum(records), 0) AS count, coalesce(sum(record_bytes), 0) AS bytes
+  FROM runtime_sessions WHERE owner_id = $1;
+
+-- name: runtime_session_streams_by_id
+SELECT stream_id, session_id FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2;
+
+-- name: runtime_session_streams
+-- An owner's sessions on stage $2 (NULL: every stage) under learner key $3 (NULL: every key) or any of the keys
+-- $4 it stands for (as in runtime_sessions_of_stage).
+SELECT stream_id, session_id FROM runtime_sessions
+ WHERE owner_id = $1 AND ($2::text IS NULL OR stage_id = $2)
+   AND ($3::text IS NULL OR learner_key = $3 OR learner_key = ANY($4::text[]))
+ ORDER BY created_at, stream_id;
 
 -- name: runtime_sessions_of_stage
--- The sessions filed under the learner key $3 or under any of the keys $7 stands for (an owner's own key also
+-- A partition's sessions in the contract's order (the instant of createdAt, then the id; heads not filled in yet
+-- come last): those filed under the learner key $3 or under any of the keys $7 stands for (an owner's own key also
 -- names the keys its sessions were filed under before: the owner id itself, and the ids and keys of the anonymous
--- owners claimed into it, whose sessions moved with the claim and keep their key). A page after the session
--- ($5, $6) when given (keyset).
-SELECT stream_id, created_at FROM runtime_sessions
+-- owners claimed into it, whose sessions moved with the claim and keep their key). A page after ($5, $6) when given.
+SELECT session_id, session::text AS session, created_instant FROM runtime_sessions
  WHERE owner_id = $1 AND stage_id = $2
    AND (learner_key = $3 OR learner_key = ANY($7::text[]))
-   AND ($5::timestamptz IS NULL OR (created_at, stream_id) > ($5::timestamptz, $6::text))
- ORDER BY created_at, stream_id LIMIT $4;
+   AND ($5::timestamptz IS NULL OR (created_instant, session_id) > ($5::timestamptz, $6::text))
+ ORDER BY created_instant NULLS LAST, session_id LIMIT $4;
 
 -- name: library_folders_of_owner
 SELECT id, name, position, created_at, updated_at FROM library_folders WHERE owner_id = $1 ORDER BY position, id;
