@@ -60,14 +60,29 @@ class _Created(msgspec.Struct):
 class _Outline(msgspec.Struct):
     title: str = ""
     scenes: list[_Scene] = []
+    """v1: the outline's scenes with their states."""
+    scene_ids: list[str] = []
+    """v2: the ids the outline's scenes have (their states come with their scene_set)."""
 
 
 class _SceneSet(msgspec.Struct):
-    scene: _Scene
+    scene: _Scene | None = None
+    ready: bool | None = None
+    """v2: whether the scene can be played (v1 said so in the scene's own status)."""
 
 
 class _SceneDeleted(msgspec.Struct):
     scene_id: str
+
+
+class _RestoredDoc(msgspec.Struct):
+    title: str = ""
+    scenes: list[_Scene] = []
+    ready: list[str] = []
+
+
+class _Restored(msgspec.Struct):
+    document: _RestoredDoc
 
 
 class _RunCreated(msgspec.Struct):
@@ -89,6 +104,7 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "course.outline_set": msgspec.json.Decoder(_Outline),
     "course.scene_set": msgspec.json.Decoder(_SceneSet),
     "course.scene_deleted": msgspec.json.Decoder(_SceneDeleted),
+    "course.restored": msgspec.json.Decoder(_Restored),
     "run.created": msgspec.json.Decoder(_RunCreated),
     "run.state_changed": msgspec.json.Decoder(_RunState),
     "stream.owner_changed": msgspec.json.Decoder(_OwnerChanged),
@@ -233,11 +249,17 @@ class LibraryCards(Projection):
                     card.title = ev.title
                 case "course.outline_set":
                     card.title = ev.title or card.title
-                    card.scenes = {s.id: s.status for s in ev.scenes}
-                case "course.scene_set":
-                    card.scenes[ev.scene.id] = ev.scene.status
+                    card.scenes = ({s.id: s.status for s in ev.scenes} if ev.scenes else
+                                   {sid: card.scenes.get(sid, "pending") for sid in ev.scene_ids})
+                case "course.scene_set" if ev.scene is not None:
+                    ready = ev.scene.status == "ready" if ev.ready is None else ev.ready
+                    card.scenes[ev.scene.id] = "ready" if ready else "pending"
                 case "course.scene_deleted":
                     card.scenes.pop(ev.scene_id, None)
+                case "course.restored":
+                    ready = set(ev.document.ready)
+                    card.title = ev.document.title or card.title
+                    card.scenes = {x.id: "ready" if x.id in ready else "pending" for x in ev.document.scenes}
                 case "course.deleted":
                     card.deleted = True
                     newly_deleted.append(card.course_id)

@@ -3,12 +3,15 @@
 import {
   SIGN_IN_NEEDED, accessToken, api, clearAccessToken, commandId, explain, fill, h, setAccessToken,
 } from "./api.js";
+import { courseAgents, courseScenes, sceneBody, sceneScript } from "./doc.js";
 import {
-  foldRun, foldSession, runFromSnapshot, runLabel, runOutline, sceneInProgress, scenesCompleted, sessionBusy,
+  foldRun, foldSession, runFromSnapshot, runLabel, runOutline, sceneIdInProgress, scenesCompleted, sessionBusy,
   sessionFromMeta, sessionLabel,
 } from "./fold.js";
-import { sceneFrame } from "./sandbox.js";
+import { LANGUAGES, dateTime, language, number, setLanguage, t, tn, translatePage } from "./i18n.js";
+import { outlineEditor, outlineToSend, readDraft, SCENE_TYPES } from "./outline_editor.js";
 import { LibraryFeed, StreamSocket } from "./stream.js";
+import { toolDetails, toolProblem, toolSentence } from "./tool_words.js";
 
 const main = document.getElementById("main");
 const announcer = document.getElementById("announcer");
@@ -68,68 +71,34 @@ function stateClass(label) {
   return `state-${label.replace(/[^a-z]+/g, "-")}`;
 }
 
+/** A state's words in the page's language ("generating 3/8" keeps its numbers). */
+function labelText(label) {
+  const m = /^generating (\d+)\/(\d+)$/.exec(label || "");
+  return m ? t("generating {done}/{total}", { done: Number(m[1]), total: Number(m[2]) }) : t(label || "");
+}
+
 function badge(label) {
-  return h("span", { class: `badge ${stateClass(label)}` }, label);
+  return h("span", { class: `badge ${stateClass(label)}` }, labelText(label));
 }
 
 function setBadge(el, label) {
   el.className = `badge ${stateClass(label)}`;
-  el.textContent = label;
+  el.textContent = labelText(label);
 }
 
 function errorBox(message, ...extra) {
   return h("div", { class: "notice error", role: "alert" }, h("p", {}, message), ...extra);
 }
 
-const KIND_NAMES = { slide: "Slide", quiz: "Quiz", interactive: "Interactive page" };
-const LETTERS = "ABCDEFGHIJ";
+const KIND_NAMES = Object.fromEntries(SCENE_TYPES);
 
-function sceneContent(content, sceneTitle) {
-  if (!content) return null;
-  const titled = (t) => (t && t !== sceneTitle ? h("p", { class: "slide-title" }, t) : null);
-  if (content.kind === "slide" && content.slide) {
-    const s = content.slide;
-    return h("div", { class: "slide" },
-      titled(s.title),
-      h("ul", { class: "bullets" }, s.bullets.map((b) => h("li", {}, b))),
-      s.notes ? h("details", {}, h("summary", {}, "Speaker notes"), h("p", {}, s.notes)) : null);
-  }
-  if (content.kind === "quiz" && content.quiz) {
-    const q = content.quiz;
-    return h("div", { class: "quiz" },
-      titled(q.title),
-      h("ol", { class: "questions" }, q.questions.map((x) => h("li", {},
-        h("p", { class: "question" }, x.question),
-        h("ul", { class: "options" }, x.options.map((o, i) => h("li", { class: i === x.answer ? "correct" : "" },
-          h("span", { class: "letter", "aria-hidden": "true" }, LETTERS[i] || "•"),
-          h("span", {}, o),
-          i === x.answer ? h("strong", { class: "answer-mark" }, " ✓ correct answer") : null))),
-        x.explanation ? h("p", { class: "explanation" }, h("strong", {}, "Why: "), x.explanation) : null))));
-  }
-  if (content.kind === "interactive" && content.interactive) {
-    const it = content.interactive;
-    return h("div", { class: "interactive" },
-      h("p", { class: "slide-title" }, it.title),
-      h("p", {}, it.instructions),
-      sceneFrame(it.html, `Interactive page: ${it.title}`));
-  }
-  return null;
+function kindName(type) {
+  return t(KIND_NAMES[type] || type);
 }
 
-function sceneStatus(status) {
-  return status === "pending" ? "not written yet" : status;
-}
-
-function sceneScript(actions, agents) {
-  const list = actions?.actions || [];
-  if (!list.length) return null;
-  const names = new Map((agents || []).map((a) => [a.id, a.name]));
-  return h("details", { class: "script" },
-    h("summary", {}, `Classroom script (${list.length} steps)`),
-    h("ol", {}, list.map((a) => h("li", {},
-      h("strong", {}, names.get(a.agentId) || a.agentId || "Teacher"),
-      a.kind && a.kind !== "speech" ? h("span", { class: "action-kind" }, ` (${a.kind})`) : null,
-      `: ${a.text || ""}`))));
+/** The description the outline gives a scene (the document's outline, by the scene's id). */
+function outlineOf(classroom, id) {
+  return (classroom?.outline?.outlines || []).find((o) => o.id === id) || null;
 }
 
 // -- library ------------------------------------------------------------------------------------------------------
@@ -339,11 +308,13 @@ function runView(runId) {
   const outlineHead = h("h2", { id: "outline-heading" }, "Outline");
   const outlineBody = h("div", {});
   const done = h("div", {});
+  const otherDevice = h("div", {});
   fill(main,
     h("div", { class: "view-head" }, title, conn.el),
     requirement,
     h("div", { class: "status-row" }, label, progress, progressText),
     alerts,
+    otherDevice,
     done,
     h("section", { "aria-labelledby": "outline-heading" }, outlineHead, outlineBody));
 
@@ -353,7 +324,9 @@ function runView(runId) {
   let caughtUp = false;
   let lastState = null;
   let countdownTimer = null;
-  const sceneCache = new Map(); // index -> {key, el}
+  const sceneCache = new Map(); // scene id -> {key, el}
+  let confirmedHere = false; // this page sent the confirmation (else another device did)
+  let otherDeviceShown = false;
   let classroom = null; // the course being written: the scenes' content comes from it
   let classroomSeq = -1;
 
@@ -461,6 +434,7 @@ function runView(runId) {
 
   function renderOutline(s) {
     if (s.confirmedRevision) {
+      if (caughtUp) confirmedElsewhere(s);
       if (shownKey !== "scenes") {
         shownKey = "scenes";
         outlineHead.textContent = "Scenes";
@@ -493,60 +467,70 @@ function runView(runId) {
 
   function outlineEntry(item) {
     return h("li", { class: "outline-item" },
-      h("p", { class: "item-title" }, item.title, " ", h("span", { class: "kind" }, KIND_NAMES[item.kind] || item.kind)),
-      h("p", { class: "item-goal" }, item.goal));
+      h("p", { class: "item-title" }, item.title, " ", h("span", { class: "kind" }, kindName(item.type))),
+      h("p", { class: "item-goal" }, item.description || ""));
+  }
+
+  /** The outline was confirmed on another device while this page held unsaved changes: say so, and let the
+   * teacher keep those changes (shown here, to reuse) or drop them. */
+  function confirmedElsewhere(s) {
+    if (confirmedHere || otherDeviceShown) return;
+    const key = draftKey(runId, s.proposedRevision);
+    const draft = readDraft(key);
+    if (!draft || JSON.stringify(draft) === JSON.stringify(s.proposed)) return;
+    otherDeviceShown = true;
+    const keep = h("button", { type: "button", class: "button" }, t("Keep my changes"));
+    const drop = h("button", { type: "button", class: "button danger-outline" }, t("Drop my changes"));
+    const kept = h("ol", { class: "kept-draft", hidden: true }, draft.map((o) => h("li", {},
+      h("strong", {}, o.title), ` (${kindName(o.type)})`, o.description ? ` — ${o.description}` : "")));
+    const actions = h("div", { class: "actions" }, keep, drop);
+    fill(otherDevice, h("div", { class: "notice warning", role: "alert" },
+      h("p", {}, h("strong", {}, s.confirmedEdited ? t("The outline was confirmed with changes on another device.")
+        : t("The outline was confirmed on another device."))),
+      h("p", {}, t("Your unsaved changes on this page were not used. The course is being written from the confirmed outline.")),
+      actions, kept));
+    keep.addEventListener("click", () => {
+      kept.hidden = false;
+      actions.replaceWith(h("p", { class: "hint" }, t("Your changes are kept below: you can ask the agent to apply them once the course is ready.")));
+    });
+    drop.addEventListener("click", () => {
+      sessionStorage.removeItem(key);
+      fill(otherDevice);
+      announce(t("Your changes were dropped."));
+    });
   }
 
   function reviewForm(s) {
     const key = draftKey(runId, s.proposedRevision);
-    let draft = null;
-    try {
-      draft = JSON.parse(sessionStorage.getItem(key) || "null");
-    } catch {
-      draft = null;
-    }
-    const fields = s.proposed.map((item, i) => {
-      const t = h("input", { id: `item-${i}-title`, type: "text", required: true, value: draft?.[i]?.title ?? item.title });
-      const g = h("textarea", { id: `item-${i}-goal`, rows: 2, required: true }, draft?.[i]?.goal ?? item.goal);
-      return { item, t, g };
-    });
     const status = h("p", { class: "form-status", role: "status" });
-    const confirm = h("button", { type: "submit", class: "button primary" }, "Confirm outline and write the course");
+    const confirm = h("button", { type: "submit", class: "button primary" }, t("Confirm outline and write the course"));
     const countdown = h("p", { class: "countdown", hidden: true });
+    const editor = outlineEditor(s.proposed, key);
     const form = h("form", { class: "review" },
-      h("p", {}, "Check the outline. Change any title or goal, then confirm: the scenes are written after that."),
+      h("p", {}, t("Check the outline. Add, remove or reorder scenes and change any of them, then confirm: the scenes are written after that.")),
       countdown,
-      h("ol", { class: "outline-edit" }, fields.map(({ item, t, g }, i) => h("li", {},
-        h("fieldset", {},
-          h("legend", {}, `Scene ${i + 1} · ${KIND_NAMES[item.kind] || item.kind}`),
-          h("div", { class: "field" }, h("label", { for: t.id }, "Title"), t),
-          h("div", { class: "field" }, h("label", { for: g.id }, "Goal"), g),
-          item.key_points?.length ? h("p", { class: "hint" }, `Key points: ${item.key_points.join(" · ")}`) : null)))),
+      editor.el,
       h("div", { class: "actions" }, confirm),
       status);
-    form.addEventListener("input", () => {
-      sessionStorage.setItem(key, JSON.stringify(fields.map(({ t, g }) => ({ title: t.value, goal: g.value }))));
-    });
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       if (!form.reportValidity()) return;
-      const edited = fields.map(({ item, t, g }) => ({ ...item, title: t.value.trim(), goal: g.value.trim() }));
-      const changed = edited.some((x, i) => x.title !== s.proposed[i].title || x.goal !== s.proposed[i].goal);
+      const outlines = outlineToSend(editor.items().map((o) => ({ ...o, title: o.title.trim() })));
+      const changed = JSON.stringify(outlines) !== JSON.stringify(outlineToSend(s.proposed));
       confirm.disabled = true;
-      status.textContent = "Confirming…";
+      status.textContent = t("Confirming…");
+      confirmedHere = true;
       try {
         const command = { type: "confirm_outline", outlineRevision: s.proposedRevision };
-        if (changed) {
-          command.outlines = edited.map((x, i) => ({
-            id: x.id, type: x.kind, title: x.title, description: x.goal, keyPoints: x.key_points || [], order: i + 1,
-          }));
-        }
+        // The entries go back whole (media requests, quiz settings and all): only what was edited changes.
+        if (changed) command.outlines = outlines;
         await sock.send(command);
         sessionStorage.removeItem(key);
-        status.textContent = "Confirmed. Writing the scenes…";
+        status.textContent = t("Confirmed. Writing the scenes…");
       } catch (err) {
+        confirmedHere = false;
         confirm.disabled = false;
-        status.textContent = `Not confirmed: ${explain(err)}`;
+        status.textContent = t("Not confirmed: {reason}", { reason: explain(err) });
       }
     });
     clearInterval(countdownTimer);
@@ -556,8 +540,8 @@ function runView(runId) {
         const left = Math.ceil((until - Date.now()) / 1000);
         countdown.hidden = false;
         countdown.textContent = left > 0
-          ? `Continues by itself in ${left} s unless you confirm first.`
-          : "Continuing with this outline…";
+          ? tn(left, "Continues by itself in {count} second unless you confirm first.", "Continues by itself in {count} seconds unless you confirm first.")
+          : t("Continuing with this outline…");
       };
       tick();
       countdownTimer = setInterval(tick, 1000);
@@ -565,30 +549,45 @@ function runView(runId) {
     return form;
   }
 
+  /** The scenes as the course document has them, by id and in its order (an agent may have reordered, renamed,
+   * added or removed scenes since this run wrote them); the run's confirmed outline until the course exists. */
   function renderScenes(s, list) {
-    const current = sceneInProgress(s);
-    s.confirmed.forEach((item, i) => {
-      const scene = s.scenes[i] || {};
-      const written = classroom?.scenes[i];
-      const status = scene.ready ? "ready" : i === current ? (s.step?.endsWith(":actions") ? "finishing" : "writing") : "waiting";
-      const key = `${status}:${s.state}:${written ? classroomSeq : -1}`;
-      const cached = sceneCache.get(i);
-      if (cached && cached.key === key) return;
-      const failed = s.state === "paused" && i === current && !scene.ready;
-      const el = h("li", { class: `scene scene-${failed ? "failed" : status}`, dataset: { status: failed ? "failed" : status } },
-        h("div", { class: "scene-head" },
-          h("h3", {}, `${i + 1}. ${item.title}`),
-          h("span", { class: "kind" }, KIND_NAMES[item.kind] || item.kind),
-          h("span", { class: `scene-status ${failed ? "failed" : status}` },
-            failed ? "✗ failed" :
-            status === "ready" ? "✓ ready" :
-            status === "finishing" ? "writing the script…" :
-            status === "writing" ? "writing…" : "waiting")),
-        h("p", { class: "item-goal" }, item.goal),
-        sceneContent(written?.content, item.title));
-      if (cached && cached.el.parentNode === list) cached.el.replaceWith(el);
-      else list.append(el);
-      sceneCache.set(i, { key, el });
+    const entries = classroom ? courseScenes(classroom)
+      : s.confirmed.map((o) => ({ id: o.id, title: o.title, type: o.type, order: o.order, scene: null }));
+    const working = sceneIdInProgress(s);
+    const ids = new Set(entries.map((e) => e.id));
+    for (const [id, c] of sceneCache) {
+      if (!ids.has(id)) {
+        c.el.remove();
+        sceneCache.delete(id);
+      }
+    }
+    entries.forEach((e, i) => {
+      const ready = Boolean(e.scene);
+      const failed = s.state === "paused" && e.id === working && !ready;
+      const status = ready ? "ready" : e.id === working && s.state === "generating"
+        ? (s.step?.endsWith(":actions") ? "finishing" : "writing") : "waiting";
+      const key = [i, status, failed, e.title, e.type, ready ? classroomSeq : -1].join("\u001f");
+      let cached = sceneCache.get(e.id);
+      if (!cached || cached.key !== key) {
+        const description = (outlineOf(classroom, e.id) || s.confirmed.find((o) => o.id === e.id))?.description;
+        const el = h("li", { class: `scene scene-${failed ? "failed" : status}`, dataset: { status: failed ? "failed" : status, sceneId: e.id } },
+          h("div", { class: "scene-head" },
+            h("h3", {}, `${number(i + 1)}. ${e.title}`),
+            h("span", { class: "kind" }, kindName(e.type)),
+            h("span", { class: `scene-status ${failed ? "failed" : status}` },
+              failed ? `✗ ${t("failed")}` :
+              status === "ready" ? `✓ ${t("ready")}` :
+              status === "finishing" ? t("writing the script…") :
+              status === "writing" ? t("writing…") : t("waiting"))),
+          description ? h("p", { class: "item-goal" }, description) : null,
+          ready ? sceneBody(e.scene, classroom.media) : null,
+          ready ? sceneScript(e.scene, courseAgents(classroom)) : null);
+        if (cached) cached.el.replaceWith(el);
+        cached = { key, el };
+        sceneCache.set(e.id, cached);
+      }
+      if (list.children[i] !== cached.el) list.insertBefore(cached.el, list.children[i] || null);
     });
   }
 
@@ -648,6 +647,32 @@ function stepName(step) {
 }
 
 // -- a course -----------------------------------------------------------------------------------------------------
+
+const SESSION_WORDS = { queued: "starting…", running: "working…", idle: "waiting for you", waiting: "waiting for you", succeeded: "waiting for you", cancelled: "cancelled", failed: "stopped after an error" };
+const BY_WORDS = { run: "course writing", agent: "the agent", browser: "a browser save", restore: "a restore", teacher: "a manual edit" };
+
+/** A version in one line: what changed, about which scene. */
+function versionSummary(v) {
+  const title = v.title || "";
+  switch (v.change) {
+    case "created": return t("Created the course “{title}”", { title });
+    case "retitled": return t("Renamed the course to “{title}”", { title });
+    case "outline": return t("Set the outline");
+    case "agents": return t("Chose the classroom's teachers");
+    case "scene_written": return t("Wrote the scene “{title}”", { title });
+    case "scene_finished": return t("Finished the scene “{title}” (script and narration)", { title });
+    case "scene_added": return t("Added the scene “{title}”", { title });
+    case "scene_changed": return t("Changed the scene “{title}”", { title });
+    case "scene_deleted": return t("Removed the scene “{title}”", { title });
+    case "reordered": return t("Reordered the scenes");
+    case "media_done": return t("Added a picture or video to “{title}”", { title });
+    case "media_failed": return t("A picture or video for “{title}” could not be made", { title });
+    case "document": return t("Saved the whole course");
+    case "stage": return t("Saved the course settings");
+    case "restored": return v.fromAt ? t("Restored the version of {date}", { date: dateTime(v.fromAt) }) : t("Restored an earlier version");
+    default: return v.change;
+  }
+}
 
 function courseView(courseId) {
   document.title = "Course · openmaic";
@@ -728,34 +753,122 @@ function courseView(courseId) {
   }
 
   function render(doc) {
-    title.textContent = doc.title || "Untitled course";
-    document.title = `${doc.title || "Course"} · openmaic`;
-    const ready = doc.scenes.filter((s) => s.status === "ready").length;
+    const name = doc.stage.name || t("Untitled course");
+    title.textContent = name;
+    document.title = `${name} · openmaic`;
+    const entries = courseScenes(doc);
+    const agents = courseAgents(doc);
+    const ready = doc.scenes.length;
     fill(meta,
-      doc.requirement ? h("p", { class: "requirement" }, `You asked for: ${doc.requirement}`) : null,
-      h("p", { class: "meta" }, `${doc.scenes.length} scenes${ready < doc.scenes.length ? ` (${ready} ready)` : ""}`,
-        doc.agents?.length ? ` · Classroom: ${doc.agents.map((a) => `${a.name} (${a.role})`).join(", ")}` : ""));
+      doc.stage.description ? h("p", { class: "requirement" }, doc.stage.description) : null,
+      h("p", { class: "meta" }, tn(entries.length, "{count} scene", "{count} scenes"),
+        ready < entries.length ? ` (${t("{count} ready", { count: ready })})` : "",
+        agents.length ? ` · ${t("Classroom: {names}", { names: agents.map((a) => `${a.name} (${a.role})`).join(", ") })}` : ""),
+      h("p", {}, h("a", { class: "button small", href: classroomUrl(courseId) }, t("Enter the classroom"))));
     // While a run writes the course it is read-only to the agent: point to the run instead.
     proForm.hidden = Boolean(doc.generatingRunId);
     fill(problem, doc.generatingRunId ? h("div", { class: "notice" },
-      h("p", {}, "This course is still being written. You can change it with the agent once it is ready."),
-      h("p", {}, h("a", { href: `#/runs/${encodeURIComponent(doc.generatingRunId)}` }, "Follow its progress"))) : null);
+      h("p", {}, t("This course is still being written. You can change it with the agent once it is ready.")),
+      h("p", {}, h("a", { href: `#/runs/${encodeURIComponent(doc.generatingRunId)}` }, t("Follow its progress")))) : null);
     fill(body,
       h("section", { "aria-labelledby": "course-outline-heading" },
-        h("h2", { id: "course-outline-heading" }, "Outline"),
-        h("ol", { class: "toc" }, doc.scenes.map((s, i) => h("li", {},
-          h("a", { href: `#/courses/${encodeURIComponent(courseId)}`, onclick: (ev) => { ev.preventDefault(); document.getElementById(`scene-${i}`)?.focus(); } }, s.title),
-          " ", h("span", { class: "kind" }, KIND_NAMES[s.kind] || s.kind))))),
+        h("h2", { id: "course-outline-heading" }, t("Outline")),
+        h("ol", { class: "toc" }, entries.map((e, i) => h("li", {},
+          h("a", { href: `#/courses/${encodeURIComponent(courseId)}`, onclick: (ev) => { ev.preventDefault(); document.getElementById(`scene-${i}`)?.focus(); } }, e.title),
+          " ", h("span", { class: "kind" }, kindName(e.type)))))),
       h("section", { "aria-labelledby": "course-scenes-heading" },
-        h("h2", { id: "course-scenes-heading" }, "Scenes"),
-        h("ol", { class: "scenes" }, doc.scenes.map((s, i) => h("li", { class: `scene scene-${s.status}` },
+        h("h2", { id: "course-scenes-heading" }, t("Scenes")),
+        h("ol", { class: "scenes" }, entries.map((e, i) => h("li", { class: `scene scene-${e.scene ? "ready" : "pending"}`, dataset: { sceneId: e.id } },
           h("div", { class: "scene-head" },
-            h("h3", { id: `scene-${i}`, tabindex: "-1" }, `${i + 1}. ${s.title}`),
-            h("span", { class: "kind" }, KIND_NAMES[s.kind] || s.kind),
-            s.status !== "ready" ? h("span", { class: "scene-status waiting" }, sceneStatus(s.status)) : null),
-          h("p", { class: "item-goal" }, s.goal),
-          sceneContent(s.content, s.title),
-          sceneScript(s.actions, doc.agents))))));
+            h("h3", { id: `scene-${i}`, tabindex: "-1" }, `${number(i + 1)}. ${e.title}`),
+            h("span", { class: "kind" }, kindName(e.type)),
+            e.scene ? null : h("span", { class: "scene-status waiting" }, t("not written yet"))),
+          outlineOf(doc, e.id)?.description ? h("p", { class: "item-goal" }, outlineOf(doc, e.id).description) : null,
+          sceneBody(e.scene, doc.media),
+          sceneScript(e.scene, agents))))),
+      sessionsPanel,
+      historyPanel);
+    loadSessions();
+    loadHistory();
+  }
+
+  // -- the course's Pro sessions and its versions -------------------------------------------------------------
+
+  const sessionsPanel = h("section", { class: "panel", "aria-labelledby": "sessions-heading" },
+    h("h2", { id: "sessions-heading" }, t("Earlier sessions with the agent")), h("div", {}));
+  const historyPanel = h("section", { class: "panel history", "aria-labelledby": "history-heading" },
+    h("h2", { id: "history-heading" }, t("Version history")),
+    h("p", { class: "hint" }, t("Every change to the course is a version. Restoring one adds it again as the newest version: nothing is lost.")),
+    h("div", {}));
+  let versions = [];
+
+  async function restore(seq, what) {
+    try {
+      await api("POST", `/api/classrooms/${encodeURIComponent(courseId)}/restore`, { json: { seq, commandId: commandId() } });
+      announce(t("Restored {what}.", { what }));
+      reload();
+    } catch (err) {
+      fill(problem, errorBox(t("Could not restore: {reason}", { reason: explain(err) })));
+    }
+  }
+
+  async function loadSessions() {
+    let list;
+    try {
+      list = await api("GET", "/api/agent/sessions?limit=100");
+    } catch {
+      return; // the course is shown without its sessions
+    }
+    const mine = (Array.isArray(list) ? list : list.sessions || []).filter((x) => x.stageId === courseId);
+    const box = sessionsPanel.lastChild;
+    if (!mine.length) {
+      fill(box, h("p", { class: "hint" }, t("No sessions yet.")));
+      return;
+    }
+    fill(box, h("ul", { class: "session-list" }, mine.map((x) => {
+      const undo = h("button", { type: "button", class: "button small" }, t("Undo this session"));
+      const edits = versions.filter((v) => v.sessionId === x.id);
+      undo.hidden = !edits.length;
+      undo.addEventListener("click", () => {
+        const first = Math.min(...edits.map((v) => v.seq));
+        const before = versions.filter((v) => v.seq < first).sort((a, b) => b.seq - a.seq)[0];
+        if (before) restore(before.seq, t("the course as it was before this session"));
+      });
+      return h("li", {},
+        h("a", { href: `#/sessions/${encodeURIComponent(x.id)}` }, x.title || t("Session of {date}", { date: dateTime(x.createdAt) })),
+        " ", h("span", { class: "meta" }, `${labelText(SESSION_WORDS[x.status] || x.status)} · ${dateTime(x.createdAt)}`),
+        " ", undo);
+    })));
+  }
+
+  async function loadHistory() {
+    const box = historyPanel.lastChild;
+    try {
+      versions = (await api("GET", `/api/classrooms/${encodeURIComponent(courseId)}/history?limit=200`)).versions;
+    } catch (err) {
+      fill(box, h("p", { class: "hint" }, explain(err)));
+      return;
+    }
+    const newest = versions[0]?.seq;
+    for (const v of versions) if (v.fromSeq) v.fromAt = versions.find((x) => x.seq === v.fromSeq)?.at;
+    fill(box, h("ol", { class: "versions" }, versions.map((v) => {
+      const back = h("button", { type: "button", class: "button small", hidden: v.seq === newest }, t("Restore"));
+      back.setAttribute("aria-label", t("Restore the version of {date}", { date: dateTime(v.at) }));
+      back.addEventListener("click", () => restore(v.seq, t("the version of {date}", { date: dateTime(v.at) })));
+      return h("li", { dataset: { seq: String(v.seq) } },
+        h("span", { class: "version-summary" }, versionSummary(v)),
+        h("span", { class: "meta" }, ` · ${t(BY_WORDS[v.by] || v.by)} · ${dateTime(v.at)}`),
+        v.seq === newest ? h("span", { class: "badge state-ready" }, t("current")) : back);
+    })));
+    if (sessionsPanel.isConnected) loadSessionsUndo();
+  }
+
+  function loadSessionsUndo() {
+    for (const li of sessionsPanel.querySelectorAll("li")) {
+      const id = decodeURIComponent(li.querySelector("a")?.getAttribute("href")?.split("/").pop() || "");
+      const undo = li.querySelector("button");
+      if (undo) undo.hidden = !versions.some((v) => v.sessionId === id);
+    }
   }
 
   load();
@@ -767,57 +880,32 @@ function courseView(courseId) {
 
 // -- a Pro workbench session --------------------------------------------------------------------------------------
 
-const TOOL_NAMES = {
-  read_course: "Reading the course",
-  read_outline: "Reading the outline",
-  add_scene: "Adding a scene",
-  update_scene: "Changing a scene",
-  delete_scene: "Removing a scene",
-  reorder_scenes: "Reordering the scenes",
-  retitle_course: "Renaming the course",
-  retitle: "Renaming the course",
-  generate_scene: "Writing a scene",
-  ask_user: "Asking you a question",
-};
+const TOOL_STATES = { planned: "about to run", running: "running…", ok: "done", error: "failed", interrupted: "stopped" };
 
-const TOOL_STATES = { planned: "about to run", running: "running…", ok: "done", error: "failed", interrupted: "interrupted" };
-
-function argumentSummary(args) {
-  const parts = Object.entries(args || {})
-    .filter(([, v]) => v !== null && v !== undefined && v !== "")
-    .map(([k, v]) => `${k.replace(/_/g, " ")}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
-  const text = parts.join(" · ");
-  return text.length > 160 ? `${text.slice(0, 157)}…` : text;
-}
-
-function sessionItem(item) {
+function sessionItem(item, titles) {
   switch (item.kind) {
     case "user":
       return h("li", { class: "msg user" },
-        h("p", { class: "who" }, "You", item.delivered ? null : h("span", { class: "pending" }, " · not read yet")),
+        h("p", { class: "who" }, t("You"), item.delivered ? null : h("span", { class: "pending" }, ` · ${t("not read yet")}`)),
         h("p", { class: "text" }, item.text));
     case "assistant":
-      return h("li", { class: "msg assistant" }, h("p", { class: "who" }, "Agent"), h("p", { class: "text" }, item.text));
+      return h("li", { class: "msg assistant" }, h("p", { class: "who" }, t("Agent")), h("p", { class: "text" }, item.text));
     case "notice":
-      return h("li", { class: `msg ended ${item.status}` }, h("p", { class: "text" }, item.text));
+      return h("li", { class: `msg ended ${item.status}` }, h("p", { class: "text" },
+        item.status === "cancelled" ? t("Stopped because you cancelled. Anything the agent had not finished was not applied.") : t(item.text)));
     case "tool": {
       if (item.name === "ask_user" && item.state === "ok") {
         const q = item.result?.question || item.arguments?.question || "";
-        return h("li", { class: "msg assistant question" }, h("p", { class: "who" }, "Agent asks"), h("p", { class: "text" }, q));
+        return h("li", { class: "msg assistant question" }, h("p", { class: "who" }, t("Agent asks")), h("p", { class: "text" }, q));
       }
-      const detail = [
-        `arguments: ${JSON.stringify(item.arguments ?? {}, null, 2)}`,
-        item.state === "ok" ? `result: ${JSON.stringify(item.result, null, 2)}` : null,
-        item.error ? `error: ${item.error}` : null,
-      ].filter(Boolean).join("\n");
+      const problem = item.state === "error" || item.state === "interrupted" ? toolProblem(item) : "";
       return h("li", { class: `msg tool tool-${item.state}`, dataset: { tool: item.name || "", state: item.state } },
         h("p", { class: "tool-head" },
-          h("span", { class: "tool-icon", "aria-hidden": "true" }, item.state === "ok" ? "✓" : item.state === "error" ? "✗" : "⚙"),
-          h("span", { class: "tool-name" }, TOOL_NAMES[item.name] || item.name),
-          h("span", { class: "tool-state" }, ` — ${TOOL_STATES[item.state] || item.state}`)),
-        argumentSummary(item.arguments) ? h("p", { class: "tool-args" }, argumentSummary(item.arguments)) : null,
-        item.error ? h("p", { class: "tool-error" }, item.error) : null,
-        h("details", {}, h("summary", {}, "Details"), h("pre", {}, detail)));
+          h("span", { class: "tool-icon", "aria-hidden": "true" }, item.state === "ok" ? "✓" : item.state === "error" || item.state === "interrupted" ? "✗" : "⚙"),
+          h("span", { class: "tool-name" }, toolSentence(item, titles)),
+          item.state === "ok" ? null : h("span", { class: "tool-state" }, ` — ${t(TOOL_STATES[item.state] || item.state)}`)),
+        problem ? h("p", { class: "tool-error" }, problem) : null,
+        toolDetails(item));
     }
     default:
       return h("li", {});
@@ -872,6 +960,8 @@ function sessionView(sessionId) {
   let lastEdited = -1;
   let lastStatus = null;
   const cache = []; // index -> {key, el}
+  const titles = new Map(); // every scene id the course has had -> its latest title (a deleted scene keeps its name)
+  let titlesVersion = 0;
   let stick = true; // keep the newest message in view, unless the reader scrolled up
   log.addEventListener("scroll", () => {
     stick = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
@@ -901,9 +991,9 @@ function sessionView(sessionId) {
     main.dataset.seq = String(s.seq);
     setBadge(status, sessionLabel(s));
     s.items.forEach((item, i) => {
-      const key = itemKey(item);
+      const key = item.kind === "tool" ? `${itemKey(item)}:${titlesVersion}` : itemKey(item);
       if (cache[i]?.key === key) return;
-      const el = sessionItem(item);
+      const el = sessionItem(item, titles);
       if (cache[i]) cache[i].el.replaceWith(el);
       else log.append(el);
       cache[i] = { key, el };
@@ -933,10 +1023,16 @@ function sessionView(sessionId) {
       const course = (await api("GET", `/api/classrooms/${encodeURIComponent(courseId)}`)).classroom;
       if (course.seq === courseSeq) return;
       courseSeq = course.seq;
-      courseLink.textContent = `“${course.title || "Untitled course"}”`;
-      fill(scenes, course.scenes.map((sc) => h("li", {},
-        h("span", {}, sc.title), " ", h("span", { class: "kind" }, KIND_NAMES[sc.kind] || sc.kind),
-        sc.status !== "ready" ? h("span", { class: "scene-status waiting" }, ` ${sceneStatus(sc.status)}`) : null)));
+      courseLink.textContent = `“${course.stage.name || t("Untitled course")}”`;
+      const entries = courseScenes(course);
+      for (const e of entries) {
+        if (titles.get(e.id) !== e.title) titlesVersion += 1;
+        titles.set(e.id, e.title);
+      }
+      fill(scenes, entries.map((sc) => h("li", { dataset: { sceneId: sc.id } },
+        h("span", {}, sc.title), " ", h("span", { class: "kind" }, kindName(sc.type)),
+        sc.scene ? null : h("span", { class: "scene-status waiting" }, ` ${t("not written yet")}`))));
+      render(); // tool calls name scenes by id: they are redrawn with the titles now known
     } catch (err) {
       fill(scenes, h("li", {}, explain(err)));
     }
@@ -1132,6 +1228,15 @@ function route() {
   if (navigated) main.querySelector("h1")?.focus();
   navigated = true;
 }
+
+const languageSelect = document.getElementById("language");
+for (const [code, name] of LANGUAGES) languageSelect.append(h("option", { value: code, lang: code, selected: code === language() }, name));
+languageSelect.addEventListener("change", () => {
+  setLanguage(languageSelect.value);
+  translatePage();
+  route();
+});
+translatePage();
 
 document.getElementById("skip-link").addEventListener("click", (ev) => {
   ev.preventDefault();

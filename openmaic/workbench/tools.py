@@ -554,6 +554,9 @@ async def run_tool(env: ToolEnv, call: ToolCall, commit: Commit) -> ToolResult |
             ok = result_event(call, ok=True, result=result)
             if not course_events:
                 return ok
+            # Signed with the session, so the course's history names it and the session can be undone whole.
+            course_events = [msgspec.structs.replace(e, by=env.session_id) if hasattr(e, "by") else e
+                             for e in course_events]
             course = StreamAppend(stream_id=env.course_id, events=course_events, expected_seq=doc.seq)
             await commit([ok], [course])  # WrongExpectedSeq: another writer moved the course; apply again
             return None

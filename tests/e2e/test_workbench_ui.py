@@ -104,7 +104,11 @@ async def in_browser(scenario: Callable[[Page], None], base: str, *, expected_er
                 errors: list[str] = []
                 page.on("pageerror", lambda e: errors.append(str(e)))
                 page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-                scenario(page)
+                try:
+                    scenario(page)
+                except AssertionError as exc:
+                    exc.add_note(f"errors the page reported: {errors}")
+                    raise
                 unexpected = [e for e in errors if not (expected_errors and re.search(expected_errors, e))]
                 assert not unexpected, unexpected
             finally:
@@ -146,7 +150,7 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
         first = titles.first
         original = first.input_value()
         first.fill("What plants eat")
-        page.get_by_label("Goal", exact=True).first.fill("See that plants make food from light, water and air.")
+        page.get_by_label("Description", exact=True).first.fill("See that plants make food from light, water and air.")
         shot(page, "outline-review")
 
         # A reload shows the same run (a pure fold of its events) and keeps the unconfirmed edit.
@@ -161,7 +165,7 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
         assert original != "What plants eat"
 
         # Keyboard only: tab to the Confirm button and press Enter.
-        page.get_by_label("Goal", exact=True).last.focus()
+        page.get_by_role("button", name="Add a scene").focus()
         page.keyboard.press("Tab")
         expect(page.get_by_role("button", name="Confirm outline and write the course")).to_be_focused()
         page.keyboard.press("Enter")
@@ -187,11 +191,12 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
         expect(page.get_by_role("link", name="Enter the classroom")).to_have_attribute(
             "href", re.compile(r"^/classroom/[^/]+$"))
 
-        # The course view: slides with bullets, quizzes with options and the right answer.
+        # The course view: slides drawn from their canvas, quizzes with options and the right answer.
         page.get_by_role("link", name="Open the course").click()
         expect(page.get_by_role("heading", name="Scenes", exact=True)).to_be_visible()
         expect(page.get_by_role("heading", name="1. What plants eat")).to_be_visible()
-        assert page.locator(".slide .bullets li").count() >= 3
+        expect(page.locator(".slide svg.canvas").first).to_be_visible()
+        assert page.locator(".slide .canvas-text p").count() >= 3
         expect(page.locator(".quiz .options li.correct").first).to_contain_text("correct answer")
         shot(page, "course")
 
