@@ -827,9 +827,11 @@ function courseView(courseId) {
     }
     fill(box, h("ul", { class: "session-list" }, mine.map((x) => {
       const undo = h("button", { type: "button", class: "button small" }, t("Undo this session"));
-      const edits = versions.filter((v) => v.sessionId === x.id);
-      undo.hidden = !edits.length;
+      undo.hidden = !versions.some((v) => v.sessionId === x.id);
       undo.addEventListener("click", () => {
+        // Read when clicked: the versions may have loaded after this list.
+        const edits = versions.filter((v) => v.sessionId === x.id);
+        if (!edits.length) return;
         const first = Math.min(...edits.map((v) => v.seq));
         const before = versions.filter((v) => v.seq < first).sort((a, b) => b.seq - a.seq)[0];
         if (before) restore(before.seq, t("the course as it was before this session"));
