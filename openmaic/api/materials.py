@@ -82,14 +82,17 @@ def _full_view(m: materials.Material) -> MaterialView:
 
 
 async def _in_session(call: Call, session_id: str) -> None:
+    """Materials are the owner's; a ``sessionId`` (OpenMAIC's Pro scope), when given, must be the owner's live
+    session."""
     if not session_id:
-        raise errors.MissingField("Missing required field: sessionId", path="sessionId")
+        return
     await owned_stream(call.services.log, call.user, session_id, "workbench", live=True)
 
 
 @api_route(bp, "GET", "/api/materials", query=ListQuery, response=MaterialsAnswer, plain_not_found=True)
 async def list_materials(call: Call) -> MaterialsAnswer:
-    """Your materials in a session's scope, newest first; page on with before=<the last materialId>."""
+    """Your materials, newest first (in a session's scope with ``sessionId``); page on with before=<the last
+    materialId>."""
     q: ListQuery = call.query
     await _in_session(call, q.session_id)
     found = await materials.list_materials(call.services.db, call.user, q.limit, q.before or None)
@@ -98,7 +101,7 @@ async def list_materials(call: Call) -> MaterialsAnswer:
 
 @api_route(bp, "GET", "/api/materials/{id}", query=ScopeQuery, response=MaterialAnswer, plain_not_found=True)
 async def get_material(call: Call, id: str) -> MaterialAnswer:
-    """One of your materials, in a session's scope."""
+    """One of your materials (in a session's scope with ``sessionId``)."""
     await _in_session(call, call.query.session_id)
     return MaterialAnswer(material=_full_view(await materials.get_material(call.services.db, call.user, id)))
 

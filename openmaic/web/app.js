@@ -3,7 +3,7 @@
 import {
   SIGN_IN_NEEDED, accessToken, api, clearAccessToken, commandId, explain, fill, h, setAccessToken,
 } from "./api.js";
-import { courseAgents, courseScenes, sceneBody, sceneScript } from "./doc.js";
+import { courseAgents, courseScenes, sceneBody, sceneScript, slideCanvas } from "./doc.js";
 import {
   foldRun, foldSession, runFromSnapshot, runLabel, runOutline, sceneIdInProgress, scenesCompleted, sessionBusy,
   sessionFromMeta, sessionLabel,
@@ -41,17 +41,17 @@ function batched(fn) {
 }
 
 const CONNECTION_TEXT = {
-  connecting: "Connecting…",
-  live: "Live",
-  reconnecting: "Reconnecting…",
-  gone: "No longer available",
-  error: "Offline",
+  connecting: t("Connecting…"),
+  live: t("Live"),
+  reconnecting: t("Reconnecting…"),
+  gone: t("No longer available"),
+  error: t("Offline"),
 };
 
 /** A small "Live / Reconnecting…" indicator. */
 function connectionIndicator() {
   const text = h("span", {}, CONNECTION_TEXT.connecting);
-  const el = h("span", { class: "connection connecting", title: "Connection to the server" }, h("span", { class: "dot", "aria-hidden": "true" }), text);
+  const el = h("span", { class: "connection connecting", title: t("Connection to the server") }, h("span", { class: "dot", "aria-hidden": "true" }), text);
   return {
     el,
     set(status) {
@@ -114,20 +114,27 @@ function cardTarget(card) {
 }
 
 function libraryView() {
-  document.title = "Your courses · openmaic";
+  document.title = t("Your courses · openmaic");
   const conn = connectionIndicator();
-  const list = h("ul", { class: "cards", "aria-label": "Courses" });
+  const list = h("ul", { class: "cards", "aria-label": t("Courses") });
   const empty = h("div", { class: "empty", hidden: true },
-    h("p", {}, "No courses yet."),
-    h("a", { class: "button primary", href: "#/new" }, "Create your first course"));
+    h("p", {}, t("No courses yet.")),
+    h("a", { class: "button primary", href: "#/new" }, t("Create your first course")));
   const problem = h("div", {});
+  const search = h("input", { id: "library-search", type: "search", autocomplete: "off" });
+  const sort = h("select", { id: "library-sort" },
+    h("option", { value: "date" }, t("Newest first")), h("option", { value: "name" }, t("Name")));
+  const noMatch = h("p", { class: "hint", hidden: true });
   fill(main,
-    h("div", { class: "view-head" }, heading("Your courses"), conn.el),
+    h("div", { class: "view-head" }, heading(t("Your courses")), conn.el),
     h("div", { class: "toolbar" },
-      h("p", { class: "lead" }, "Each card is one course. Courses being written update here by themselves."),
-      h("a", { class: "button primary", href: "#/new" }, "New course")),
-    problem, empty, list);
-
+      h("p", { class: "lead" }, t("Each card is one course. Courses being written update here by themselves.")),
+      h("a", { class: "button primary", href: "#/new" }, t("New course"))),
+    h("div", { class: "library-tools" },
+      h("div", { class: "field" }, h("label", { for: "library-search" }, t("Search by title")), search),
+      h("div", { class: "field" }, h("label", { for: "library-sort" }, t("Sort by")), sort)),
+    problem, empty, noMatch, list);
+  let latest = [];
   const shown = new Map(); // classroom id -> {el, update}
   const feed = new LibraryFeed({
     onConnection(status, err) {
@@ -136,28 +143,41 @@ function libraryView() {
       else if (status === "live") fill(problem);
     },
     onCards(cards) {
-      const ids = new Set(cards.map((c) => c.id));
-      for (const [id, c] of shown) {
-        if (!ids.has(id)) {
-          c.el.remove();
-          shown.delete(id);
-        }
-      }
-      let before = null;
-      for (let i = cards.length - 1; i >= 0; i--) {
-        const card = cards[i];
-        let c = shown.get(card.id);
-        if (!c) {
-          c = courseCard(card, feed, problem);
-          shown.set(card.id, c);
-        } else c.update(card);
-        // Move a card only when it is out of place: moving the element that holds the focus would drop it.
-        if (c.el.nextElementSibling !== before || c.el.parentNode !== list) list.insertBefore(c.el, before);
-        before = c.el;
-      }
-      empty.hidden = cards.length > 0;
+      latest = cards;
+      feedCards(cards);
     },
   });
+  function feedCards(all) {
+    const q = search.value.trim().toLocaleLowerCase();
+    const collator = new Intl.Collator(language());
+    const cards = all.filter((c) => !q || (c.title || "").toLocaleLowerCase().includes(q));
+    if (sort.value === "name") cards.sort((a, b) => collator.compare(a.title || "", b.title || ""));
+    noMatch.hidden = !(q && all.length && !cards.length);
+    noMatch.textContent = t("No course matches “{q}”.", { q: search.value.trim() });
+    const ids = new Set(cards.map((c) => c.id));
+    for (const [id, c] of shown) {
+      if (!ids.has(id)) {
+        c.el.remove();
+        shown.delete(id);
+      }
+    }
+    let before = null;
+    for (let i = cards.length - 1; i >= 0; i--) {
+      const card = cards[i];
+      let c = shown.get(card.id);
+      if (!c) {
+        c = courseCard(card, feed, problem);
+        shown.set(card.id, c);
+      } else c.update(card);
+      // Move a card only when it is out of place: moving the element that holds the focus would drop it.
+      if (c.el.nextElementSibling !== before || c.el.parentNode !== list) list.insertBefore(c.el, before);
+      before = c.el;
+    }
+    empty.hidden = all.length > 0;
+  }
+
+  search.addEventListener("input", () => feedCards(latest));
+  sort.addEventListener("change", () => feedCards(latest));
   feed.start();
   return () => feed.stop();
 }
@@ -165,17 +185,33 @@ function libraryView() {
 function courseCard(card, feed, problem) {
   const link = h("a", { class: "card-link" });
   const label = h("span", {});
-  const progress = h("progress", { "aria-label": "Scenes written" });
+  const progress = h("progress", { "aria-label": t("Scenes written") });
   const updated = h("p", { class: "meta" });
-  const open = h("a", { class: "button small primary" }, "Open");
-  const enter = h("a", { class: "button small" }, "Enter the classroom");
-  const pro = h("a", { class: "button small" }, "Ask the agent");
-  const del = h("button", { type: "button", class: "button small danger-outline" }, "Delete");
+  const open = h("a", { class: "button small primary" }, t("Open"));
+  const enter = h("a", { class: "button small" }, t("Enter the classroom"));
+  const pro = h("a", { class: "button small" }, t("Ask the agent"));
+  const del = h("button", { type: "button", class: "button small danger-outline" }, t("Delete"));
+  const picture = h("a", { class: "card-picture", tabindex: "-1", "aria-hidden": "true" });
+  const resume = h("a", { class: "button small primary" }, t("Resume the review"));
   const el = h("li", { class: "card" },
+    picture,
     h("h2", { class: "card-title" }, link),
     h("div", { class: "card-status" }, label, progress),
     updated,
-    h("div", { class: "card-actions" }, open, enter, pro, del));
+    h("div", { class: "card-actions" }, resume, open, enter, pro, del));
+  let pictureAt = null;
+  /** The first slide, drawn small from the course document (read again when the course changed). */
+  async function drawPicture(c) {
+    if (pictureAt === c.updatedAt || c.scenesCompleted < 1) return;
+    pictureAt = c.updatedAt;
+    try {
+      const { classroom: doc } = await api("GET", `/api/classrooms/${encodeURIComponent(c.id)}`);
+      const slide = doc.scenes.find((x) => x.content?.type === "slide");
+      fill(picture, slide ? slideCanvas(slide.content.canvas, doc.media, { small: true, label: slide.title }) : null);
+    } catch {
+      pictureAt = null; // tried again on the next change
+    }
+  }
   let current = card;
   del.addEventListener("click", async () => {
     if (!window.confirm(`Delete the course “${current.title}”? This cannot be undone.`)) return;
@@ -192,24 +228,36 @@ function courseCard(card, feed, problem) {
   });
   function update(c) {
     current = c;
-    link.textContent = c.title || "Untitled course";
+    link.textContent = c.title || t("Untitled course");
     link.href = cardTarget(c);
     open.href = link.href;
-    open.setAttribute("aria-label", `Open “${c.title || "Untitled course"}”`);
+    const name = c.title || t("Untitled course");
+    open.setAttribute("aria-label", t("Open “{name}”", { name }));
     setBadge(label, c.label);
     const generating = c.label.startsWith("generating");
     progress.hidden = !generating;
     progress.max = Math.max(1, c.scenesTotal);
     progress.value = c.scenesCompleted;
-    updated.textContent = c.updatedAt ? `Updated ${new Date(c.updatedAt).toLocaleString()}` : "";
+    updated.textContent = [
+      c.scenesTotal ? tn(c.scenesTotal, "{count} scene", "{count} scenes") : "",
+      c.updatedAt ? t("Updated {date}", { date: dateTime(c.updatedAt) }) : "",
+    ].filter(Boolean).join(" · ");
+    // A run waiting for its outline to be confirmed: resume the review, or discard it (Delete).
+    const awaiting = c.runState === "awaiting_outline_confirmation" || c.label === "waiting for confirmation";
+    resume.hidden = !awaiting;
+    open.hidden = awaiting;
+    resume.href = link.href;
+    del.textContent = awaiting ? t("Discard") : t("Delete");
+    picture.href = link.href;
+    drawPicture(c);
     // The classroom opens as soon as its first scene is written (the rest arrive while the learner is in it).
     enter.hidden = c.scenesCompleted < 1;
     enter.href = classroomUrl(c.id);
-    enter.setAttribute("aria-label", `Enter the classroom of “${c.title || "Untitled course"}”`);
+    enter.setAttribute("aria-label", t("Enter the classroom of “{name}”", { name }));
     pro.hidden = c.label !== "ready";
     pro.href = `#/courses/${encodeURIComponent(c.id)}`;
-    pro.setAttribute("aria-label", `Ask the agent to change “${c.title || "Untitled course"}”`);
-    del.setAttribute("aria-label", `Delete “${c.title || "Untitled course"}”`);
+    pro.setAttribute("aria-label", t("Ask the agent to change “{name}”", { name }));
+    del.setAttribute("aria-label", t(awaiting ? "Discard “{name}”" : "Delete “{name}”", { name }));
     el.dataset.courseId = c.id;
   }
   update(card);
@@ -219,16 +267,16 @@ function courseCard(card, feed, problem) {
 // -- new course ---------------------------------------------------------------------------------------------------
 
 const REVIEW_CHOICES = [
-  ["wait", "Let me review the outline first", "Writing stops after the outline until you confirm it. You can change titles and goals."],
-  ["countdown", "Show me the outline, then continue by itself", "You get a few seconds to look at the outline before the scenes are written."],
-  ["auto", "Write the whole course straight away", "No stop after the outline."],
+  ["wait", t("Let me review the outline first"), t("Writing stops after the outline until you confirm it. You can change titles and goals.")],
+  ["countdown", t("Show me the outline, then continue by itself"), t("You get a few seconds to look at the outline before the scenes are written.")],
+  ["auto", t("Write the whole course straight away"), t("No stop after the outline.")],
 ];
 
 function newCourseView() {
-  document.title = "New course · openmaic";
+  document.title = t("New course · openmaic");
   const requirement = h("textarea", {
     id: "requirement", name: "requirement", rows: 5, required: true, "aria-describedby": "requirement-hint",
-    placeholder: "For example: Photosynthesis for 12-year-olds, with a short quiz at the end",
+    placeholder: t("For example: Photosynthesis for 12-year-olds, with a short quiz at the end"),
   });
   const files = h("input", {
     id: "materials", type: "file", multiple: true, "aria-describedby": "materials-hint",
@@ -236,32 +284,56 @@ function newCourseView() {
   });
   const status = h("p", { class: "form-status", role: "status" });
   const problem = h("div", {});
-  const submit = h("button", { type: "submit", class: "button primary" }, "Create course");
+  const submit = h("button", { type: "submit", class: "button primary" }, t("Create course"));
   const radios = REVIEW_CHOICES.map(([value, text, hint], i) => h("div", { class: "choice" },
     h("input", { type: "radio", name: "outline_review", id: `review-${value}`, value, checked: i === 0, "aria-describedby": `review-${value}-hint` }),
     h("label", { for: `review-${value}` }, text),
     h("p", { class: "hint", id: `review-${value}-hint` }, hint)));
+  const courseLanguage = h("select", { id: "course-language" },
+    h("option", { value: "" }, t("Detect from the request")),
+    h("option", { value: "en" }, "English"), h("option", { value: "zh-CN" }, "中文（简体）"));
+  const interactive = h("input", { id: "interactive", type: "checkbox", "aria-describedby": "interactive-hint" });
+  const agentIds = h("input", { id: "agent-ids", type: "text", autocomplete: "off", placeholder: "default-1, default-2", disabled: true });
+  const agentChoices = [["auto", "Chosen for the topic"], ["preset", "The usual classroom"], ["custom", "These agents (by id)"]]
+    .map(([value, text], i) => h("div", { class: "choice" },
+      h("input", { type: "radio", name: "agents", id: `agents-${value}`, value, checked: i === 0 }),
+      h("label", { for: `agents-${value}` }, t(text))));
   const form = h("form", { class: "stack", novalidate: false },
     h("div", { class: "field" },
-      h("label", { for: "requirement" }, "What should the course teach?"),
-      h("p", { class: "hint", id: "requirement-hint" }, "Describe the topic and who it is for. A sentence or two is enough."),
+      h("label", { for: "requirement" }, t("What should the course teach?")),
+      h("p", { class: "hint", id: "requirement-hint" }, t("Describe the topic and who it is for. A sentence or two is enough.")),
       requirement),
     h("div", { class: "field" },
-      h("label", { for: "materials" }, "Materials (optional)"),
-      h("p", { class: "hint", id: "materials-hint" }, "PDF, text, Markdown or images. The course is written from what they say."),
+      h("label", { for: "materials" }, t("Materials (optional)")),
+      h("p", { class: "hint", id: "materials-hint" }, t("PDF, text, Markdown or images. The course is written from what they say.")),
       files),
-    h("fieldset", { class: "field" }, h("legend", {}, "Outline review"), radios),
+    h("div", { class: "field" }, h("label", { for: "course-language" }, t("Course language")), courseLanguage),
+    h("div", { class: "field" }, h("span", { class: "check" }, interactive, h("label", { for: "interactive" }, t("Interactive scenes"))),
+      h("p", { class: "hint", id: "interactive-hint" }, t("Add interactive pages (simulations, exercises) where they help."))),
+    h("fieldset", { class: "field" }, h("legend", {}, t("Teachers and classmates")), agentChoices,
+      h("div", { class: "field" }, h("label", { for: "agent-ids" }, t("Agent ids, separated by commas")), agentIds)),
+    h("fieldset", { class: "field" }, h("legend", {}, t("Outline review")), radios),
     problem,
-    h("div", { class: "actions" }, submit, h("a", { class: "button", href: "#/" }, "Back to the library")),
+    h("div", { class: "actions" }, submit, h("a", { class: "button", href: "#/" }, t("Back to the library"))),
     status);
-  fill(main, h("div", { class: "view-head" }, heading("New course")), form);
+  fill(main, h("div", { class: "view-head" }, heading(t("New course"))), form);
 
+  form.addEventListener("change", () => {
+    agentIds.disabled = !form.querySelector("#agents-custom").checked;
+  });
+  /** The run's `agents` input: chosen for the topic, the preset classroom, or the agents named by id. */
+  function agentsInput() {
+    const mode = form.querySelector("input[name=agents]:checked").value;
+    if (mode === "auto") return { mode: "auto" };
+    if (mode === "preset") return { mode: "preset", agentIds: ["default-1", "default-2", "default-3"] };
+    return { mode: "preset", agentIds: agentIds.value.split(",").map((x) => x.trim()).filter(Boolean) };
+  }
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     fill(problem);
     const text = requirement.value.trim();
     if (!text) {
-      fill(problem, errorBox("Describe what the course should teach."));
+      fill(problem, errorBox(t("Describe what the course should teach.")));
       requirement.focus();
       return;
     }
@@ -269,16 +341,19 @@ function newCourseView() {
     try {
       const materialIds = [];
       for (const file of files.files) {
-        status.textContent = `Uploading ${file.name}…`;
+        status.textContent = t("Uploading {name}…", { name: file.name });
         const body = new FormData();
         body.append("file", file, file.name);
         const material = await api("POST", "/api/materials", { form: body });
         materialIds.push(material.materialId);
       }
-      status.textContent = "Starting…";
+      status.textContent = t("Starting…");
       const review = form.querySelector("input[name=outline_review]:checked").value;
       const started = await api("POST", "/api/generation-runs", {
-        json: { requirement: text, outlineReview: review, materialIds },
+        json: {
+          requirement: text, outlineReview: review, materialIds, language: courseLanguage.value,
+          interactive: interactive.checked, agents: agentsInput(),
+        },
       });
       location.hash = `#/runs/${encodeURIComponent(started.run.id)}`;
     } catch (err) {
@@ -297,15 +372,15 @@ function draftKey(runId, revision) {
 }
 
 function runView(runId) {
-  document.title = "Course in progress · openmaic";
+  document.title = t("Course in progress · openmaic");
   const conn = connectionIndicator();
-  const title = heading("Loading…");
+  const title = heading(t("Loading…"));
   const requirement = h("p", { class: "requirement" });
   const label = badge("preparing");
-  const progress = h("progress", { hidden: true, "aria-label": "Scenes written" });
+  const progress = h("progress", { hidden: true, "aria-label": t("Scenes written") });
   const progressText = h("span", { class: "progress-text" });
   const alerts = h("div", {});
-  const outlineHead = h("h2", { id: "outline-heading" }, "Outline");
+  const outlineHead = h("h2", { id: "outline-heading" }, t("Outline"));
   const outlineBody = h("div", {});
   const done = h("div", {});
   const otherDevice = h("div", {});
@@ -377,9 +452,9 @@ function runView(runId) {
   const render = batched(() => {
     const s = state;
     if (!s) return;
-    title.textContent = s.title || "New course";
-    document.title = `${s.title || "New course"} · openmaic`;
-    requirement.textContent = s.requirement ? `You asked for: ${s.requirement}` : "";
+    title.textContent = s.title || t("New course");
+    document.title = `${s.title || t("New course")} · openmaic`;
+    requirement.textContent = s.requirement ? t("You asked for: {requirement}", { requirement: s.requirement }) : "";
     const text = runLabel(s);
     setBadge(label, text);
     main.dataset.runState = s.state;
@@ -389,14 +464,14 @@ function runView(runId) {
     progress.hidden = !total;
     progress.max = Math.max(1, total);
     progress.value = completed;
-    progressText.textContent = total ? `${completed} of ${total} scenes written` : "";
+    progressText.textContent = total ? t("{completed} of {total} scenes written", { completed, total }) : "";
     renderAlerts(s);
     renderOutline(s);
     renderDone(s);
     if (caughtUp && lastState !== null && lastState !== s.state) {
-      if (s.state === "awaiting_outline_confirmation") announce("The outline is ready for your review.");
-      else if (s.state === "completed") announce("The course is ready.");
-      else if (s.state === "paused") announce("Writing paused after a failure.");
+      if (s.state === "awaiting_outline_confirmation") announce(t("The outline is ready for your review."));
+      else if (s.state === "completed") announce(t("The course is ready."));
+      else if (s.state === "paused") announce(t("Writing paused after a failure."));
     }
     if (caughtUp) lastState = s.state;
   });
@@ -407,26 +482,26 @@ function runView(runId) {
     alertKey = key;
     if (s.state === "paused") {
       const retry = h("button", { type: "button", class: "button primary", disabled: s.retryRequested },
-        s.retryRequested ? "Retrying…" : "Retry");
+        s.retryRequested ? t("Retrying…") : t("Retry"));
       const note = h("p", { class: "form-status", role: "status" });
       retry.addEventListener("click", async () => {
         retry.disabled = true;
-        retry.textContent = "Retrying…";
+        retry.textContent = t("Retrying…");
         try {
           await sock.send({ type: "retry" });
         } catch (err) {
           retry.disabled = false;
-          retry.textContent = "Retry";
+          retry.textContent = t("Retry");
           note.textContent = explain(err);
         }
       });
       fill(alerts, h("div", { class: "notice error", role: "alert" },
         h("p", {}, h("strong", {}, "Writing paused after a failure. ")),
-        h("p", {}, s.error || "A step failed."),
+        h("p", {}, s.error || t("A step failed.")),
         s.failedStep ? h("p", { class: "hint" }, `Failed step: ${stepName(s.failedStep)}. Retry runs only that step again.`) : null,
         h("div", { class: "actions" }, retry), note));
     } else if (s.state === "ended" || s.stopRequested) {
-      fill(alerts, h("div", { class: "notice" }, h("p", {}, "This course was deleted, so writing stopped.")));
+      fill(alerts, h("div", { class: "notice" }, h("p", {}, t("This course was deleted, so writing stopped."))));
     } else {
       fill(alerts);
     }
@@ -437,7 +512,7 @@ function runView(runId) {
       if (caughtUp) confirmedElsewhere(s);
       if (shownKey !== "scenes") {
         shownKey = "scenes";
-        outlineHead.textContent = "Scenes";
+        outlineHead.textContent = t("Scenes");
         fill(outlineBody, h("ol", { class: "scenes" }));
         sceneCache.clear();
       }
@@ -448,7 +523,7 @@ function runView(runId) {
       const key = `review:${s.proposedRevision}`;
       if (shownKey !== key) {
         shownKey = key;
-        outlineHead.textContent = "Review the outline";
+        outlineHead.textContent = t("Review the outline");
         fill(outlineBody, reviewForm(s));
       }
       return;
@@ -458,11 +533,11 @@ function runView(runId) {
     const key = `list:${items.length}:${busy}:${s.proposedRevision}`;
     if (shownKey === key) return;
     shownKey = key;
-    outlineHead.textContent = "Outline";
+    outlineHead.textContent = t("Outline");
     fill(outlineBody,
       h("ol", { class: "outline", "aria-busy": busy ? "true" : "false" }, items.map((item) => outlineEntry(item))),
       busy ? h("p", { class: "working" }, h("span", { class: "spinner", "aria-hidden": "true" }),
-        s.state === "preparing" ? "Getting ready…" : "Writing the outline…") : null);
+        s.state === "preparing" ? t("Getting ready…") : t("Writing the outline…")) : null);
   }
 
   function outlineEntry(item) {
@@ -597,20 +672,20 @@ function runView(runId) {
     const key = `${s.state}:${s.courseId}:${enterable}`;
     if (done.dataset.key === key) return;
     done.dataset.key = key;
-    const enter = enterable ? h("a", { class: "button", href: classroomUrl(s.courseId) }, "Enter the classroom") : null;
+    const enter = enterable ? h("a", { class: "button", href: classroomUrl(s.courseId) }, t("Enter the classroom")) : null;
     if (s.state !== "completed") {
       fill(done, enter && h("div", { class: "notice" },
-        h("p", {}, "The first scenes are ready: learners can start while the rest are written."),
+        h("p", {}, t("The first scenes are ready: learners can start while the rest are written.")),
         h("div", { class: "actions" }, enter)));
       return;
     }
     const course = `#/courses/${encodeURIComponent(s.courseId)}`;
     fill(done, h("div", { class: "notice success" },
-      h("p", {}, h("strong", {}, "The course is ready.")),
+      h("p", {}, h("strong", {}, t("The course is ready."))),
       h("div", { class: "actions" },
-        h("a", { class: "button primary", href: course }, "Open the course"),
+        h("a", { class: "button primary", href: course }, t("Open the course")),
         enter,
-        h("a", { class: "button", href: "#/" }, "Back to the library"))));
+        h("a", { class: "button", href: "#/" }, t("Back to the library")))));
   }
 
   // An HTTP call first: the snapshot to fold events onto, a missing run is a clear message, and an anonymous
@@ -628,9 +703,9 @@ function runView(runId) {
     (err) => {
       if (stopped) return;
       conn.set(err.status === 404 ? "gone" : "error");
-      title.textContent = err.status === 404 ? "Course not found" : "Could not load this course";
-      fill(alerts, errorBox(err.status === 404 ? "There is no such course in your library. It may have been deleted." : explain(err),
-        h("a", { href: "#/" }, "Back to the library")));
+      title.textContent = err.status === 404 ? t("Course not found") : "Could not load this course";
+      fill(alerts, errorBox(err.status === 404 ? t("There is no such course in your library. It may have been deleted.") : explain(err),
+        h("a", { href: "#/" }, t("Back to the library"))));
     },
   );
   return () => {
@@ -675,23 +750,23 @@ function versionSummary(v) {
 }
 
 function courseView(courseId) {
-  document.title = "Course · openmaic";
+  document.title = t("Course · openmaic");
   const conn = connectionIndicator();
-  const title = heading("Loading…");
+  const title = heading(t("Loading…"));
   const meta = h("div", { class: "course-meta" });
   const body = h("div", {});
   const problem = h("div", {});
   const message = h("textarea", {
     id: "pro-message", rows: 3, required: true, "aria-describedby": "pro-hint",
-    placeholder: "For example: add a quiz about chlorophyll after the second scene",
+    placeholder: t("For example: add a quiz about chlorophyll after the second scene"),
   });
-  const start = h("button", { type: "submit", class: "button primary" }, "Start");
+  const start = h("button", { type: "submit", class: "button primary" }, t("Start"));
   const startStatus = h("p", { class: "form-status", role: "status" });
   const proForm = h("form", { class: "panel stack", "aria-labelledby": "pro-heading" },
-    h("h2", { id: "pro-heading" }, "Change it with the agent"),
+    h("h2", { id: "pro-heading" }, t("Change it with the agent")),
     h("div", { class: "field" },
-      h("label", { for: "pro-message" }, "What should change?"),
-      h("p", { class: "hint", id: "pro-hint" }, "The agent edits this course: it can add, rewrite, reorder or remove scenes. You can follow its work and stop it."),
+      h("label", { for: "pro-message" }, t("What should change?")),
+      h("p", { class: "hint", id: "pro-hint" }, t("The agent edits this course: it can add, rewrite, reorder or remove scenes. You can follow its work and stop it.")),
       message),
     h("div", { class: "actions" }, start),
     startStatus);
@@ -701,12 +776,12 @@ function courseView(courseId) {
     ev.preventDefault();
     const text = message.value.trim();
     if (!text) {
-      startStatus.textContent = "Write what the agent should do first.";
+      startStatus.textContent = t("Write what the agent should do first.");
       message.focus();
       return;
     }
     start.disabled = true;
-    startStatus.textContent = "Starting…";
+    startStatus.textContent = t("Starting…");
     try {
       const session = await api("POST", "/api/agent/sessions", { json: { prompt: text, stageId: courseId } });
       location.hash = `#/sessions/${encodeURIComponent(session.id)}`;
@@ -727,9 +802,9 @@ function courseView(courseId) {
       course = (await api("GET", `/api/classrooms/${encodeURIComponent(courseId)}`)).classroom;
     } catch (err) {
       if (stopped) return;
-      title.textContent = err.status === 404 ? "Course not found" : "Could not load the course";
-      fill(problem, errorBox(err.status === 404 ? "There is no such course in your library. It may have been deleted." : explain(err),
-        h("a", { href: "#/" }, "Back to the library")));
+      title.textContent = err.status === 404 ? t("Course not found") : t("Could not load the course");
+      fill(problem, errorBox(err.status === 404 ? t("There is no such course in your library. It may have been deleted.") : explain(err),
+        h("a", { href: "#/" }, t("Back to the library"))));
       proForm.hidden = true;
       conn.set(err.status === 404 ? "gone" : "error");
       return;
@@ -919,30 +994,30 @@ function itemKey(item) {
 }
 
 function sessionView(sessionId) {
-  document.title = "Agent workbench · openmaic";
+  document.title = t("Agent workbench · openmaic");
   const conn = connectionIndicator();
-  const title = heading("Agent workbench");
+  const title = heading(t("Agent workbench"));
   const courseLink = h("a", {}, "the course");
   const status = badge("starting…");
-  const log = h("ol", { class: "log", role: "log", "aria-label": "Conversation with the agent", tabindex: "0" });
+  const log = h("ol", { class: "log", role: "log", "aria-label": t("Conversation with the agent"), tabindex: "0" });
   const draft = h("div", { class: "msg assistant draft", hidden: true, "aria-hidden": "true" },
     h("p", { class: "who" }, "Agent ", h("span", { class: "typing" }, "is writing…")), h("p", { class: "text" }));
-  const working = h("p", { class: "working", hidden: true }, h("span", { class: "spinner", "aria-hidden": "true" }), "The agent is working…");
+  const working = h("p", { class: "working", hidden: true }, h("span", { class: "spinner", "aria-hidden": "true" }), t("The agent is working…"));
   const input = h("textarea", {
     id: "composer-input", rows: 3, "aria-describedby": "composer-hint",
-    placeholder: "Ask for a change, for example: add a scene about chlorophyll",
+    placeholder: t("Ask for a change, for example: add a scene about chlorophyll"),
   });
-  const send = h("button", { type: "submit", class: "button primary" }, "Send");
-  const cancel = h("button", { type: "button", class: "button danger" }, "Cancel");
+  const send = h("button", { type: "submit", class: "button primary" }, t("Send"));
+  const cancel = h("button", { type: "button", class: "button danger" }, t("Cancel"));
   const composerStatus = h("p", { class: "form-status", role: "status" });
   const problem = h("div", {});
   const scenes = h("ol", { class: "scene-list" });
   const storeKey = `openmaic:composer:${sessionId}`;
   input.value = sessionStorage.getItem(storeKey) || "";
   const composer = h("form", { class: "composer" },
-    h("label", { for: "composer-input" }, "Message to the agent"),
+    h("label", { for: "composer-input" }, t("Message to the agent")),
     input,
-    h("p", { class: "hint", id: "composer-hint" }, "Enter sends, Shift+Enter starts a new line. You can write while the agent works: it reads your message at its next step."),
+    h("p", { class: "hint", id: "composer-hint" }, t("Enter sends, Shift+Enter starts a new line. You can write while the agent works: it reads your message at its next step.")),
     h("div", { class: "actions" }, send, cancel),
     composerStatus);
   fill(main,
@@ -951,10 +1026,10 @@ function sessionView(sessionId) {
     problem,
     h("div", { class: "workbench" },
       h("section", { class: "chat", "aria-labelledby": "chat-heading" },
-        h("h2", { id: "chat-heading", class: "visually-hidden" }, "Conversation"),
+        h("h2", { id: "chat-heading", class: "visually-hidden" }, t("Conversation")),
         log, draft, working, composer),
       h("aside", { class: "panel course-panel", "aria-labelledby": "scenes-heading" },
-        h("h2", { id: "scenes-heading" }, "Scenes of the course"), scenes)));
+        h("h2", { id: "scenes-heading" }, t("Scenes of the course")), scenes)));
 
   let state = null;
   let caughtUp = false;
@@ -1003,7 +1078,7 @@ function sessionView(sessionId) {
     draft.hidden = !s.draft;
     draft.lastChild.textContent = s.draft;
     working.hidden = !(sessionBusy(s) && !s.draft);
-    working.lastChild.textContent = s.cancelRequested ? "Cancelling…" : "The agent is working…";
+    working.lastChild.textContent = s.cancelRequested ? t("Cancelling…") : t("The agent is working…");
     cancel.disabled = !sessionBusy(s) || s.cancelRequested;
     if (stick) log.scrollTop = log.scrollHeight;
     if (s.courseId && (courseSeq < 0 || (caughtUp && (s.editedAt !== lastEdited || s.status !== lastStatus)))) {
@@ -1011,9 +1086,9 @@ function sessionView(sessionId) {
       refreshCourse(s.courseId);
     }
     if (caughtUp && lastStatus !== null && lastStatus !== s.status) {
-      if (s.status === "succeeded") announce("The agent is done and waiting for you.");
-      else if (s.status === "cancelled") announce("The agent was cancelled.");
-      else if (s.status === "failed") announce("The agent stopped after an error.");
+      if (s.status === "succeeded") announce(t("The agent is done and waiting for you."));
+      else if (s.status === "cancelled") announce(t("The agent was cancelled."));
+      else if (s.status === "failed") announce(t("The agent stopped after an error."));
     }
     if (caughtUp) lastStatus = s.status;
   });
@@ -1043,13 +1118,13 @@ function sessionView(sessionId) {
   async function post() {
     const text = input.value.trim();
     if (!text) {
-      composerStatus.textContent = "Write a message first.";
+      composerStatus.textContent = t("Write a message first.");
       input.focus();
       return;
     }
     input.value = "";
     sessionStorage.removeItem(storeKey);
-    composerStatus.textContent = "Sending…";
+    composerStatus.textContent = t("Sending…");
     try {
       await sock.send({ type: "message", text }); // the server decides: steer the turn in flight, or queue
       composerStatus.textContent = "";
@@ -1072,7 +1147,7 @@ function sessionView(sessionId) {
   input.addEventListener("input", () => sessionStorage.setItem(storeKey, input.value));
   cancel.addEventListener("click", async () => {
     cancel.disabled = true;
-    composerStatus.textContent = "Cancelling…";
+    composerStatus.textContent = t("Cancelling…");
     try {
       await sock.send({ type: "cancel" });
       state = { ...state, cancelRequested: true };
@@ -1095,7 +1170,7 @@ function sessionView(sessionId) {
     (err) => {
       if (stopped) return;
       conn.set(err.status === 404 ? "gone" : "error");
-      fill(problem, errorBox(err.status === 404 ? "There is no such session." : explain(err), h("a", { href: "#/" }, "Back to the library")));
+      fill(problem, errorBox(err.status === 404 ? "There is no such session." : explain(err), h("a", { href: "#/" }, t("Back to the library"))));
     },
   );
   return () => {
@@ -1110,24 +1185,24 @@ function sessionView(sessionId) {
 let signingIn = false; // the sign-in form is showing: the 401s it causes itself must not re-open it
 
 function signInView(expired) {
-  document.title = "Sign in · openmaic";
+  document.title = t("Sign in · openmaic");
   const input = h("input", {
     id: "access-token", name: "access-token", type: "password", autocomplete: "off", spellcheck: "false",
     required: true, "aria-describedby": "access-token-hint",
   });
   const problem = h("div", {});
-  const submit = h("button", { type: "submit", class: "button primary" }, "Sign in");
+  const submit = h("button", { type: "submit", class: "button primary" }, t("Sign in"));
   const form = h("form", { class: "stack" },
     h("div", { class: "field" },
-      h("label", { for: "access-token" }, "Access token"),
+      h("label", { for: "access-token" }, t("Access token")),
       h("p", { class: "hint", id: "access-token-hint" },
-        "This server asks for an access token. Paste the one your administrator made for you (it begins with tok_)."),
+        t("This server asks for an access token. Paste the one your administrator made for you (it begins with tok_).")),
       input),
     problem,
     h("div", { class: "actions" }, submit));
   fill(main,
-    h("div", { class: "view-head" }, heading("Sign in")),
-    expired ? h("p", { class: "lead" }, "The access token this browser used is no longer accepted.") : null,
+    h("div", { class: "view-head" }, heading(t("Sign in"))),
+    expired ? h("p", { class: "lead" }, t("The access token this browser used is no longer accepted.")) : null,
     form);
   input.focus();
 
@@ -1136,7 +1211,7 @@ function signInView(expired) {
     fill(problem);
     const token = input.value.trim();
     if (!token) {
-      fill(problem, errorBox("Paste your access token."));
+      fill(problem, errorBox(t("Paste your access token.")));
       input.focus();
       return;
     }
@@ -1148,12 +1223,12 @@ function signInView(expired) {
       clearAccessToken();
       submit.disabled = false;
       fill(problem, errorBox(err.status === 401
-        ? "That token is unknown or has been revoked. Ask your administrator for a new one."
+        ? t("That token is unknown or has been revoked. Ask your administrator for a new one.")
         : explain(err)));
       input.focus();
       return;
     }
-    announce("Signed in.");
+    announce(t("Signed in."));
     route();
   });
   return null;
@@ -1168,7 +1243,7 @@ function showSignOut() {
 signOut.addEventListener("click", () => {
   clearAccessToken();
   showSignOut();
-  announce("Signed out.");
+  announce(t("Signed out."));
   if (location.hash && location.hash !== "#/") location.hash = "#/";
   else route();
 });
@@ -1187,8 +1262,8 @@ window.addEventListener(SIGN_IN_NEEDED, () => {
 // -- routing ------------------------------------------------------------------------------------------------------
 
 function notFoundView() {
-  document.title = "Not found · openmaic";
-  fill(main, heading("Page not found"), h("p", {}, h("a", { href: "#/" }, "Go to your courses")));
+  document.title = t("Not found · openmaic");
+  fill(main, heading(t("Page not found")), h("p", {}, h("a", { href: "#/" }, t("Go to your courses"))));
   return null;
 }
 
@@ -1235,8 +1310,7 @@ const languageSelect = document.getElementById("language");
 for (const [code, name] of LANGUAGES) languageSelect.append(h("option", { value: code, lang: code, selected: code === language() }, name));
 languageSelect.addEventListener("change", () => {
   setLanguage(languageSelect.value);
-  translatePage();
-  route();
+  location.reload(); // every view and constant is built again in the new language
 });
 translatePage();
 

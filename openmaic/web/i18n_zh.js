@@ -124,5 +124,7 @@ export const ZH = {
   "This server asks for an access token. Paste the one your administrator made for you (it begins with tok_).": "此服务器需要访问令牌。请粘贴管理员为你创建的令牌（以 tok_ 开头）。",
   "That token is unknown or has been revoked. Ask your administrator for a new one.": "该令牌无效或已被撤销。请向管理员索取新令牌。",
   "The access token this browser used is no longer accepted.": "此浏览器使用的访问令牌已不再有效。",
+  "Open “{name}”": "打开“{name}”", "Enter the classroom of “{name}”": "进入“{name}”的课堂",
+  "Ask the agent to change “{name}”": "让智能体修改“{name}”", "Delete “{name}”": "删除“{name}”", "Discard “{name}”": "丢弃“{name}”",
   "Page not found": "页面不存在", "Not found · openmaic": "未找到 · openmaic", "Go to your courses": "前往你的课程",
 };

@@ -37,7 +37,7 @@ async def wait_run(c: httpx.AsyncClient, run_id: str, state: str) -> dict[str, A
 
 async def start_run(base: str, **extra: Any) -> dict[str, Any]:
     async with client(base) as c:
-        r = await c.post("/api/generation-runs", json={"requirement": "The water cycle", **extra})
+        r = await c.post("/api/generation-runs", json={"requirement": "The water cycle"} | extra)
         assert r.status_code == 202, r.text
         return r.json()["run"]
 
@@ -248,3 +248,59 @@ async def test_a_chinese_browser_gets_the_chinese_interface_and_can_switch_to_en
             asyncio.set_event_loop_policy(None)
 
     await trio.to_thread.run_sync(run)
+
+
+async def test_the_creation_forms_options_reach_the_run(base_url):  # noqa: F811
+    at: list[str] = []
+
+    def scenario(page: Page) -> None:
+        page.goto("/#/new")
+        page.get_by_label("What should the course teach?").fill("Fractions for beginners")
+        page.get_by_label("Course language").select_option("zh-CN")
+        page.get_by_label("Interactive scenes").check()
+        page.get_by_label("These agents (by id)").check()
+        page.get_by_label("Agent ids, separated by commas").fill("default-1, default-4")
+        page.get_by_label("Write the whole course straight away").check()
+        shot(page, "new-course-options")
+        page.get_by_role("button", name="Create course").click()
+        expect(page.locator("main")).to_have_attribute("data-run-state", re.compile(r"\w"))
+        page.wait_for_url(re.compile(r"#/runs/"))
+        at.append(page.url.rsplit("/", 1)[-1])
+
+    await in_browser(scenario, base_url)
+    async with client(base_url) as c:
+        detail = (await c.get(f"/api/generation-runs/{at[0]}")).json()["run"]
+        inp = detail["input"]
+        assert (inp["language"], inp["interactive"]) == ("zh-CN", True)
+        assert inp["agents"]["mode"] == "preset" and inp["agents"]["agentIds"] == ["default-1", "default-4"]
+
+
+async def test_the_library_searches_sorts_draws_first_slides_and_resumes_a_waiting_run(base_url):  # noqa: F811
+    waiting = await start_run(base_url, outlineReview="wait")
+    ready = await start_run(base_url, outlineReview="auto", requirement="Volcanoes")
+    async with client(base_url) as c:
+        await wait_run(c, waiting["id"], "awaiting_outline_confirmation")
+        await wait_run(c, ready["id"], "completed")
+
+    def scenario(page: Page) -> None:
+        page.goto("/")
+        cards = page.locator(".card")
+        expect(cards).to_have_count(2)
+        done = cards.filter(has_text="ready")
+        expect(done.locator(".card-picture svg.canvas")).to_be_visible()
+        expect(done.locator(".meta")).to_contain_text(re.compile(r"\d+ scenes"))
+        page.get_by_label("Search by title").fill("volcano")
+        expect(cards).to_have_count(1)
+        page.get_by_label("Search by title").fill("nothing like this")
+        expect(page.get_by_text("No course matches")).to_be_visible()
+        page.get_by_label("Search by title").fill("")
+        page.get_by_label("Sort by").select_option("name")
+        titles = [t.strip() for t in page.locator(".card-title").all_inner_texts()]
+        assert titles == sorted(titles, key=str.lower)
+        shot(page, "library-cards", full_page=False)
+        pending = cards.filter(has_text="waiting for confirmation")
+        expect(pending.get_by_role("button", name=re.compile("^Discard"))).to_be_visible()
+        pending.get_by_role("link", name="Resume the review").click()
+        expect(page.get_by_role("heading", name="Review the outline")).to_be_visible()
+
+    await in_browser(scenario, base_url)
