@@ -169,10 +169,10 @@ def _sniff(filename: str, media_type: str, data: bytes) -> str:
     name = filename.lower()
     if declared == "application/pdf" or name.endswith(".pdf"):
         # Named or sent as a PDF, but without the header every PDF starts with: damaged, or not a PDF at all.
-        raise UnsupportedFileType(
+        raise UnreadableFile(
             f"{filename!r} could not be read as a PDF: it does not start with the %PDF- header every PDF file has "
             "(the file is damaged or is not really a PDF); export it as a PDF again and upload that",
-            media_type=declared, filename=filename,
+            filename=filename,
         )
     if declared in _TEXT_TYPES or name.endswith(_TEXT_SUFFIXES):
         return "text/markdown" if name.endswith((".md", ".markdown")) or "markdown" in declared else "text/plain"

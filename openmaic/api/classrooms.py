@@ -149,7 +149,8 @@ async def classroom_history(call: Call, id: str) -> HistoryAnswer:
     restore) with who or what made it, when, and what it changed."""
     q: HistoryQuery = call.query
     doc = await runs_of(call).owned_course(call.user, id)
-    versions = [v for v in await course_versions(call.services.log, id, to_seq=doc.seq) if not q.before or v.seq < q.before]
+    versions = await course_versions(call.services.log, id, to_seq=doc.seq)
+    versions = [v for v in versions if not q.before or v.seq < q.before]
     versions.reverse()
     page = versions[: q.limit]
     return HistoryAnswer(versions=page, next_before=page[-1].seq if len(versions) > q.limit else None)
@@ -162,8 +163,8 @@ async def restore_classroom(call: Call, id: str) -> Restored:
     the restore). Refused (409) while a run writes the course."""
     b: RestoreBody = call.body
     await runs_of(call).owned_course(call.user, id)
-    result = await restore_course(call.services.log, call.user, id, b.seq, b.command_id or f"restore-{uuid.uuid4()}")
-    return Restored(seq=result.seq)
+    seq = await restore_course(call.services.log, id, b.seq, b.command_id or f"restore-{uuid.uuid4()}")
+    return Restored(seq=seq)
 
 
 # -- the live list ----------------------------------------------------------------------------------------------

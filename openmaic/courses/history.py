@@ -13,13 +13,12 @@ import time
 from typing import Literal
 
 from openmaic import errors
-from openmaic.actors.commands import CommandResult, apply
 from openmaic.courses.events import (
     BrowserDocumentSet, BrowserSceneSet, BrowserStageSet, CourseAgentsSet, CourseCreated, CourseDocument,
     CourseDocumentSet, CourseMediaSet, CourseOutlineSet, CourseRestored, CourseRetitled, CourseSceneDeleted,
     CourseSceneSet, CourseScenesReordered, CourseStageSet, evolve_course,
 )  # fmt: skip
-from openmaic.events.log import EventLog, StreamRow
+from openmaic.events.log import EventLog
 from openmaic.events.types import Event
 from openmaic.wire import Wire
 
@@ -128,11 +127,16 @@ async def course_at(log: EventLog, course_id: str, seq: int) -> CourseDocument:
     return (await log.fold(course_id, CourseDocument(), evolve_course, to_seq=seq))[0]
 
 
-async def restore_course(log: EventLog, owner: str, course_id: str, seq: int, command_id: str) -> CommandResult:
-    """Append the course as it was at ``seq`` as its newest version. Refused (Conflict) while a run writes the
-    course, and (InvalidInput) for a seq the course has not reached; repeating ``command_id`` answers the first
-    restore again."""
-
+async def restore_course(log: EventLog, course_id: str, seq: int, command_id: str) -> int:
+    """Append the course as it was at ``seq`` as its newest version; answers the restore's seq. Refused (Conflict)
+    while a run writes the course or when it changed during the restore, and (InvalidInput) for a seq the course
+    has not reached; repeating ``command_id`` answers the first restore again. The caller checks the owner."""
+    first = await log.command_event(course_id, command_id)
+    if first is not None:
+        if first.type != "course.restored":
+            raise errors.CommandConflict(f"command_id {command_id!r} was already used for {first.type} on this "
+                                         "course", command_id=command_id)
+        return first.seq
     head = (await log.fold(course_id, CourseDocument(), evolve_course))[0]
     if head.locked_by is not None:
         raise errors.Conflict("this course is being written; restore a version once the run has finished")
@@ -141,12 +145,10 @@ async def restore_course(log: EventLog, owner: str, course_id: str, seq: int, co
     old = await course_at(log, course_id, seq)
     if old.deleted or old.seq == 0:
         raise errors.InvalidInput("seq: there is no course at that version", path="seq")
-
-    def decide(row: StreamRow) -> tuple[list[Event], str | None]:
-        # The append is fenced at this row's head: checked against the head folded above, nothing (a run taking
-        # the lock, another edit) can slip in between.
-        if row.head_seq != head.seq:
-            raise errors.Conflict("the course changed meanwhile; look at its history again and restore then")
-        return [CourseRestored(from_seq=seq, document=old, at_ms=int(time.time() * 1000))], None
-
-    return await apply(log, owner, course_id, command_id, "course.restored", decide, kind="course")
+    event = CourseRestored(from_seq=seq, document=old, at_ms=int(time.time() * 1000))
+    try:
+        # Fenced at the head checked above: nothing (a run taking the lock, another edit) slips in between.
+        result = await log.append_one(course_id, [event], command_id=command_id, expected_seq=head.seq)
+    except errors.WrongExpectedSeq:
+        raise errors.Conflict("the course changed meanwhile; look at its history again and restore then") from None
+    return result.first_seq
