@@ -37,8 +37,8 @@ def task_count() -> int:
 
 
 async def main(actors: int, waiting: int, seconds: float) -> None:
-    rt = msgspec.structs.replace(FAST, max_actors=actors, lease_ttl_s=10.0, heartbeat_s=2.0, claim_poll_s=1.0,
-                                 wake_poll_s=5.0)
+    rt = msgspec.structs.replace(FAST, max_actors=actors, max_actors_per_owner=actors, lease_ttl_s=10.0,
+                                 heartbeat_s=2.0, claim_poll_s=1.0, wake_poll_s=5.0)
     async with benchmark_database() as url:
         async with open_database(url) as db:
             # Created before the worker starts, so the measurement window sees a steady state.

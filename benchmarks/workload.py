@@ -12,6 +12,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from openmaic.courses import format as fmt
 from openmaic.courses.events import (
     CourseCreated,
     CourseDeleted,
@@ -19,9 +20,7 @@ from openmaic.courses.events import (
     CourseRetitled,
     CourseSceneSet,
     CourseUnlocked,
-    Scene,
 )
-from openmaic.courses.schema import OutlineItem, SceneAction, SceneActions, SceneContent, Slide
 from openmaic.events.core import (
     LeaseClaimed,
     LeaseReleased,
@@ -50,6 +49,22 @@ from openmaic.runs.events import (
 
 WORDS = ("photosynthesis chlorophyll light energy glucose oxygen carbon leaf plant cell membrane water sugar "
          "root stem enzyme reaction molecule atom electron orbit gravity planet star galaxy").split()
+
+
+def _slide(rng: random.Random, course_id: str, scene_id: str, title: str, order: int) -> fmt.Scene:
+    """A slide scene as generation writes one: a title and four lines of text on the format's canvas."""
+    body = "".join(f"<p>{_words(rng, 7)}</p>" for _ in range(4))
+    elements: list[fmt.Element] = [
+        fmt.TextElement(id="text_title", left=60, top=50, width=880, height=70, rotate=0,
+                        content=f"<p><strong>{title}</strong></p>", defaultFontName="Microsoft YaHei",
+                        defaultColor="#333333"),
+        fmt.TextElement(id="text_body", left=60, top=140, width=880, height=160, rotate=0, content=body,
+                        defaultFontName="Microsoft YaHei", defaultColor="#333333"),
+    ]
+    canvas = fmt.Slide(id=f"canvas-{scene_id}", viewportSize=1000, viewportRatio=0.5625, theme=fmt.DEFAULT_THEME,
+                       elements=elements)
+    return fmt.Scene(id=scene_id, stageId=course_id, type="slide", title=title, order=order,
+                     content=fmt.SlideContent(canvas=canvas))
 
 
 @dataclass
@@ -82,8 +97,9 @@ def generation(rng: random.Random, run_id: str, course_id: str, owner: str, *, s
     """A classic run: outline streamed, confirmed, scenes generated (content then actions); optionally pausing
     on a failed scene, or stopped because its course is deleted."""
     title = _words(rng, 3).title()
-    items = [OutlineItem(title=_words(rng, 3), goal=_words(rng, 8), key_points=[_words(rng, 4)] * 3)
-             for _ in range(scenes)]
+    items = [fmt.SceneOutline(id=f"{course_id}-s{i}", type="slide", title=_words(rng, 3),
+                              description=_words(rng, 8), keyPoints=[_words(rng, 4)] * 3, order=i + 1)
+             for i in range(scenes)]
     yield [
         Write(run_id, [RunCreated(course_id=course_id, owner_id=owner,
                                   input=RunInput(requirement=f"Teach {_words(rng, 6)}")),
@@ -98,12 +114,11 @@ def generation(rng: random.Random, run_id: str, course_id: str, owner: str, *, s
     yield [Write(run_id, [RunOutlineProposed(revision=1, title=title, items=items), RunStepCompleted(step="outline"),
                           RunStateChanged(state="awaiting_outline_confirmation", previous="outlining"),
                           LeaseReleased(attempt=1, reason="waiting")])]
-    pending = [Scene(id=f"{course_id}-s{i}", title=it.title, goal=it.goal, key_points=it.key_points)
-               for i, it in enumerate(items)]
     yield [Write(run_id, [RunOutlineConfirmed(revision=1), LeaseClaimed(attempt=2, worker="w-2", reason="queued"),
                           RunStateChanged(state="generating", previous="awaiting_outline_confirmation")]),
-           Write(course_id, [CourseOutlineSet(revision=1, title=title, scenes=pending)])]
-    for i, scene in enumerate(pending):
+           Write(course_id, [CourseOutlineSet(revision=1, title=title, outlines=items,
+                                              scene_ids=[it.id for it in items])])]
+    for i, scene in enumerate(items):
         if delete_at == i:
             yield [Write(course_id, [CourseDeleted()])]
             yield [Write(run_id, [RunStopRequested(), RunStateChanged(state="ended", previous="generating"),
@@ -117,16 +132,13 @@ def generation(rng: random.Random, run_id: str, course_id: str, owner: str, *, s
                                                   error="provider error"),
                                   LeaseReleased(attempt=2, reason="waiting")])]
             return
-        content = SceneContent(kind="slide", slide=Slide(title=scene.title, bullets=[_words(rng, 7) for _ in range(4)],
-                                                         notes=_words(rng, 20)))
-        with_content = Scene(id=scene.id, title=scene.title, goal=scene.goal, key_points=scene.key_points,
-                             content=content)
-        yield [Write(run_id, [RunStepCompleted(step=step)]), Write(course_id, [CourseSceneSet(scene=with_content)])]
+        with_content = _slide(rng, course_id, scene.id, scene.title, i + 1)
+        yield [Write(run_id, [RunStepCompleted(step=step)]),
+               Write(course_id, [CourseSceneSet(scene=with_content, ready=False)])]
         step = f"scene:{i}:actions"
-        actions = SceneActions(actions=[SceneAction(kind="speech", agent_id="teacher", text=_words(rng, 12))
-                                        for _ in range(3)])
-        ready = Scene(id=scene.id, title=scene.title, goal=scene.goal, key_points=scene.key_points, content=content,
-                      actions=actions, status="ready")
+        actions = [fmt.SpeechAction(id=f"action_{n}", text=_words(rng, 12)) for n in range(3)]
+        ready = fmt.Scene(id=with_content.id, stageId=course_id, type="slide", title=scene.title, order=i + 1,
+                          content=with_content.content, actions=actions)
         yield [Write(run_id, [RunStepStarted(step=step), RunStepCompleted(step=step)]),
                Write(course_id, [CourseSceneSet(scene=ready)])]
     yield [Write(run_id, [RunStateChanged(state="completed", previous="generating"), SessionEnded(status="completed")]),
@@ -167,7 +179,7 @@ def workbench(rng: random.Random, session_id: str, course_id: str, owner: str, *
                 ToolResult(call_id=call["id"], name="update_scene", ok=False, error="interrupted", interrupted=True),
             ])])
         else:
-            scene = Scene(id=f"{course_id}-s{turn}", title=call["arguments"]["title"], goal=_words(rng, 6))
+            scene = _slide(rng, course_id, f"{course_id}-s{turn}", call["arguments"]["title"], turn + 1)
             yield seqs.after([
                 Write(session_id, [ToolResult(call_id=call["id"], name="update_scene", result={"scene_id": scene.id})]),
                 Write(course_id, [CourseSceneSet(scene=scene)] + ([CourseRetitled(title=_words(rng, 3))]

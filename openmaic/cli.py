@@ -134,6 +134,8 @@ def _cmd_tokens_create(args: argparse.Namespace) -> int:
     owner = args.owner.strip()
     if not owner:
         raise errors.InvalidInput("--owner must not be empty")
+    if owner[:5].lower() == "anon:":
+        raise errors.InvalidInput("--owner must not start with 'anon:', which names anonymous owners")
 
     async def run() -> str:
         async with open_database(_resolve_url(), max_size=1) as db:

@@ -3,7 +3,8 @@
 Its input (in ``session.created``) says how it behaves: ``steps`` (how many), ``sleep`` (seconds per step),
 ``idle`` (wait for a follow-up after the steps instead of finishing), ``crash_at`` (a step that SIGKILLs its
 own worker process every time), ``deadline`` (per step), ``fail_at`` (a step that raises), ``emit`` (events each step commits with ``ctx.emit``
-before its sleep).
+before its sleep), ``before`` (seconds each step waits before its emits), ``timeout_at`` (a step whose statement
+the database cancels every time: 57014).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import msgspec
 import trio
 
+from openmaic import errors
 from openmaic.actors.kind import Core, Finish, Outcome, Step, Wait, settle
 from openmaic.events.core import ModelTurnCompleted, SessionCreated
 from openmaic.events.types import Event, register
@@ -40,6 +42,8 @@ class TestState(msgspec.Struct, frozen=True, kw_only=True):
     fail_at: int | None = None
     deadline: float = 30.0
     emit: int = 0
+    before: float = 0.0
+    timeout_at: int | None = None
     turns: int = 0
 
 
@@ -55,7 +59,8 @@ class TestKind:
             case SessionCreated(input=inp):
                 return r(state, steps=inp.get("steps", 1), sleep=inp.get("sleep", 0.0), idle=inp.get("idle", False),
                          crash_at=inp.get("crash_at"), fail_at=inp.get("fail_at"),
-                         deadline=inp.get("deadline", 30.0), emit=inp.get("emit", 0))
+                         deadline=inp.get("deadline", 30.0), emit=inp.get("emit", 0),
+                         before=inp.get("before", 0.0), timeout_at=inp.get("timeout_at"))
             case StepDone(n=n):
                 return r(state, done=max(state.done, n))
             case ModelTurnCompleted():
@@ -82,6 +87,10 @@ class TestKind:
                     os.kill(os.getpid(), signal.SIGKILL)
                 if state.fail_at == n:
                     raise RuntimeError("boom")
+                if state.timeout_at == n:
+                    raise errors.DatabaseError("PostgreSQL refused a statement (57014): canceling statement due "
+                                               "to statement timeout", sqlstate="57014")
+                await trio.sleep(state.before)
                 for i in range(state.emit):  # output committed while the step runs, like a streaming turn
                     await ctx.emit([Emitted(n=i)])
                 await trio.sleep(state.sleep)

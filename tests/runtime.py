@@ -20,7 +20,10 @@ from openmaic.services import Services
 from openmaic.store.database import open_database
 from tests.kinds import TestKind
 
-FAST = RuntimeConfig(lease_ttl_s=2.0, heartbeat_s=0.3, claim_poll_s=0.2, wake_poll_s=0.5, shutdown_grace_s=2.0)
+FAST = RuntimeConfig(lease_ttl_s=2.0, heartbeat_s=0.3, claim_poll_s=0.2, wake_poll_s=0.5, shutdown_grace_s=2.0,
+                     max_actors_per_owner=32)
+"""Short runtime settings; the streams of most tests share one owner, so the per-owner cap is max_actors (the
+tests of fair sharing set their own)."""
 
 
 def settings(**kw: Any) -> RuntimeConfig:

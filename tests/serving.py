@@ -116,3 +116,12 @@ async def run_awaiting_confirmation(client: httpx.AsyncClient, requirement: str)
                 != "awaiting_outline_confirmation":
             await trio.sleep(0.1)
     return run_id
+
+
+def served_anonymous_owner(tmp_path: Path, cookie: str) -> str:
+    """The owner id the servers started with ``tmp_path`` as their data directory (their instance secret file)
+    derive from the ``anonymous_id`` cookie ``cookie``."""
+    from openmaic.modelconfig.secret_box import instance_key
+    from openmaic.owners.anonymous import AnonymousOwners
+
+    return AnonymousOwners(lambda: instance_key(None, tmp_path)).owner_of(cookie)

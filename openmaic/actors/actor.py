@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from openmaic import errors, logs, metrics
+from openmaic.actors.failures import database_trouble, is_bug, only_cancelled, stale_attempt, step_error
 from openmaic.actors.kind import Core, Finish, Kind, Outcome, Step, Wait, evolve_core
 from openmaic.concurrency import collapse_groups
-from openmaic.events.core import LeaseReleased, SessionInterrupted
+from openmaic.events.core import DATABASE_TROUBLE, LeaseReleased, SessionInterrupted
 from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
 from openmaic.events.wakeups import cancel_hint
@@ -37,8 +38,24 @@ RELEASE_S = 1.0
 within a second (the database out of reach) will not be made, and the lease expires instead."""
 
 
+RESUME_BACKOFF_S = (0.1, 2.0)
+"""First and longest pause between tries to hand a stream back after the database interrupted its step."""
+
+
 class LeaseLost(Exception):
     """This attempt no longer owns the stream."""
+
+
+class Interrupted(Exception):
+    """The database interrupted the actor (a lost or refused connection, a statement or lock timeout): nothing is
+    the step's fault, so the actor stops and the stream resumes from its last checkpoint (:meth:`Actor._resume`).
+
+    ``step`` is the step in flight (its run or the commit of its outcome), None between steps."""
+
+    def __init__(self, cause: BaseException, step: str | None) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+        self.step = step
 
 
 @dataclass(frozen=True)
@@ -124,6 +141,7 @@ class Actor:
 
     async def _run(self) -> None:
         with self.cancel_scope:
+            interrupted: Interrupted | None = None
             try:
                 with collapse_groups():
                     async with trio.open_nursery() as nursery:
@@ -132,6 +150,16 @@ class Actor:
                         nursery.cancel_scope.cancel()
             except LeaseLost:
                 self.lease_lost = True
+            except Interrupted as exc:
+                interrupted = exc
+            except Exception as exc:
+                # Between steps (a fold, a settle): the database's trouble stops the actor the same way.
+                cause = database_trouble(exc)
+                if cause is None:
+                    raise
+                interrupted = Interrupted(cause, None)
+            if interrupted is not None:
+                await self._resume(interrupted)
         if self.lease_lost:
             self.context.lost_lease(self.kind.name)
             log.warning("stream %s: attempt %d lost its lease; stopped", self.stream_id, self.attempt)
@@ -161,6 +189,74 @@ class Actor:
                 log.info("stream %s: could not release attempt %d (%s); its lease will expire", self.stream_id,
                          self.attempt, exc)
 
+    async def _resume(self, interrupted: Interrupted) -> None:
+        """Hand the stream back after the database interrupted it, so that it resumes from its last checkpoint under
+        a new attempt at once, charged nothing (no step retry, no orphan takeover).
+
+        Tried until it is made: the heartbeat keeps the lease meanwhile, and once no heartbeat has got through
+        for a lease TTL the watchdog presumes it lost and cancels this (the lease then expires: one takeover for
+        the whole outage). Each try folds first, fenced by that head: what the interrupted commit did is then
+        known (a group commit may have committed before its connection was lost), and a stream that settled or
+        gave its lease back meanwhile is left alone. A step the database interrupts too many times in a row (a
+        statement of its own that times out every time) fails as any failing step does."""
+        log.warning("stream %s: the database interrupted %s (%s); the stream resumes from its last checkpoint",
+                    self.stream_id, f"step {interrupted.step}" if interrupted.step else "the actor", interrupted.cause)
+        with trio.CancelScope() as scope:
+            self._step_scope = scope  # a shutdown past its grace stops the tries (the lease then expires)
+            try:
+                await self._hand_back_interrupted(interrupted)
+            finally:
+                self._step_scope = None
+        if scope.cancelled_caught and self.draining:
+            await self._release_for_shutdown()
+
+    async def _hand_back_interrupted(self, interrupted: Interrupted) -> None:
+        step = interrupted.step
+        delay, cap = RESUME_BACKOFF_S
+        while True:
+            try:
+                await self._refold()
+                if not self.core.held or self.core.attempt != self.attempt:
+                    return  # settled or released by the commit that was interrupted, or taken over
+                if step is not None and self._too_often(step):
+                    out = self.kind.step_failed(
+                        self.state, self.core, step,
+                        f"the database interrupted step {step} {self.core.interruptions + 1} times in a row "
+                        f"({interrupted.cause})")
+                    if isinstance(out, Outcome):
+                        # Recorded (a retry charged, say); then handed back like any interruption.
+                        await self._append(out)
+                        step = None
+                        continue
+                    if await self._settle(out):
+                        return
+                    continue
+                await self.log.append(StreamAppend(
+                    stream_id=self.stream_id,
+                    events=[SessionInterrupted(reason=DATABASE_TROUBLE, step=step),
+                            LeaseReleased(attempt=self.attempt, reason=DATABASE_TROUBLE)],
+                    attempt=self.attempt, expected_seq=self.core.seq, status="queued", release=True,
+                ))
+                return
+            except errors.WrongExpectedSeq:
+                continue  # the stream moved on since the fold: fold again
+            except (errors.StaleAttempt, LeaseLost):
+                self.lease_lost = True
+                return
+            except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
+                if self.draining or database_trouble(exc) is None:
+                    log.warning("stream %s: could not hand the stream back (%s); its lease will expire",
+                                self.stream_id, exc)
+                    return
+                log.info("stream %s: could not hand the stream back yet (%s)", self.stream_id, exc)
+            await trio.sleep(delay)
+            delay = min(delay * 2, cap)
+
+    def _too_often(self, step: str) -> bool:
+        """This interruption of ``step`` is one too many (counted in the log, so across attempts and processes)."""
+        before = self.core.interruptions if self.core.interrupted_step == step else 0
+        return before + 1 > self.context.settings.max_unattended_attempts
+
     async def _main(self) -> None:
         await self._refold()
         if self.claim.reason == "orphaned" and self.claim.unattended > self.context.settings.max_unattended_attempts:
@@ -178,10 +274,21 @@ class Actor:
             decision = self.kind.decide(self.state, self.core)
             if isinstance(decision, Step):
                 outcome = await self._run_step(decision)
-                if isinstance(outcome, Outcome):
+                if isinstance(outcome, Outcome) and await self._stop_landed():
+                    # A cancel or stop request landed while the step ran, after the watcher last looked: what the
+                    # step returned is not committed; the fold sees the request and the kind settles.
+                    log.info("stream %s: step %s returned after a cancel request; not committed", self.stream_id,
+                             decision.name)
+                elif isinstance(outcome, Outcome):
                     try:
                         await self._append(outcome)
                         self.steps_run += 1
+                    except (errors.DatabaseUnavailable, errors.DatabaseError) as exc:
+                        # The step's commit met the database's trouble: whether it committed is read back by the
+                        # fold of the next attempt, which redoes the step if it did not.
+                        if database_trouble(exc) is None:
+                            raise
+                        raise Interrupted(exc, decision.name) from exc
                     except errors.WrongExpectedSeq as exc:
                         # A fenced write to another stream (e.g. a course edited meanwhile) was refused: nothing
                         # was committed, so fold the news and decide again (the step runs again on fresh state).
@@ -215,13 +322,22 @@ class Actor:
                         return result
                 except (LeaseLost, trio.Cancelled):
                     raise
-                except errors.StaleAttempt as exc:
-                    raise LeaseLost from exc
-                except errors.OpenMaicError as exc:
-                    error = exc.message
-                except Exception as exc:  # a step's bug must fail the step, never the worker
-                    log.exception("stream %s: step %s raised", self.stream_id, step.name)
-                    error = f"step {step.name} failed unexpectedly ({type(exc).__name__})"
+                except BaseException as exc:  # a step's bug must fail the step, never the worker
+                    # Read through the exception groups of the step's nurseries: what matters is their leaves.
+                    if only_cancelled(exc):
+                        raise
+                    stale = stale_attempt(exc)
+                    if stale is not None:
+                        raise LeaseLost from stale
+                    trouble = database_trouble(exc)
+                    if trouble is not None:
+                        # Not the step's fault: never settled as failed, no retry charged; it runs again.
+                        raise Interrupted(trouble, step.name) from exc
+                    if not isinstance(exc, Exception):
+                        raise  # a group holding a cancellation beside failures: the step was aborted
+                    if is_bug(exc):
+                        log.error("stream %s: step %s raised", self.stream_id, step.name, exc_info=exc)
+                    error = step_error(exc, step.name)
                 finally:
                     self._step_scope = None
                 if deadline.cancelled_caught:
@@ -236,6 +352,12 @@ class Actor:
         # the real state and a release is fenced on the real head.
         await self._refold()
         return self.kind.step_failed(self.state, self.core, step.name, error)
+
+    async def _stop_landed(self) -> bool:
+        try:
+            return bool(await self.log.db.fetchval(Q.cancel_requested_after, self.stream_id, self.core.seq))
+        except (errors.DatabaseUnavailable, errors.DatabaseError):
+            return False  # the commit that follows meets the same trouble and decides the actor's fate
 
     async def _watch_for_cancel(self) -> None:
         """Abort the step in flight when a cancel request lands (hinted by NOTIFY, found by polling).

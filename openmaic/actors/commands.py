@@ -44,6 +44,9 @@ class CommandResult(msgspec.Struct, frozen=True):
     command_id: str
     seq: int
     replayed: bool = False
+    last_seq: int = 0
+    """The last seq the command wrote on the stream (0: not known): what it did is the stream as of this seq, so a
+    repeat answers from the state there, not from where the stream has moved on to since."""
 
 
 def not_found(stream_id: str) -> errors.StreamNotFound:
@@ -84,7 +87,7 @@ async def previous_result(log: EventLog, stream_id: str, command_id: str, event_
         raise errors.CommandConflict(
             f"command_id {command_id!r} was already used for {first.type} on this stream", command_id=command_id
         )
-    return CommandResult(command_id, first.seq, True)
+    return CommandResult(command_id, first.seq, True, first.last_seq)
 
 
 async def apply(
@@ -115,7 +118,7 @@ async def apply(
             stream_id, events, command_id=command_id, expected_seq=row.head_seq, status=status,
             progress=status == "queued",
         )
-        return CommandResult(command_id, r.first_seq, r.replayed)
+        return CommandResult(command_id, r.first_seq, r.replayed, r.last_seq)
 
     return await until_decided(
         attempt, lambda: errors.Conflict("the stream is changing too fast to apply this command; retry it"))
@@ -152,7 +155,7 @@ async def create_session(
                     return prev
         raise
     main = next(r for r in results if r.stream_id == stream_id)
-    return CommandResult(command_id or "", main.first_seq, main.replayed)
+    return CommandResult(command_id or "", main.first_seq, main.replayed, main.last_seq)
 
 
 class Commands:

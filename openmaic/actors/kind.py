@@ -14,11 +14,14 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 import msgspec
 
 from openmaic.events.core import (
+    DATABASE_TROUBLE,
     LeaseClaimed,
+    LeaseReleased,
     ModelTurnCompleted,
     SessionCancelRequested,
     SessionCreated,
     SessionEnded,
+    SessionInterrupted,
     SessionMessagePosted,
     StreamOwnerChanged,
 )
@@ -46,6 +49,12 @@ class Core(msgspec.Struct, frozen=True, kw_only=True):
     """The status of the last ``session.ended``, or None while the session is live."""
     pending: tuple[Message, ...] = ()
     """Follow-ups posted and not yet delivered to a committed turn (the delivery cursor's complement)."""
+    held: bool = False
+    """Some attempt holds the lease (claimed, and not yet released or ended)."""
+    interrupted_step: str | None = None
+    interruptions: int = 0
+    """How many times in a row the database interrupted ``interrupted_step`` (step names are not reused once a
+    step completes, so a count for another step starts afresh)."""
 
 
 def evolve_core(core: Core, event: Event, seq: int) -> Core:
@@ -54,7 +63,12 @@ def evolve_core(core: Core, event: Event, seq: int) -> Core:
         case SessionCreated(owner_id=owner) | StreamOwnerChanged(to_owner_id=owner):
             return r(core, seq=seq, owner_id=owner)
         case LeaseClaimed(attempt=attempt):
-            return r(core, seq=seq, attempt=attempt)
+            return r(core, seq=seq, attempt=attempt, held=True)
+        case LeaseReleased():
+            return r(core, seq=seq, held=False)
+        case SessionInterrupted(reason=reason, step=step) if reason == DATABASE_TROUBLE and step is not None:
+            count = core.interruptions + 1 if step == core.interrupted_step else 1
+            return r(core, seq=seq, interrupted_step=step, interruptions=count)
         case SessionCancelRequested():
             return r(core, seq=seq, cancel_requested=core.ended is None)
         case SessionMessagePosted(text=text, delivery=delivery):
@@ -65,7 +79,7 @@ def evolve_core(core: Core, event: Event, seq: int) -> Core:
             done = set(delivered)
             return r(core, seq=seq, pending=tuple(m for m in core.pending if m.seq not in done))
         case SessionEnded(status=status):
-            return r(core, seq=seq, ended=status, cancel_requested=False)
+            return r(core, seq=seq, ended=status, cancel_requested=False, held=False)
         case _:
             return r(core, seq=seq)
 

@@ -88,6 +88,8 @@ class Worker:
         self.id = worker_id or new_worker_id()
         self.actors: dict[str, Actor] = {}
         self.stats = WorkerStats()
+        self._beat_trouble = Backoff(f"worker {self.id}: heartbeat", "leases count down from the last one renewed",
+                                     cap=settings.heartbeat_s)
         self.actor_context = ActorContext(log=log_, wakeups=wakeups, settings=settings, services=services,
                                           lost_lease=self.stats.lost_lease)
         self._record_lateness = record_lateness
@@ -178,10 +180,13 @@ class Worker:
                     # would stay leased by nobody until the lease expired, then be charged an orphan takeover.
                     # A shutdown gives it until the end of its grace (see run).
                     rows: list[Claim] = []
+                    # At most max_actors_per_owner of one owner's share, every share's first before any share's
+                    # second (openmaic_claim): a few owners' steps stuck on silent endpoints cannot hold every slot.
                     with trio.CancelScope(shield=True, deadline=self._claim_deadline) as self._claim_shield:
                         try:
                             with metrics.timed(metrics.CLAIM_SECONDS):
-                                rows = await self.db.fetch_as(Claim, Q.claim, self.id, kinds, limits, ttl_ms)
+                                rows = await self.db.fetch_as(Claim, Q.claim, self.id, kinds, limits, ttl_ms,
+                                                              self.settings.max_actors_per_owner)
                         except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
                             trouble.note(exc)
                             rows = []
@@ -252,12 +257,16 @@ class Worker:
             if self._record_lateness:
                 self.stats.heartbeat_lateness.append(now - next_at)
             next_at = now + interval
-            await self.heartbeat_once()
+            if not await self.heartbeat_once():
+                # Tried again sooner than the interval (0.1 s doubling, at most the interval): after a failover the
+                # leases are renewed as soon as the new primary takes writes, before the watchdog gives them up.
+                next_at = min(next_at, now + self._beat_trouble.pause())
 
-    async def heartbeat_once(self) -> None:
+    async def heartbeat_once(self) -> bool:
+        """Renew the leases of every actor that holds one; False when the database refused (logged once per outage)."""
         held = [(sid, a.attempt) for sid, a in self.actors.items() if not a.lease_lost]
         if not held:
-            return
+            return True
         sent = trio.current_time()
         try:
             renewed = set(await self.db.fetch_values(
@@ -265,10 +274,11 @@ class Worker:
                 self.id,
             ))
         except (errors.DatabaseError, errors.DatabaseUnavailable) as exc:
-            # The next interval retries; until a heartbeat gets through, the watchdog counts each lease down from
-            # the last one that did.
-            log.warning("worker %s: heartbeat failed: %s", self.id, exc)
-            return
+            # Retried soon (see _heartbeat_loop); until a heartbeat gets through, the watchdog counts each lease
+            # down from the last one that did.
+            self._beat_trouble.note(exc)
+            return False
+        self._beat_trouble.succeeded()
         self.stats.heartbeats += 1
         for sid, attempt in held:
             a = self.actors.get(sid)
@@ -279,6 +289,7 @@ class Worker:
                 a.renewed_at = sent
             else:
                 a.lose_lease()
+        return True
 
     async def _watchdog_loop(self) -> None:
         """Presume a lease lost once a TTL has passed since the statement that last renewed it was sent.

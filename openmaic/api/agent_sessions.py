@@ -27,7 +27,8 @@ from quart import Blueprint, Response
 
 from openmaic import errors, metrics
 from openmaic.api.commands import CommandTable
-from openmaic.api.follow import PING, SSE_HEADERS, Phase, ViewFraming, follow_sse, sse_data
+from openmaic.api.follow import PING, SSE_HEADERS, Phase, ViewFraming, end_on_outage, follow_sse, sse_data
+from openmaic.api.idempotency import idempotency_key
 from openmaic.api.pages import PageQuery, cursor_of, next_page_headers, read_cursor
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
@@ -117,16 +118,25 @@ class Runtime(Wire):
 
 
 @api_route(bp, "POST", "/api/agent/sessions", body=StartSession, response=SessionMeta, status=202,
-           errors=(404, 409, 429))
+           errors=(404, 409, 429), idempotent=True)
 async def start_session(call: Call) -> tuple[SessionMeta, int]:
-    """Start the Pro agent on a course (stageId) or a new one, with a first prompt; 202 with the session."""
+    """Start the Pro agent on a course (stageId) or a new one, with a first prompt; 202 with the session.
+
+    The answer is the session as it was created; with an Idempotency-Key, a repeat answers the same session so.
+    """
     b: StartSession = call.body
+    keyed = idempotency_key(call)
+    if keyed is not None:
+        # A repeat is answered before anything is checked again: it was checked the first time.
+        again = await sessions_of(call).created(call.user, keyed)
+        if again is not None:
+            return meta(call.user, *again), 202
     if b.prompt is None or not b.prompt.strip():
         raise errors.MissingField("Missing required field: prompt", path="prompt")
     if b.skill:
         raise errors.InvalidInput(f"unknown skill {b.skill!r}: this server has no skills", path="skill")
     await _check_materials(call.services, call.user, b.material_ids)
-    row, state = await sessions_of(call).start(call.user, b.prompt, b.stage_id)
+    row, state = await sessions_of(call).start(call.user, b.prompt, b.stage_id, keyed=keyed)
     return meta(call.user, row, state), 202
 
 
@@ -183,8 +193,9 @@ async def message(services: ApiServices, owner: str, session_id: str, b: SendMes
         raise errors.MissingField("Missing required field: text", path="text")
     await sessions.read(owner, session_id)  # a session that is not yours: the 404 first
     await _check_materials(services, owner, b.material_ids)
-    result, delivery = await sessions.send(owner, session_id, b.text, command_id=b.command_id)
-    return MessageAnswer(id=session_id, message=PostedMessage(seq=result.seq, text=b.text, delivery=delivery),
+    result, posted = await sessions.send(owner, session_id, b.text, command_id=b.command_id)
+    answer = PostedMessage(seq=result.seq, text=posted.text, delivery=posted.delivery)
+    return MessageAnswer(id=session_id, message=answer,
                          element_refs_accepted=0, course_refs_accepted=0)
 
 
@@ -333,6 +344,6 @@ async def _owner_session_events(services: ApiServices, owner: str) -> AsyncItera
 async def owner_events(call: Call) -> Response:
     """Your sessions' changes as server-sent events (session_created, session_status, session_title)."""
     sessions_of(call)
-    response = Response(_owner_session_events(call.services, call.user), 200, dict(SSE_HEADERS))
+    response = Response(end_on_outage(_owner_session_events(call.services, call.user)), 200, dict(SSE_HEADERS))
     response.timeout = None
     return response

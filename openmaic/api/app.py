@@ -6,6 +6,7 @@ to workers and projectors, which run in the server's root nursery beside hyperco
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from typing import Any
 
@@ -21,6 +22,9 @@ from openmaic.api.errors import describe, render
 from openmaic.api.access_code import AccessCodeRequired
 from openmaic.api.hosts import HostNotAllowed, HostPolicy
 from openmaic.api.identity import IdentityResolver
+from openmaic.modelconfig.secret_box import process_instance_key
+from openmaic.owners.anonymous import AnonymousOwners
+from openmaic.owners.claims import ClaimQuotas
 from openmaic.api.origins import normalize_origin
 from openmaic.api.routing import STATE_KEY, ApiRequest, ApiState, app_state, routes_of
 from openmaic.api.services import ApiServices
@@ -51,8 +55,12 @@ def create_app(
     # The request object exists before routing picks a route's limit, so it starts at the largest; each
     # route's wrapper then lowers it (see routing._LimitedBody).
     app.config["MAX_CONTENT_LENGTH"] = max(limits.json_body_bytes, limits.upload_bytes)
-    identity = IdentityResolver(services.config.identity, services.db, access_code=services.config.access_code,
-                                log=services.log, mints_per_minute=limits.anonymous_owners_per_minute)
+    config = services.config
+    key = functools.partial(process_instance_key, config.secret_key, config.server.data_dir)
+    identity = IdentityResolver(services.config.identity, services.log, AnonymousOwners(key),
+                                access_code=services.config.access_code,
+                                mints_per_minute=limits.anonymous_owners_per_minute,
+                                claim_quotas=ClaimQuotas.of(limits))
     allowed = frozenset(o for o in map(normalize_origin, services.config.server.allowed_origins) if o is not None)
     server = services.config.server
     hosts = HostPolicy([*server.allowed_hosts, *([listen_host] if listen_host else [])], listen_host=server.host)

@@ -1,7 +1,8 @@
 """``GET /api/assets/{id}``: an owner's stored asset (a course's pictures, videos, posters, narration clips).
 
 Owner-scoped: another owner's asset, a missing one and a malformed id are the same plain ``Not found``. The answer
-carries the stored ``Content-Type``, ``ETag`` (the bytes' sha256, quoted; assets are content-addressed, so it
+carries the stored ``Content-Type`` (``application/octet-stream`` for a type outside
+:data:`~openmaic.media.assets.MEDIA_TYPES`, stored before every type was checked), ``ETag`` (the bytes' sha256, quoted; assets are content-addressed, so it
 never changes), ``Cache-Control: private, max-age=31536000, immutable`` and ``Accept-Ranges: bytes``, with
 ``X-Content-Type-Options: nosniff`` so a browser never reinterprets the bytes, and a sandboxing
 ``Content-Security-Policy`` so an asset opened on its own (an SVG a client uploaded) runs no script.
@@ -22,7 +23,7 @@ from quart import Blueprint, Response
 
 from openmaic import errors
 from openmaic.api.routing import Call, api_route
-from openmaic.media.assets import AssetHead, read_asset_head, read_asset_range
+from openmaic.media.assets import MEDIA_TYPES, AssetHead, read_asset_head, read_asset_range
 
 __all__ = ["bp", "parse_range"]
 
@@ -116,6 +117,9 @@ async def get_asset(call: Call, asset_id: str) -> Response:
             yield chunk
             at += len(chunk)
 
-    response = Response(body(), status, headers=headers, content_type=head.media_type)
+    # Stored before every stored type was checked, an asset may carry one outside the list (text/html, or one
+    # holding CR LF that no header may carry): such bytes are served as what they cannot be run as.
+    media_type = head.media_type if head.media_type in MEDIA_TYPES else "application/octet-stream"
+    response = Response(body(), status, headers=headers, content_type=media_type)
     response.timeout = None  # a long video is sent at the client's pace
     return response

@@ -22,7 +22,7 @@ from quart import Blueprint, Response
 from openmaic.api.routing import Call, api_route, app_state
 from openmaic.api.origins import require_same_origin_json
 from openmaic.api.wire import encode
-from openmaic.owners.claims import ClaimRefused, ClaimResult, claim_owner, is_anonymous, merged_from
+from openmaic.owners.claims import ClaimQuotas, ClaimRefused, ClaimResult, claim_owner, is_anonymous, merged_from
 
 __all__ = ["bp"]
 
@@ -52,11 +52,12 @@ async def claim_anonymous_work(call: Call) -> Response:
     owner = await identity.resolve(call.request)
     if is_anonymous(owner):
         raise ClaimRefused("TARGET_ANONYMOUS")
-    pending = identity.pending_claim(call.request)
+    pending = await identity.pending_claim(call.request)
     if pending is None:
         raise ClaimRefused("NO_PENDING_CLAIM")
     try:
-        result = await claim_owner(call.services.log, pending, owner)
+        result = await claim_owner(call.services.log, pending, owner,
+                                   quotas=ClaimQuotas.of(call.services.config.limits))
     except ClaimRefused as refused:
         if refused.error_code == "ALREADY_CLAIMED_ELSEWHERE":
             identity.drop_anonymous_cookie()  # it can never be claimed here: stop presenting it

@@ -7,7 +7,9 @@
   ``{type: "removed", id}`` for each classroom that went;
 * ``GET /api/classrooms/{id}`` — one classroom with its scenes (content and script) and agents, folded from its
   course stream (never behind), and the run still writing it (:mod:`openmaic.courses.views`);
-* ``DELETE /api/classrooms/{id}`` — delete it; a run still building it ends at its next step boundary.
+* ``DELETE /api/classrooms/{id}`` — delete it; a run still building it ends at its next step boundary;
+* ``GET /api/classrooms/{id}/export.pptx`` and ``GET /api/classrooms/{id}/export.html`` — the classroom as a
+  PowerPoint file and as one HTML page that plays offline (:mod:`openmaic.exports`), as downloads.
 
 OpenMAIC keeps stages in its persistence routes, whose shapes are not established here; these are this
 server's own. A classroom that is not the caller's is the plain ``Not found``.
@@ -17,15 +19,16 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from typing import Annotated, Any
+from urllib.parse import quote
 
 import msgspec
-
 from quart import Blueprint, Response
 
-from openmaic import metrics
+from openmaic import errors, metrics
 from openmaic.api.follow import Phase, feed_response
 from openmaic.api.headless import runs_of
 from openmaic.api.identity import accept_websocket
@@ -37,6 +40,8 @@ from openmaic.courses.history import Version, course_versions, restore_course
 from openmaic.courses.views import ClassroomView, classroom_view
 from openmaic.events.log import RecordedEvent
 from openmaic.events.wakeups import owner_hint
+from openmaic.exports import export_html, export_pptx
+from openmaic.media.assets import read_asset_head, read_asset_range
 from openmaic.projections import LibraryCard
 from openmaic.runs.views import run_state
 from openmaic.store.queries import Q
@@ -103,7 +108,12 @@ async def list_classrooms(call: Call) -> ClassroomsAnswer:
 async def get_classroom(call: Call, id: str) -> ClassroomAnswer:
     """A classroom (the course at result.classroomId / run.stageId): its scenes with their content and script,
     its agents, and the run still writing it, if any (follow that run's events for the scenes to come)."""
-    return ClassroomAnswer(classroom=classroom_view(id, await runs_of(call).owned_course(call.user, id)))
+    return ClassroomAnswer(classroom=await _classroom(call, id))
+
+
+async def _classroom(call: Call, id: str) -> ClassroomView:
+    """The caller's classroom as its route answers it (the exports read the same); Not found unless theirs."""
+    return classroom_view(id, await runs_of(call).owned_course(call.user, id))
 
 
 @api_route(bp, "DELETE", "/api/classrooms/{id}", query=DeleteQuery, response=Deleted, plain_not_found=True,
@@ -165,6 +175,60 @@ async def restore_classroom(call: Call, id: str) -> Restored:
     await runs_of(call).owned_course(call.user, id)
     seq = await restore_course(call.services.log, id, b.seq, b.command_id or f"restore-{uuid.uuid4()}")
     return Restored(seq=seq)
+
+
+# -- exports ----------------------------------------------------------------------------------------------------------
+
+PPTX_TYPE = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+EXPORT_ASSET_MAX = 64 * 1024 * 1024
+"""A larger asset (a long video) is left out of an export rather than held whole in memory."""
+
+
+async def _export_source(call: Call, id: str) -> tuple[dict[str, Any], Any]:
+    """The classroom as its route answers it (a JSON object), and a reader of the owner's assets for it."""
+    classroom = msgspec.json.decode(encode(await _classroom(call, id)))
+    db, owner = call.services.db, call.user
+
+    async def read(asset_id: str) -> tuple[bytes, str] | None:
+        try:
+            head = await read_asset_head(db, owner, asset_id)
+            if head.size > EXPORT_ASSET_MAX:
+                return None
+            return await read_asset_range(db, owner, asset_id, 0, head.size), head.media_type
+        except errors.NotFound:
+            return None  # gone since the document named it: the export shows it as missing
+
+    return classroom, read
+
+
+def _download(body: bytes, content_type: str, classroom: dict[str, Any], ext: str) -> Response:
+    name = str((classroom.get("stage") or {}).get("name") or classroom.get("title") or "classroom")
+    ascii_name = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-")[:80] or "classroom"
+    response = Response(body, 200, content_type=content_type)
+    response.headers["Content-Disposition"] = (f'attachment; filename="{ascii_name}.{ext}"; '
+                                               f"filename*=UTF-8''{quote(name[:80])}.{ext}")
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Cache-Control"] = "private, no-store"
+    return response
+
+
+@api_route(bp, "GET", "/api/classrooms/{id}/export.pptx", media_type=PPTX_TYPE, plain_not_found=True)
+async def export_classroom_pptx(call: Call, id: str) -> Response:
+    """The classroom as a PowerPoint file: every slide's elements at their positions, the narration as notes,
+    quizzes as slides listing their questions."""
+    classroom, read = await _export_source(call, id)
+    return _download(await export_pptx(classroom, read), PPTX_TYPE, classroom, "pptx")
+
+
+@api_route(bp, "GET", "/api/classrooms/{id}/export.html", media_type="text/html", plain_not_found=True)
+async def export_classroom_html(call: Call, id: str) -> Response:
+    """The classroom as one self-contained HTML file that plays offline (the player, the document, its pictures
+    and narration inlined)."""
+    classroom, read = await _export_source(call, id)
+    response = _download(await export_html(classroom, read), "text/html; charset=utf-8", classroom, "html")
+    # Sent as a download; should a browser show it anyway, it runs as an opaque origin reading nothing of ours.
+    response.headers["Content-Security-Policy"] = "sandbox allow-scripts"
+    return response
 
 
 # -- the live list ----------------------------------------------------------------------------------------------

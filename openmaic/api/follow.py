@@ -7,7 +7,8 @@ memory. After the backlog the follower joins the stream's live feed (:mod:`openm
 found more than ``server.ws_send_queue`` events (or ``server.ws_send_queue_bytes`` bytes) behind the stream's
 head once live is too slow to follow it:
 the response ends, and the client resumes from its last seq (an ``EventSource`` does so by itself, sending
-``Last-Event-ID``). A comment ``: ping`` is written whenever nothing was written for ``server.sse_ping_s``.
+``Last-Event-ID``). A comment ``: ping`` is written whenever nothing was written for ``server.sse_ping_s``. While the
+database is away a response pings and waits, or ends with a ``retry:`` hint (:mod:`openmaic.api.outage`).
 """
 
 from __future__ import annotations
@@ -22,23 +23,19 @@ from quart import Response
 from openmaic import metrics
 from openmaic.feeds.live import LiveEvent
 from openmaic.feeds.queues import open_send_queue
+from openmaic.api.outage import RETRY, SSE_HEADERS, database_outage, until_database_answers
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import MAX_PAGE, encode
 from openmaic.events.log import PAGE_BYTES, RecordedEvent, more_after
 
-__all__ = ["PING", "Phase", "SseFraming", "SSE_HEADERS", "ViewFraming", "feed_response", "follow_sse", "sse_data"]
+__all__ = ["PING", "Phase", "SseFraming", "SSE_HEADERS", "ViewFraming", "end_on_outage", "feed_response", "follow_sse",
+           "sse_data"]
 
 Phase = Literal["backlog", "live"]
 
 PING = b": ping\n\n"
 WRITE_CHUNK = 64 * 1024
 """Frames are written in chunks of about this size: one write per event is slow."""
-
-SSE_HEADERS = {
-    "Content-Type": "text/event-stream; charset=utf-8",
-    "Cache-Control": "no-cache, no-transform",
-    "X-Accel-Buffering": "no",  # a proxy (nginx) must not hold frames back
-}
 
 
 class SseFraming(Protocol):
@@ -81,7 +78,9 @@ class ViewFraming:
 
 
 def feed_response(changes: AsyncIterator[Any]) -> Response:
-    """An SSE response of an owner's feed: each change as an unnamed frame, ``None`` (a heartbeat) as a ping."""
+    """An SSE response of an owner's feed: each change as an unnamed frame, ``None`` (a heartbeat) as a ping. The
+    database going away ends it with a ``retry:`` hint (:func:`end_on_outage`): the client reconnects and reads the
+    list afresh."""
 
     async def body() -> AsyncIterator[bytes]:
         metrics.SSE_CLIENTS.inc()
@@ -92,9 +91,23 @@ def feed_response(changes: AsyncIterator[Any]) -> Response:
         finally:
             metrics.SSE_CLIENTS.dec()
 
-    response = Response(body(), 200, dict(SSE_HEADERS))
+    response = Response(end_on_outage(body()), 200, dict(SSE_HEADERS))
     response.timeout = None  # a live feed has no end; quart would otherwise cut it after 60 s
     return response
+
+
+async def end_on_outage(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """``chunks``, ended cleanly with a ``retry:`` hint if the database goes away under them (an ``EventSource``
+    reconnects after a response that ends, and is then told to wait: :mod:`openmaic.api.outage`); an error that
+    escaped instead would cut the connection mid-chunk."""
+    async with contextlib.aclosing(chunks):  # closed with the response
+        try:
+            async for chunk in chunks:
+                yield chunk
+        except Exception as exc:
+            if not database_outage(exc):
+                raise
+            yield RETRY
 
 
 def sse_data(data: bytes) -> bytes:
@@ -121,30 +134,64 @@ def _chunks(frames: list[bytes]) -> list[bytes]:
 
 
 async def follow_sse(services: ApiServices, stream_id: str, start: int, framing: SseFraming) -> AsyncIterator[bytes]:
-    """The SSE body of ``stream_id`` after seq ``start``, framed by ``framing``."""
+    """The SSE body of ``stream_id`` after seq ``start``, framed by ``framing``. The database going away does not
+    end it: it waits, with pings, until the database answers again and goes on from the last seq it wrote (the
+    backlog, or the live feed), so the client sees no gap and needs no reconnect (:mod:`openmaic.api.outage`)."""
+    metrics.SSE_CLIENTS.inc()
+    at = _Position(start)
+    try:
+        while True:
+            async with contextlib.aclosing(_follow(services, stream_id, framing, at)) as chunks:
+                try:
+                    async for chunk in chunks:
+                        yield chunk
+                    return  # dropped by the feed (too slow, or the server is stopping): the client resumes
+                except Exception as exc:
+                    if not database_outage(exc):
+                        raise
+            async with contextlib.aclosing(until_database_answers(services)) as waiting:
+                async for chunk in waiting:
+                    yield chunk
+    finally:
+        metrics.SSE_CLIENTS.dec()
+
+
+class _Position:
+    """How far a follower got: the last seq written, and whether the backlog was done (``caught_up`` sent)."""
+
+    def __init__(self, start: int) -> None:
+        self.start = start
+        self.cursor = start
+        self.live = False
+
+
+async def _follow(services: ApiServices, stream_id: str, framing: SseFraming, at: _Position) -> AsyncIterator[bytes]:
+    """The stream's frames from ``at.cursor`` on, advancing it; raises what the database raised, or the error that
+    ended its live feed."""
     log, feeds = services.log, services.feeds
     ping_s = services.config.server.sse_ping_s
-    metrics.SSE_CLIENTS.inc()
+    phase: Phase = "live" if at.live else "backlog"  # events missed during an outage come as live ones
     # Live events wait here while the previous write is in progress; a full queue means the client cannot keep
     # up, the feed drops it, and the response ends: the client resumes from its last seq.
     send, receive = open_send_queue(services.config.server.ws_send_queue, services.config.server.ws_send_queue_bytes)
     try:
-        cursor = start
         while True:  # the backlog, paced by the client: the next page is read once this one is written
             # Bounded by bytes as well as by count: a page of large events is not held whole per client.
-            batch = await log.read_stream(stream_id, cursor, MAX_PAGE, max_bytes=PAGE_BYTES)
-            for chunk in _chunks(framing.frames(batch, "backlog")):
+            batch = await log.read_stream(stream_id, at.cursor, MAX_PAGE, max_bytes=PAGE_BYTES)
+            for chunk in _chunks(framing.frames(batch, phase)):
                 yield chunk
             if batch:
-                cursor = batch[-1].seq
+                at.cursor = batch[-1].seq
             if not more_after(batch, MAX_PAGE, PAGE_BYTES):
                 break
-        yield framing.caught_up(start, cursor)
-        with feeds.subscriber(stream_id, cursor, send) as sub:
+        if not at.live:
+            yield framing.caught_up(at.start, at.cursor)
+            at.live = True
+        with feeds.subscriber(stream_id, at.cursor, send) as sub:
             while gap := await feeds.join(sub):  # behind the stream's feed: deliver the gap first, paced
                 for chunk in _chunks(framing.frames(gap, "live")):
                     yield chunk
-                sub.after = gap[-1].seq
+                sub.after = at.cursor = gap[-1].seq
             last_write = trio.current_time()
             while True:
                 # The next live event, or a ping once the connection has been quiet for ping_s. (No yield inside
@@ -154,21 +201,27 @@ async def follow_sse(services: ApiServices, stream_id: str, start: int, framing:
                     try:
                         live = await receive.receive()
                     except trio.EndOfChannel:
-                        return  # dropped by the feed (too slow, or the feed stopped): the client resumes
+                        # Dropped by the feed: too slow (the client resumes), the server stopping, or the feed's
+                        # reads failed — the database's outage is waited out by the caller.
+                        if sub.error is not None and database_outage(sub.error):
+                            raise sub.error  # its __cause__ says why
+                        return
                 if live is None:
                     yield PING
                     last_write = trio.current_time()
                     continue
                 frames = [framing.live(live)]
+                at.cursor = live.seq
                 while True:  # whatever else is already queued goes in the same write
                     try:
-                        frames.append(framing.live(receive.receive_nowait()))
+                        nxt = receive.receive_nowait()
                     except (trio.WouldBlock, trio.EndOfChannel):
                         break
+                    frames.append(framing.live(nxt))
+                    at.cursor = nxt.seq
                 out = b"".join(frames)
                 if out:
                     yield out
                     last_write = trio.current_time()
     finally:
         receive.close()
-        metrics.SSE_CLIENTS.dec()

@@ -33,6 +33,7 @@ from openmaic.api.commands import CommandTable
 from openmaic.api.follow import SSE_HEADERS, Phase, ViewFraming, feed_response, follow_sse
 from openmaic.api.headless import runs_of
 from openmaic.api.pages import PageQuery, cursor_of, read_cursor
+from openmaic.api.idempotency import idempotency_key
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import CommandId, Success, Wire, encode
@@ -170,15 +171,17 @@ def start_input(body: StartRun) -> RunInput:
 # -- routes ----------------------------------------------------------------------------------------------------
 
 
-@api_route(bp, "POST", "/api/generation-runs", body=StartRun, response=RunAnswer, status=202, errors=(403, 429))
+@api_route(bp, "POST", "/api/generation-runs", body=StartRun, response=RunAnswer, status=202, errors=(403, 409, 429),
+           idempotent=True)
 async def start_run(call: Call) -> tuple[RunAnswer, int]:
-    """Start a generation run (and its course); not idempotent: every start is a new run.
+    """Start a generation run (and its course); every start is a new run, but one repeated with its Idempotency-Key.
 
     outlineReview: wait (the default: confirm-outline), auto, or countdown (confirms by itself after 2.5 s unless
-    held). 400 INVALID_REQUEST / MISSING_REQUIRED_FIELD naming the field, MISSING_MODEL / MISSING_API_KEY, 429
-    ACTIVE_RUN_LIMIT.
+    held). The answer is the run as it was created. 400 INVALID_REQUEST / MISSING_REQUIRED_FIELD naming the
+    field, MISSING_MODEL / MISSING_API_KEY, 409 IDEMPOTENCY_KEY_REUSED, 429 ACTIVE_RUN_LIMIT.
     """
-    row, state = await runs_of(call).start(call.user, start_input(call.body))
+    keyed = idempotency_key(call)
+    row, state = await runs_of(call).start(call.user, start_input(call.body), keyed=keyed)
     return RunAnswer(run=view_of(row, state)), 202
 
 
@@ -233,7 +236,10 @@ async def retry(services: ApiServices, owner: str, run_id: str, b: Retry) -> Com
             if isinstance(exc, errors.CommandConflict):
                 raise  # a command id used for another command: its own answer
             raise RunStateConflict(exc.message, element_id=b.media.element_id) from None
-        _, state = await runs.read(owner, run_id)
+        # The run as the command left it (a repeat answers as the first time); a retry recorded before the run's
+        # event carried the command id answers with the run as it is.
+        mark = await services.log.command_event(run_id, b.command_id)
+        state = (await runs.read(owner, run_id))[1] if mark is None else await runs.fold(run_id, to_seq=mark.last_seq)
         return CommandAnswer(state=run_state(state.state), seq=done.seq)
     out = await runs.retry(owner, run_id, b.command_id)
     return CommandAnswer(state=out.state, seq=out.seq)

@@ -22,6 +22,7 @@ from quart import Blueprint
 
 from openmaic import errors
 from openmaic.api.health import MediaCapabilities, media_view
+from openmaic.api.idempotency import idempotency_key
 from openmaic.api.routing import Call, api_route, origin
 from openmaic.api.wire import Success, Wire
 from openmaic.capabilities import material_limits
@@ -89,13 +90,14 @@ def runs_of(call: Call) -> RunService:
 
 
 @api_route(bp, "POST", "/api/generate-classroom", body=GenerateClassroom, response=JobView, status=202,
-           body_limit=MAX_START_BODY_BYTES, errors=(403, 429))
+           body_limit=MAX_START_BODY_BYTES, errors=(403, 409, 429), idempotent=True)
 async def generate_classroom(call: Call) -> tuple[JobView, int]:
     """Start generating a classroom from a requirement (and materials); poll the answer's pollUrl.
 
     The run confirms its own outline and casts its own agents. 400 MISSING_REQUIRED_FIELD without a requirement,
     INVALID_REQUEST for pdfContent or unavailable materials, MISSING_MODEL or MISSING_API_KEY when the outline
-    model cannot run; 429 ACTIVE_RUN_LIMIT at the owner's run limits.
+    model cannot run; 409 IDEMPOTENCY_KEY_REUSED; 429 ACTIVE_RUN_LIMIT at the owner's run limits. With an
+    Idempotency-Key, a repeat answers the job as the first request did (the same job).
     """
     body: GenerateClassroom = call.body
     if body.pdf_content is not msgspec.UNSET:
@@ -103,9 +105,10 @@ async def generate_classroom(call: Call) -> tuple[JobView, int]:
                                   "and pass its id in materialIds", path="pdfContent")
     if body.requirement is None:
         raise errors.MissingField("Missing required field: requirement", path="requirement")
+    keyed = idempotency_key(call)
     inp = RunInput(requirement=body.requirement, material_ids=list(body.material_ids), language="",
                    outline_review="auto")
-    row, state = await runs_of(call).start(call.user, inp)
+    row, state = await runs_of(call).start(call.user, inp, keyed=keyed)
     return job_view(row.id, state, origin(call.request)), 202
 
 

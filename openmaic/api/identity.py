@@ -11,7 +11,9 @@
 * ``shared`` — OpenMAIC's shared team owner (``PERSISTENCE_SHARED_OWNER_ID``, which requires ``ACCESS_CODE``):
   every request belongs to the team.
 * ``anonymous`` — OpenMAIC's anonymous fallback: the ``anonymous_id`` cookie holds a random UUID v4 (unsigned, as
-  OpenMAIC's) and the owner is ``anon:<uuid>``. It is set on the first visit and renewed on every HTTP answer
+  OpenMAIC's). Unlike OpenMAIC's, the cookie is a secret that is never the owner id: the owner is derived from it
+  with the instance secret (:mod:`openmaic.owners.anonymous`, which also moves a legacy owner ``anon:<cookie>``'s
+  work to the derived owner the first time its cookie comes back). It is set on the first visit and renewed on every HTTP answer
   (400 days, ``Path=/; HttpOnly; SameSite=Lax``, ``Secure`` over https, or when a trusted proxy says
   ``X-Forwarded-Proto: https``). A missing or malformed cookie is
   re-minted, never refused; a WebSocket cannot set cookies, so there it is a 401. An anonymous owner that was
@@ -34,8 +36,8 @@ Tokens and their storage are :mod:`openmaic.owners.tokens`'s; this module only a
 
 from __future__ import annotations
 
+import collections
 import ipaddress
-import re
 import uuid
 from typing import Any
 
@@ -48,10 +50,14 @@ from openmaic.api.access_code import (
 )  # fmt: skip
 from openmaic.config import IdentityConfig
 from openmaic.events.log import EventLog
-from openmaic.owners.claims import ClaimRefused, OwnerRetired, claim_owner, claimed_into, is_anonymous
+from openmaic.owners.anonymous import COOKIE_VALUE, AnonymousOwners
+from openmaic.owners.claims import (
+    ClaimQuotas, ClaimRefused, OwnerRetired, claim_owner, claimed_into, in_anonymous_namespace, is_anonymous,
+)  # fmt: skip
 from openmaic.owners.tokens import looks_like_token, token_owner
 from openmaic.secret import Secret
 from openmaic.store.database import Database
+from openmaic.store.queries import Q
 
 __all__ = ["COOKIE_MAX_AGE_S", "WS_PROTOCOL", "IdentityResolver", "accept_websocket"]
 
@@ -66,9 +72,11 @@ _WS_BEARER = "bearer."
 _ANONYMOUS = "openmaic_anonymous_id"  # the name under quart.g of this request's anonymous id, for its cookie
 _DROP = "openmaic_drop_anonymous_id"  # set under quart.g when this answer drops the anonymous cookie
 _CLAIMED = "openmaic_claim_tried"  # set under quart.g once this request tried its automatic claim
+_PRESENTED = "openmaic_anonymous_presented"  # set under quart.g when the anonymous owner came from the request
+_REMEMBERED_SHARES = 100_000
+"""Anonymous owners whose recorded address a process remembers (about 20 MB at most)."""
 AUTO_CLAIM_BUSY_S = 1.0
 """How long an automatic claim retries lost lock races within the request before leaving it to the next one."""
-_UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
 class TooManyNewOwners(RateLimited):
@@ -93,12 +101,18 @@ async def accept_websocket(ws: Any) -> None:
 class IdentityResolver:
     """Resolves the owner of a request (or WebSocket handshake) according to the configured mode."""
 
-    def __init__(self, config: IdentityConfig, db: Database, *, access_code: Secret | None = None,
-                 log: EventLog | None = None, mints_per_minute: int = 60) -> None:
+    def __init__(self, config: IdentityConfig, log: EventLog, anonymous: AnonymousOwners, *,
+                 access_code: Secret | None = None, mints_per_minute: int = 60,
+                 claim_quotas: ClaimQuotas = ClaimQuotas()) -> None:
         self.config = config
-        self.db = db
+        self.db = log.db
         self.log = log
-        """Where automatic claims are written (``claim_trigger: auto``); without it claims are explicit only."""
+        """Where claims (automatic ones, ``claim_trigger: auto``) and legacy owners' moves are written."""
+        self.anonymous = anonymous
+        self.claim_quotas = claim_quotas
+        """The account's limits an automatic claim keeps to (``limits.claims_over_quota``)."""
+        self._shares: collections.OrderedDict[str, str] = collections.OrderedDict()
+        """The share each anonymous owner was last recorded under (see :meth:`_seen_from`)."""
         self._networks = config.proxy_networks()
         self.gate = AccessGate(access_code) if access_code is not None else None
         self.attempts = AttemptLimiter()
@@ -130,21 +144,23 @@ class IdentityResolver:
         """The owner of ``request`` (a quart Request or Websocket), or :class:`Unauthorized`. With
         ``claim_trigger: auto``, a signed-in owner's request that presents an anonymous cookie claims it first."""
         owner = await self._resolve(request)
-        if self.config.claim_trigger == "auto" and self.log is not None and request.scope.get("type") == "http":
+        if self.config.claim_trigger == "auto" and request.scope.get("type") == "http":
             await self._claim_pending(request, owner)
         return owner
 
     async def _claim_pending(self, request: Any, owner: str) -> None:
-        pending = self.pending_claim(request)
-        if pending is None or is_anonymous(owner) or getattr(quart.g, _CLAIMED, False):
+        if is_anonymous(owner) or getattr(quart.g, _CLAIMED, False) or self._cookie(request) is None:
             return
         setattr(quart.g, _CLAIMED, True)  # once per request, however many times it resolves its owner
-        assert self.log is not None
         try:
-            await claim_owner(self.log, pending, owner, busy_for_s=AUTO_CLAIM_BUSY_S)
+            pending = await self.pending_claim(request)
+            assert pending is not None
+            await claim_owner(self.log, pending, owner, quotas=self.claim_quotas, busy_for_s=AUTO_CLAIM_BUSY_S)
         except ClaimRefused as refused:
-            if refused.error_code == "OWNER_BUSY":
-                return  # nothing changed: the next request presenting the cookie tries again
+            if refused.error_code in ("OWNER_BUSY", "CLAIM_OVER_QUOTA"):
+                # Nothing changed: the next request presenting the cookie tries again (over quota: once the
+                # account has made room; dropping the cookie would put the anonymous work out of reach).
+                return
             # Any other refusal is final for this pair (claimed elsewhere, chained): stop presenting it.
         self.drop_anonymous_cookie()
 
@@ -156,24 +172,31 @@ class IdentityResolver:
             return await self._from_token(request)
         if mode == "trusted_header":
             return self._from_proxy(request)
-        owner = self._from_cookie(request)
+        owner = await self._from_cookie(request)
         # Only a presented cookie can name a retired owner (a freshly minted one is new).
-        if owner == self._presented(request) and await claimed_into(self.db, owner) is not None:
+        if getattr(quart.g, _PRESENTED, False) and await claimed_into(self.db, owner) is not None:
             # Claimed into an account: this identity must no longer write (or read) anything. The answer drops
             # the cookie, so the browser's next request starts a fresh anonymous owner instead of a loop of 403s.
             self.drop_anonymous_cookie()
             raise OwnerRetired()
         return owner
 
-    def pending_claim(self, request: Any) -> str | None:
-        """The anonymous owner a request of a signed-in owner presents beside its credential (its well-formed
-        ``anonymous_id`` cookie), or ``None``: what ``POST /api/identity/claim`` would claim. Never in
-        ``anonymous`` mode, where that cookie is the request's own identity."""
-        return None if self.config.mode == "anonymous" else self._presented(request)
+    async def pending_claim(self, request: Any) -> str | None:
+        """The anonymous owner a request of a signed-in owner presents beside its credential (the owner of its
+        well-formed ``anonymous_id`` cookie, a legacy owner's work moved to it first), or ``None``: what
+        ``POST /api/identity/claim`` would claim. Never in ``anonymous`` mode, where that cookie is the request's
+        own identity."""
+        cookie = None if self.config.mode == "anonymous" else self._cookie(request)
+        if cookie is None:
+            return None
+        spent = await self.anonymous.migrate_legacy(self.log, cookie)
+        # A legacy owner claimed before owner ids were derived is claimed as itself: the answer says where it went.
+        return f"anon:{cookie}" if spent is not None else self.anonymous.owner_of(cookie)
 
-    def _presented(self, request: Any) -> str | None:
+    def _cookie(self, request: Any) -> str | None:
+        """The request's well-formed ``anonymous_id`` cookie (a secret: never an owner id, never shown)."""
         value = (request.cookies.get(self.config.cookie_name) or "").strip().lower()
-        return f"anon:{value}" if _UUID4.match(value) else None
+        return value if COOKIE_VALUE.match(value) else None
 
     def drop_anonymous_cookie(self) -> None:
         """Make this request's answer remove the anonymous cookie (the identity it held is spent)."""
@@ -198,6 +221,9 @@ class IdentityResolver:
         if owner is None:
             # One message for unknown and revoked: the answer must not tell which tokens exist.
             raise Unauthorized("the bearer token is unknown or has been revoked", challenge='Bearer error="invalid_token"')
+        if in_anonymous_namespace(owner):
+            raise Unauthorized("this token's owner lies in the anonymous owners' namespace ('anon:'); an operator "
+                               "creates a token for another owner name", challenge='Bearer error="invalid_token"')
         return owner
 
     def _from_proxy(self, request: Any) -> str:
@@ -222,6 +248,11 @@ class IdentityResolver:
             # A list ("mallory, alice") is what a proxy that appends instead of replacing forwards.
             raise Unauthorized(f"{header} holds a list, not one user: the trusted proxy must replace the client's "
                                "header, not append to it")
+        if in_anonymous_namespace(user):
+            # Anonymous owners are 'anon:<uuid>': a user of that name would be claimable by whoever sends the
+            # matching cookie.
+            raise Unauthorized(f"{header} names a user in the anonymous owners' namespace ('anon:'), which no "
+                               "signed-in user may use")
         return user
 
     def secure(self, request: Any) -> bool:
@@ -261,19 +292,40 @@ class IdentityResolver:
             address = address.ipv4_mapped
         return any(address in net for net in self._networks)
 
-    def _from_cookie(self, request: Any) -> str:
-        owner = self._presented(request)
-        if owner is None:
+    async def _from_cookie(self, request: Any) -> str:
+        cookie = self._cookie(request)
+        if cookie is None:
             if request.scope.get("type") == "websocket":
                 raise Unauthorized("a WebSocket cannot set the anonymous_id cookie: visit any HTTP route first")
             try:
                 self.mints.attempt(self.client_address(request))
             except RateLimited as exc:
                 raise TooManyNewOwners(int(exc.headers["Retry-After"]), self.mints.limit) from None
-            owner = f"anon:{uuid.uuid4()}"  # a missing or malformed cookie is re-minted, never refused
+            cookie = str(uuid.uuid4())  # a missing or malformed cookie is re-minted, never refused
+        else:
+            if await self.anonymous.migrate_legacy(self.log, cookie) is not None:
+                # Its legacy owner was claimed into an account before owner ids were derived: spent, as below.
+                self.drop_anonymous_cookie()
+                raise OwnerRetired()
+            setattr(quart.g, _PRESENTED, True)
         # Renewed on this answer (errors included) by the app's after-request hook.
-        setattr(quart.g, _ANONYMOUS, owner.removeprefix("anon:"))
+        setattr(quart.g, _ANONYMOUS, cookie)
+        owner = self.anonymous.owner_of(cookie)
+        await self._seen_from(owner, self.client_address(request))
         return owner
+
+    async def _seen_from(self, owner: str, address: str) -> None:
+        """Record the address an anonymous owner's request came from, when it changed: the owner's streams count
+        against that address's share of the workers' slots (``openmaic_claim``), since cookies are had at will
+        and addresses are not. Remembered per process, so an owner costs one write per address it comes from."""
+        share = f"anon:client:{address}"  # in the anonymous namespace: no signed-in owner's id can equal it
+        if self._shares.get(owner) == share:
+            self._shares.move_to_end(owner)
+            return
+        await self.db.execute(Q.anonymous_client_seen, owner, share)
+        self._shares[owner] = share
+        if len(self._shares) > _REMEMBERED_SHARES:
+            self._shares.popitem(last=False)
 
     def set_cookie(self, response: Any, request: Any) -> None:
         """After a request: send (or renew) the anonymous owner's cookie, or remove it when it is spent."""

@@ -13,6 +13,8 @@ from typing import Any
 import msgspec
 
 from openmaic.api.errors import ApiErrorBody, JsonErrorBody
+from openmaic.api.idempotency import DESCRIPTION as IDEMPOTENCY
+from openmaic.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from openmaic.api.routing import RouteSpec
 from openmaic.capabilities import server_version
 from openmaic.config import IdentityConfig
@@ -107,6 +109,9 @@ def _operation(r: RouteSpec, schema_of: dict[Any, Any], components: dict[str, An
             "description": "SSE only: resume after this seq (wins over after).",
         })  # fmt: skip
     params += [{"name": h, "in": "header", "required": False, "schema": {"type": "string"}} for h in r.upload_headers]
+    if r.idempotent:
+        params.append({"name": IDEMPOTENCY_HEADER, "in": "header", "required": False, "description": IDEMPOTENCY,
+                       "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"}})
     if params:
         op["parameters"] = params
     if r.body is not None:

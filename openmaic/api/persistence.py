@@ -2,7 +2,8 @@
 its ``@openmaic/storage`` HTTP clients use them (errors in OpenMAIC's ``jsonErr`` form: the clients read
 ``error.code``).
 
-* ``GET /api/persistence/learner-key`` → ``{learnerKey}``: the key runtime sessions are filed under (the owner).
+* ``GET /api/persistence/learner-key`` → ``{learnerKey}``: the key runtime sessions are filed under (derived from
+  the owner id, :func:`openmaic.owners.anonymous.learner_key`).
 * ``GET /api/persistence/documents/{id}`` → the document ``{stage, scenes, outline?, dslVersion}`` (a course you
   saved or generated: every door serves the same document); 404 ``DOCUMENT_NOT_FOUND`` for a missing, deleted or
   another owner's document (the same answer).
@@ -36,8 +37,9 @@ from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire
 from openmaic.browser_import import documents
 from openmaic.browser_import.service import HEADER, browser_of
-from openmaic.media.assets import AssetKind, store_generated
+from openmaic.media.assets import MEDIA_TYPES, AssetKind, store_generated
 from openmaic.models.media import GeneratedMedia
+from openmaic.owners.learners import learner_key as learner_key_of
 
 __all__ = ["bp", "import_fence"]
 
@@ -74,7 +76,7 @@ class AssetAllocated(Wire):
 async def learner_key(call: Call) -> LearnerKey:
     """The key your runtime sessions are filed under."""
     await import_fence(call)
-    return LearnerKey(learner_key=call.user)
+    return LearnerKey(learner_key=learner_key_of(call.user))
 
 
 @api_route(bp, "GET", "/api/persistence/documents/{document_id}", response=dict[str, Any], error_style="json",
@@ -121,10 +123,10 @@ async def get_document_scene(call: Call, document_id: str, scene_id: str) -> dic
 
 def _asset_kind(media_type: str) -> AssetKind:
     kind = _KINDS.get(media_type.split("/", 1)[0].strip().lower())
-    if kind is None:
+    if kind is None or media_type not in MEDIA_TYPES:
         raise UnsupportedAsset(
-            f"an asset is a picture, a video or audio (image/*, video/*, audio/*), not {media_type or 'untyped'}",
-            path="bytes")
+            f"an asset is a picture, a video or audio ({', '.join(sorted(MEDIA_TYPES))}), not "
+            f"{media_type or 'untyped'}", path="bytes")
     return kind
 
 

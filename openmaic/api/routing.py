@@ -18,7 +18,9 @@ Errors: a handler raises an :class:`~openmaic.errors.OpenMaicError` subclass (it
 decide the answer), and the app renders it in the route's declared form (:mod:`openmaic.api.errors`):
 OpenMAIC's ``apiError`` envelope by default, ``error_style="json"`` for its ``jsonErr`` routes,
 ``plain_not_found=True`` where every 404 must be the bare ``Not found`` (owner-scoped resources), and
-``error_codes={409: "RUN_STATE_CONFLICT"}`` to give every error of a status the route's own code.
+``error_codes={409: "RUN_STATE_CONFLICT"}`` to give every error of a status the route's own code. An SSE route
+(``sse=True``) that meets the database's outage answers ``200 text/event-stream`` all the same, with a ``retry:``
+hint, and waits for the database (:mod:`openmaic.api.outage`): a browser's EventSource gives up after a non-200.
 
 ``create_app`` refuses to start when a URL rule was added any other way, so the document cannot drift.
 """
@@ -38,6 +40,7 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from openmaic.api.errors import ErrorStyle, PayloadTooLarge
 from openmaic.api.hosts import HostPolicy
 from openmaic.api.origins import check_request, check_websocket
+from openmaic.api.outage import database_outage, outage_response
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import check_path, decode_json, decode_query, encode
 
@@ -81,6 +84,8 @@ class RouteSpec:
     upload_field: str = "file"
     upload_headers: tuple[str, ...] = ()
     """Request headers an upload may carry (documentation: optional header parameters)."""
+    idempotent: bool = False
+    """The route takes an ``Idempotency-Key`` header (documentation; the handler reads it)."""
     ws_receives: Any = None
     """WebSocket routes: the type of the messages a client may send."""
     ws_sends: Any = None
@@ -163,6 +168,7 @@ def api_route(
     upload: Literal["multipart", "raw", "raw_or_multipart"] | None = None,
     upload_field: str = "file",
     upload_headers: tuple[str, ...] = (),
+    idempotent: bool = False,
     ws_receives: Any = None,
     ws_sends: Any = None,
     errors: tuple[int, ...] = (),
@@ -191,8 +197,8 @@ def api_route(
         spec = RouteSpec(
             method=method, path=path, endpoint=fn.__name__, blueprint=bp.name, handler=fn, body=body, query=query,
             response=response, status=status, auth=auth, body_limit=body_limit, sse=sse, sse_data=sse_data,
-            upload=upload, upload_field=upload_field, upload_headers=upload_headers, ws_receives=ws_receives,
-            ws_sends=ws_sends, errors=errors, media_type=media_type, error_style=error_style,
+            upload=upload, upload_field=upload_field, upload_headers=upload_headers, idempotent=idempotent,
+            ws_receives=ws_receives, ws_sends=ws_sends, errors=errors, media_type=media_type, error_style=error_style,
             plain_not_found=plain_not_found, error_codes=dict(error_codes or {}), summary=summary.strip(),
             description=" ".join(description.split()), path_params=tuple(_PARAM.findall(path)),
         )  # fmt: skip
@@ -236,22 +242,35 @@ def _http_view(spec: RouteSpec) -> Handler:
         request.body.set_limit(limit)
         check_request(request, json_body=spec.body is not None, mode=state.services.config.identity.mode,
                       allowed=state.allowed_origins)
-        owner = await state.identity.resolve(request) if spec.auth else None
-        check_path(params)
-        query = decode_query(request.args, spec.query) if spec.query is not None else None
-        body = None
-        if spec.body is not None:
+        if spec.sse:
             try:
-                data = await request.get_data(cache=False)
-            except RequestEntityTooLarge:
-                raise too_large(limit) from None
-            body = decode_json(data, spec.body)
-        result = await spec.handler(Call(state.services, owner, body, query, request), **params)
-        return _response(result, spec.status)
+                return await _http_call(spec, state, request, params, limit)
+            except Exception as exc:
+                if not database_outage(exc):
+                    raise
+                # Never a non-200 to an event stream because of the database: an EventSource would not reconnect.
+                return outage_response(state.services)
+        return await _http_call(spec, state, request, params, limit)
 
     view.__name__ = spec.endpoint
     view.__doc__ = spec.handler.__doc__
     return view
+
+
+async def _http_call(spec: RouteSpec, state: ApiState, request: ApiRequest, params: dict[str, str], limit: int) -> Any:
+    """Steps 3 to 6 of the module doc: the owner, the query and body, the handler, its answer."""
+    owner = await state.identity.resolve(request) if spec.auth else None
+    check_path(params)
+    query = decode_query(request.args, spec.query) if spec.query is not None else None
+    body = None
+    if spec.body is not None:
+        try:
+            data = await request.get_data(cache=False)
+        except RequestEntityTooLarge:
+            raise too_large(limit) from None
+        body = decode_json(data, spec.body)
+    result = await spec.handler(Call(state.services, owner, body, query, request), **params)
+    return _response(result, spec.status)
 
 
 def _websocket_view(spec: RouteSpec) -> Handler:

@@ -1,17 +1,23 @@
 """The web pages: the workbench at ``/``, the classroom at ``/classroom/<classroom id>``, the frame an interactive
-scene runs in at ``/scene-frame``, and their scripts and stylesheets at ``/static/<name>``.
+scene runs in at ``/scene-frame``, and their scripts and stylesheets at ``/static/<name>`` (the classroom
+player's modules at ``/static/classroom/<name>``).
 
 The files live in the package :mod:`openmaic.web` (plain HTML, CSS and ES modules; nothing is built). Only files
-that exist in that package with a known type are served, and a name is a plain file name (letters, digits,
-``-``, ``_`` and one extension), so nothing outside it can be reached; ``/static/`` serves scripts and
-stylesheets only, never a page (a page is served by its own route, with its own policy).
+that exist in that package (or its ``classroom`` folder) with a known type are served, and a name is a plain file
+name (letters, digits, ``-``, ``_`` and one extension), so nothing outside it can be reached; ``/static/`` serves
+scripts and stylesheets only, never a page (a page is served by its own route, with its own policy).
+
+Every file is sent with a strong ``ETag`` (a digest of the bytes sent) and ``Cache-Control: no-cache``: a browser
+keeps it and revalidates, getting ``304 Not Modified`` until an upgrade changes it. A client that accepts gzip
+gets it compressed (``Vary: Accept-Encoding``; the compressed copy is made once per file and process).
 
 Who may see what:
 
 * The workbench page holds no data, so it is public like the health routes; every API call it makes resolves
   the owner as usual (in ``anonymous`` mode the first of them sets the owner cookie before any WebSocket opens).
-* The classroom page is owner-scoped like every route: it resolves the owner from the request and answers the
-  plain ``Not found`` — the same for an unknown, deleted or another owner's classroom — before it sends a page.
+* The classroom page is owner-scoped like every route: it resolves the owner from the request and answers its
+  not-found page (404, in English and Chinese) — the same for an unknown, deleted or another owner's classroom —
+  before it sends the player.
   Two exceptions, where a browser's navigation cannot say who it is, get the page (which holds no data either)
   without a word about the classroom: a request that has not given the server's ``ACCESS_CODE`` (the page's API
   calls are refused until it does), and, because a browser cannot put a bearer token on a navigation, in
@@ -22,7 +28,12 @@ Who may see what:
 Policies. The workbench and the classroom are never framed, load no plugins and frame only this origin
 (``frame-src 'self'``): that last one is what keeps an interactive scene from navigating its frame to another
 site, since a frame's navigations are checked against its embedder's policy. The classroom's policy is strict
-beyond that (scripts, styles, images, media and connections from this origin only). The scene frame's own policy
+beyond that (scripts, images, media and connections from this origin only), with two allowances the course
+format needs: inline styles (a slide's text is HTML with ``style`` attributes), and inline scripts, because an
+interactive scene runs in a ``srcdoc`` frame, which inherits this policy; that frame is sandboxed without
+``allow-same-origin`` and its document carries a policy of its own that allows no network at all
+(:mod:`openmaic.web` ``classroom/interactive.js``). Text HTML reaches the page sanitized and is set with
+``innerHTML``, which never runs scripts. The scene frame's own policy
 allows no network at all — no fetch, beacon, WebSocket, image, font, form, frame or worker from anywhere — and
 sandboxes the document (``sandbox allow-scripts``: an opaque origin, no forms, popups, modals or top-level
 navigation) even if it is opened on its own; the scene's inline scripts and styles run, and ``data:`` images.
@@ -30,10 +41,12 @@ navigation) even if it is opened on its own; the scene's inline scripts and styl
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import re
 from importlib import resources
 
-from quart import Blueprint, Response
+from quart import Blueprint, Response, request
 
 from openmaic.api.access_code import AccessCodeRequired
 from openmaic.api.headless import runs_of
@@ -55,10 +68,12 @@ WORKBENCH_CSP = "frame-ancestors 'none'; object-src 'none'; base-uri 'none'; for
 """The workbench page: scripts are not restricted further (its modules come from this origin)."""
 
 CLASSROOM_CSP = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self'; "
-    "connect-src 'self'; frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: blob:; media-src 'self' data: blob:; font-src 'self' data:; connect-src 'self'; "
+    "frame-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
-"""The classroom page: everything from this origin only (its assets, its API), nothing inline."""
+"""The classroom page: everything from this origin only (its assets, its API); inline styles for the slides'
+text and inline scripts for the interactive scenes' ``srcdoc`` frames (see the module docstring)."""
 
 SCENE_FRAME_CSP = (
     "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; media-src data:; "
@@ -72,9 +87,12 @@ _NAME_MAX = 100
 """Longer names are no file of ours (and past the file system's limit a lookup fails with ENAMETOOLONG)."""
 
 
-def _read(name: str) -> bytes:
+def _read(name: str, folder: str = "") -> bytes:
     if len(name) <= _NAME_MAX:
-        path = resources.files("openmaic.web").joinpath(name)
+        path = resources.files("openmaic.web")
+        if folder:
+            path = path.joinpath(folder)
+        path = path.joinpath(name)
         try:
             if path.is_file():
                 return path.read_bytes()
@@ -85,8 +103,27 @@ def _read(name: str) -> bytes:
     raise NotFound(f"no file {name[:40]!r}")
 
 
-def _answer(body: bytes, content_type: str, csp: str | None = None) -> Response:
-    response = Response(body, 200, content_type=content_type)
+_GZIPPED: dict[bytes, bytes] = {}
+"""sha256 of a file -> its gzip copy (the files are few and small; an upgrade changes the digest)."""
+
+
+def _answer(body: bytes, content_type: str, csp: str | None = None, status: int = 200) -> Response:
+    digest = hashlib.sha256(body).digest()
+    compress = "gzip" in request.headers.get("Accept-Encoding", "").lower() and len(body) > 512
+    if compress:
+        if digest not in _GZIPPED:
+            _GZIPPED[digest] = gzip.compress(body, compresslevel=9, mtime=0)
+        body = _GZIPPED[digest]
+    # One validator per representation: the compressed copy is another entity than the plain bytes.
+    etag = f'"{digest[:16].hex()}{"-gz" if compress else ""}"'
+    if status == 200 and etag in [t.strip().removeprefix("W/") for t in request.headers.get("If-None-Match", "").split(",")]:
+        response = Response(b"", 304)
+    else:
+        response = Response(body, status, content_type=content_type)
+        if compress:
+            response.headers["Content-Encoding"] = "gzip"
+    response.headers["ETag"] = etag
+    response.headers["Vary"] = "Accept-Encoding"
     response.headers["Cache-Control"] = "no-cache"  # small files: revalidate, so an upgrade is seen at once
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
@@ -99,6 +136,19 @@ def _page(name: str, csp: str) -> Response:
     return _answer(_read(name), _HTML, csp)
 
 
+NOT_FOUND_CSP = "default-src 'none'; style-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; " \
+    "frame-ancestors 'none'"
+
+
+def not_found_page() -> Response:
+    """The classroom's not-found page (404): English and Chinese, the reader's language first."""
+    chinese_first = request.headers.get("Accept-Language", "").lower().lstrip().startswith("zh")
+    body = _read("classroom_not_found.html")
+    if chinese_first:
+        body = body.replace(b'<html lang="en">', b'<html lang="zh-CN">').replace(b'class="nf-en"', b'class="nf-en later"')
+    return _answer(body, _HTML, NOT_FOUND_CSP, status=404)
+
+
 @api_route(bp, "GET", "/", auth=False, media_type="text/html")
 async def workbench_page(call: Call) -> Response:
     """The web workbench (an HTML page): the library, new courses, runs, courses and Pro sessions."""
@@ -107,22 +157,26 @@ async def workbench_page(call: Call) -> Response:
 
 @api_route(bp, "GET", "/classroom/{id}", auth=False, media_type="text/html", errors=(401, 404), plain_not_found=True)
 async def classroom_page(call: Call, id: str) -> Response:
-    """The classroom a learner goes through (an HTML page): its scenes one at a time, with their script, quizzes
-    and interactive pages, filling in while its run writes them; plain 404 unless it is yours.
+    """The classroom a learner goes through (an HTML page): the course played scene by scene — slides with their
+    narration and effects, quizzes, interactive pages — filling in while its run writes them; a not-found page
+    (404) unless it is yours.
 
     In token mode a browser's navigation carries no token: without an Authorization header the page is sent,
     and it reads the classroom with the token the workbench stored.
     """
-    request = call.request
+    req = call.request
     identity = app_state().identity
     try:
-        await identity.check_access(request)
+        await identity.check_access(req)
     except AccessCodeRequired:
         # Nothing is said about the classroom before the access code is given; the page asks for it.
         return _page("classroom.html", CLASSROOM_CSP)
-    if not (identity.config.mode == "token" and "Authorization" not in request.headers):
-        owner = await identity.resolve(request)
-        await runs_of(call).owned_course(owner, id)  # the same Not found for unknown, deleted and others'
+    if not (identity.config.mode == "token" and "Authorization" not in req.headers):
+        owner = await identity.resolve(req)
+        try:
+            await runs_of(call).owned_course(owner, id)
+        except NotFound:
+            return not_found_page()  # the same page for unknown, deleted and others'
     return _page("classroom.html", CLASSROOM_CSP)
 
 
@@ -142,3 +196,12 @@ async def workbench_file(call: Call, name: str) -> Response:
     if m is None or m.group(1) not in _STATIC_TYPES:
         raise NotFound(f"no file {name!r}")
     return _answer(_read(name), _STATIC_TYPES[m.group(1)])
+
+
+@api_route(bp, "GET", "/static/classroom/{name}", auth=False, media_type="text/*", errors=(404,), plain_not_found=True)
+async def classroom_file(call: Call, name: str) -> Response:
+    """A module (JavaScript) of the classroom player."""
+    m = _NAME.fullmatch(name)
+    if m is None or m.group(1) != "js":
+        raise NotFound(f"no file {name!r}")
+    return _answer(_read(name, "classroom"), _STATIC_TYPES["js"])

@@ -37,6 +37,8 @@ from openmaic.browser_import.documents import DocumentNotFound, find_document
 from openmaic.browser_import.store import Writer, fold_on, writing
 from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow
 from openmaic.events.types import Event, register
+from openmaic.owners.learners import learner_key
+from openmaic.owners.claims import claims_into
 from openmaic.store.queries import Q
 
 __all__ = [
@@ -162,7 +164,7 @@ async def read_session(log: EventLog, owner: str, session_id: str) -> RuntimeSes
 
 async def create_session(log: EventLog, owner: str, session: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     """Create ``owner``'s session (see the module's doc); returns it and whether it was created now."""
-    if session["learnerKey"] != owner:
+    if session["learnerKey"] != learner_key(owner):
         raise LearnerMismatch("sessions are filed under your learner key (GET /api/persistence/learner-key)",
                               path="learnerKey")
     async with writing(log, owner) as w:
@@ -231,14 +233,21 @@ async def list_records(log: EventLog, owner: str, session_id: str, scene_id: str
     return [r for r in state.records if scene_id is None or r.get("sceneId") == scene_id]
 
 
-async def sessions_of(log: EventLog, owner: str, stage_id: str, learner_key: str, *, limit: int | None = None,
+async def sessions_of(log: EventLog, owner: str, stage_id: str, key: str, *, limit: int | None = None,
                       after: Sequence[Any] | None = None) -> tuple[list[dict[str, Any]], tuple[Any, str] | None]:
-    """``owner``'s sessions on course ``stage_id`` filed under ``learner_key`` (oldest first): at most ``limit``
+    """``owner``'s sessions on course ``stage_id`` filed under the learner key ``key`` (oldest first): at most ``limit``
     (:data:`MAX_LISTED` when None) after the one whose ``(created_at, stream id)`` is ``after``, and that key of
     the last one given when more follow."""
     want = MAX_LISTED if limit is None else limit
     start = (None, None) if after is None else tuple(after)
-    rows = await log.db.fetch_as(_Filed, Q.runtime_sessions_of_stage, owner, stage_id, learner_key, want + 1, *start)
+    aliases: list[str] = []
+    if key == learner_key(owner):
+        # Keys this owner's sessions were filed under before: its id (the learner key once was the owner id), and
+        # the ids and keys of the anonymous owners claimed into it.
+        claimed = await claims_into(log.db, owner)
+        aliases = [owner, *claimed, *map(learner_key, claimed)]
+    rows = await log.db.fetch_as(_Filed, Q.runtime_sessions_of_stage, owner, stage_id, key, want + 1, *start,
+                                 aliases)
     more = limit is not None and len(rows) > want
     rows = rows[:want]
     out = []

@@ -30,7 +30,7 @@ from openmaic.browser_import.events import (
 from openmaic.browser_import.records import BROWSER_ID, StageImport
 from openmaic.browser_import.translate import translate_stage
 from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow
-from openmaic.media.assets import DEFAULT_QUOTA_BYTES, AssetPut, AssetQuotaExceeded
+from openmaic.media.assets import DEFAULT_QUOTA_BYTES, AssetPut, AssetQuotaExceeded, check_media_type
 from openmaic.store.locks import owner_lock
 from openmaic.store.queries import Q
 
@@ -136,6 +136,7 @@ async def import_stage(log: EventLog, owner: str, browser_id: str, body: StageIm
         if t.assets:
             await conn.execute(Q.asset_owner_lock, owner)
         for a in t.assets:
+            check_media_type(a.media_type, path="media")  # translated from checked types: the store's own guard
             put = await conn.fetchrow_as(AssetPut, Q.asset_put_within_quota, a.id, owner, a.media_type, len(a.data),
                                          hashlib.sha256(a.data).digest(), a.data, a.kind, t.course_id, quota_bytes)
             if put is None or not put.stored:

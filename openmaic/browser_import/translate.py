@@ -32,7 +32,7 @@ from openmaic.courses import format as fmt
 from openmaic.courses.document import asset_url
 from openmaic.courses.events import CourseCreated, CourseDocumentSet
 from openmaic.courses.lenient import lenient_scene
-from openmaic.media.assets import AssetKind, asset_id_for
+from openmaic.media.assets import AssetKind, asset_id_for, check_media_type
 
 __all__ = ["ImportedAsset", "Translated", "course_id", "course_language", "translate_stage"]
 
@@ -85,8 +85,9 @@ def _count(dropped: dict[str, int], key: str, n: int = 1) -> None:
 class _Media:
     """The stage's media and narration records, stored as assets as the scenes name them."""
 
-    def __init__(self, owner: str, stage_id: str, body: StageImport, dropped: dict[str, int]) -> None:
-        self.owner, self.stage_id, self.dropped = owner, stage_id, dropped
+    def __init__(self, owner: str, stage_id: str, body: StageImport, clip_types: dict[str, str],
+                 dropped: dict[str, int]) -> None:
+        self.owner, self.stage_id, self.dropped, self.clip_types = owner, stage_id, dropped, clip_types
         self.media: Mapping[str, LegacyMedia] = {m.id: m for m in body.media}
         self.audio = {a.id: a for a in body.audio}
         self.assets: dict[str, ImportedAsset] = {}
@@ -121,8 +122,7 @@ class _Media:
         if clip is None or not clip.data:
             a.pop("audioId", None)
             return
-        clip_type = "audio/mpeg" if clip.format in ("", "mp3") else f"audio/{clip.format}"
-        a["audioId"] = self._keep(_asset(self.owner, "narration", clip_type, clip.data))
+        a["audioId"] = self._keep(_asset(self.owner, "narration", self.clip_types[clip.id], clip.data))
 
 
 def _scene(s: LegacyScene, stage_id: str, media: _Media, dropped: dict[str, int]) -> fmt.Scene | None:
@@ -153,7 +153,19 @@ def translate_stage(browser_id: str, owner: str, body: StageImport) -> Translate
     """The course events and assets of one imported stage of ``owner`` (see the module's doc)."""
     stage = body.stage
     dropped: dict[str, int] = {}
-    media = _Media(owner, stage.id, body, dropped)
+    # Every declared type is checked against the asset store's list before anything is translated: an asset is
+    # served under its stored type, so text/html (or a type holding CR LF) must never be stored.
+    checked: list[LegacyMedia] = []
+    for i, m in enumerate(body.media):
+        if m.mime_type:
+            m = msgspec.structs.replace(m, mime_type=check_media_type(m.mime_type, path=f"media[{i}].mimeType",
+                                                                      kind=f"{m.type}/"))
+        checked.append(m)
+    clip_types: dict[str, str] = {}
+    for i, clip in enumerate(body.audio):
+        declared = "audio/mpeg" if clip.format in ("", "mp3") else f"audio/{clip.format}"
+        clip_types[clip.id] = check_media_type(declared, path=f"audio[{i}].format", kind="audio/")
+    media = _Media(owner, stage.id, msgspec.structs.replace(body, media=checked), clip_types, dropped)
     scenes = [sc for s in sorted(body.scenes, key=lambda s: s.order)
               if (sc := _scene(s, stage.id, media, dropped)) is not None]
     title = stage.name.strip() or "Imported course"

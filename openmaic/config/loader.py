@@ -403,6 +403,10 @@ class _Loader:
         ):
             if not value.strip():
                 raise self.error(path, "must not be empty")
+        if ident.single_user_owner[:5].lower() == "anon:":
+            # The account would be taken for an anonymous owner: claimable by whoever sends its cookie.
+            raise self.error("identity.single_user_owner", "must not start with 'anon:', which names anonymous "
+                                                           "owners")
 
 
 def _dec_hook(typ: type, obj: Any) -> Any:

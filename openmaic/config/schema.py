@@ -125,6 +125,10 @@ class LimitsConfig(_Section):
     messages_per_session: PosInt = 1000
     """Messages one Pro session may be sent, its first prompt included (each at most 20,000 characters)."""
     anonymous_owners_per_minute: PosInt = 60
+    claims_over_quota: Literal["refuse", "allow"] = "refuse"
+    """A claim (``POST /api/identity/claim``) whose anonymous work would take the account past one of the limits
+    above on agents, materials or asset bytes: ``refuse`` it (409 ``CLAIM_OVER_QUOTA`` naming the limit; nothing
+    moves), or ``allow`` it to move everything regardless."""
     """New anonymous owners one client address may be given per minute (``anonymous`` mode; behind a trusted
     proxy, the address the proxy forwards)."""
     extraction: ExtractionLimits = ExtractionLimits()
@@ -169,6 +173,11 @@ class RuntimeConfig(_Section):
     max_unattended_attempts: PosInt = 5
     shutdown_grace_s: NonNegFloat = 15.0
     max_actors: PosInt = 32
+    max_actors_per_owner: PosInt = 8
+    """Streams of one kind a worker runs at once for one owner (for anonymous owners: for the client address they
+    were last seen from, shared by every cookie from it); every owner with work gets a slot before any gets a
+    second. A step calling an endpoint that never answers holds its slot until its timeouts run out: this keeps a
+    few owners from holding them all. A deployment with a single owner may set it to ``max_actors``."""
     delta_coalesce_ms: PosInt = 150
     step_retries: PosInt = 2
     step_deadlines: StepDeadlines = StepDeadlines()

@@ -247,8 +247,9 @@ class CourseDocument(msgspec.Struct, frozen=True, kw_only=True):
     """The document's own ``outline`` member, as a browser saved it (opaque)."""
     scenes: tuple[fmt.Scene, ...] = ()
     """The written scenes, in order."""
-    ready: frozenset[str] = frozenset()
-    """The written scenes that can be played."""
+    ready: tuple[str, ...] = ()
+    """The written scenes that can be played (ids, sorted: the fold's JSON must not depend on a set's order, so
+    that a read model rebuilt from the log equals the live one byte for byte)."""
     pending: tuple[PendingScene, ...] = ()
     media: dict[str, SceneMedia] = {}
     """Each generated picture or video by its ref."""
@@ -312,13 +313,21 @@ def _browser_scenes(raw: list[dict[str, Any]], stage_id: str) -> tuple[fmt.Scene
     return _sorted(out)
 
 
+def _with(ids: tuple[str, ...], one: str) -> tuple[str, ...]:
+    return ids if one in ids else tuple(sorted((*ids, one)))
+
+
+def _without(ids: tuple[str, ...], one: str) -> tuple[str, ...]:
+    return tuple(i for i in ids if i != one)
+
+
 def _set_scene(doc: CourseDocument, scene: fmt.Scene, position: int | None, ready: bool,
                media: list[SceneMedia], seq: int, at_ms: int = 0) -> CourseDocument:
     known = dict(doc.media)
     for m in media:
         known.setdefault(m.element_id, m)
     doc = msgspec.structs.replace(doc, media=known)
-    readiness = doc.ready | {scene.id} if ready else doc.ready - {scene.id}
+    readiness = _with(doc.ready, scene.id) if ready else _without(doc.ready, scene.id)
     at = max(at_ms, int(scene.updatedAt) if isinstance(scene.updatedAt, int | float) else 0)
     return msgspec.structs.replace(
         doc, scenes=_put_scene(doc, scene, position), ready=readiness, updated_ms=max(doc.updated_ms, at),
@@ -373,7 +382,7 @@ def evolve_course(doc: CourseDocument, event: Event, seq: int) -> CourseDocument
             # put in their places when the document is read (openmaic.courses.document).
             return r(doc, media={**doc.media, media.element_id: media}, seq=seq)
         case CourseSceneDeleted(scene_id=sid):
-            return r(doc, scenes=tuple(s for s in doc.scenes if s.id != sid), ready=doc.ready - {sid},
+            return r(doc, scenes=tuple(s for s in doc.scenes if s.id != sid), ready=_without(doc.ready, sid),
                      pending=tuple(p for p in doc.pending if p.id != sid),
                      outlines={k: v for k, v in doc.outlines.items() if k != sid}, seq=seq)
         case CourseScenesReordered(scene_ids=ids):
@@ -392,7 +401,7 @@ def evolve_course(doc: CourseDocument, event: Event, seq: int) -> CourseDocument
                      updated_ms=max(doc.updated_ms, at), seq=seq)
         case CourseDocumentSet(document=d):
             return r(doc, stage=d.stage, title=d.stage.name, scenes=_sorted(list(d.scenes)),
-                     ready=frozenset(s.id for s in d.scenes), pending=(), outline=d.outline, browser=True,
+                     ready=tuple(sorted({s.id for s in d.scenes})), pending=(), outline=d.outline, browser=True,
                      agents=tuple(d.stage.generatedAgentConfigs or ()), agent_ids=tuple(d.stage.agentIds or ()),
                      updated_ms=int(d.stage.updatedAt), seq=seq)
         case CourseStageSet(stage=stage):
@@ -403,7 +412,7 @@ def evolve_course(doc: CourseDocument, event: Event, seq: int) -> CourseDocument
             sid = st.id if st is not None else ""
             found = _browser_scenes(scenes, sid)
             return r(doc, stage=st, title=st.name if st is not None else doc.title, scenes=found,
-                     ready=frozenset(s.id for s in found), pending=(),
+                     ready=tuple(sorted({s.id for s in found})), pending=(),
                      outline=outline if outline is not None else msgspec.UNSET, browser=True,
                      agents=tuple(st.generatedAgentConfigs or ()) if st is not None else doc.agents, seq=seq)
         case BrowserStageSet(stage=stage):
@@ -414,6 +423,6 @@ def evolve_course(doc: CourseDocument, event: Event, seq: int) -> CourseDocument
             scene = lenient_scene(raw, stage_id=sid)
             if scene is None:
                 return r(doc, seq=seq)
-            return r(doc, scenes=_put_scene(doc, scene, None), ready=doc.ready | {scene.id}, seq=seq)
+            return r(doc, scenes=_put_scene(doc, scene, None), ready=_with(doc.ready, scene.id), seq=seq)
         case _:
             return r(doc, seq=seq)

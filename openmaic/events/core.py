@@ -32,6 +32,16 @@ class SessionCreated(Event, tag="session.created"):
 @register
 class SessionInterrupted(Event, tag="session.interrupted"):
     reason: str
+    step: str | None = None
+    """The step that was in flight, when the database interrupted it (``reason`` :data:`DATABASE_TROUBLE`)."""
+
+
+DATABASE_TROUBLE = "database unavailable"
+"""The reason of a release made because the database interrupted a step (lost connection, refused connection,
+statement or lock timeout): the stream is queued at once and resumes from its last checkpoint, charged nothing."""
+
+REQUEUED = frozenset({"shutdown", DATABASE_TROUBLE, "lease presumed lost"})
+"""Release reasons after which the stream is queued for the next worker, not waiting for anyone."""
 
 
 @register

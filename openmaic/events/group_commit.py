@@ -62,6 +62,7 @@ import msgspec
 import trio
 
 from openmaic import errors
+from openmaic.events.readback import read_back
 from openmaic.events.types import Event
 from openmaic.store.database import Database, error_for_sqlstate
 from openmaic.store.queries import Q
@@ -482,10 +483,20 @@ class GroupCommit:
     async def _send_one(self, req: AppendRequest, *, plain: bool = True) -> None:
         try:
             results = await send_alone(req, plain=plain)
-        except Exception as exc:  # the request's own outcome: a fence, a conflict, a lost connection, …
+        except errors.DatabaseUnavailable as exc:
+            await self._resolve_lost([req], exc)
+        except Exception as exc:  # the request's own outcome: a fence, a conflict, …
             self._settle(req, None, exc)
         else:
             self._settle(req, results, None)
+
+    async def _resolve_lost(self, group: list[AppendRequest], exc: errors.DatabaseUnavailable) -> None:
+        """The call's connection was lost: it committed all of its requests or none. Never sent again; answered
+        from the log when found committed there, else each with the error (:mod:`openmaic.events.readback`)."""
+        found = await read_back(group)
+        for req, seqs in zip(group, found or [None] * len(group)):
+            results = None if seqs is None else [AppendResult(sid, first, last, False) for sid, first, last in seqs]
+            self._settle(req, results, _copy_error(exc) if results is None else None)
 
     async def _send_group(self, group: list[AppendRequest]) -> None:
         if plain_set(group):
@@ -515,10 +526,8 @@ class GroupCommit:
 
     async def _failed_as_a_whole(self, group: list[AppendRequest], exc: Exception) -> None:
         if isinstance(exc, errors.DatabaseUnavailable):
-            # The connection was lost: the group may or may not have committed, so no request may be sent again.
-            # Each caller gets the error a lone call would have given it.
-            for req in group:
-                self._settle(req, None, _copy_error(exc))
+            # The connection was lost: the group may have committed, so no request may be sent again.
+            await self._resolve_lost(group, exc)
             return
         # The statement failed as a whole (refused by the driver, or by the server outside every request), so
         # nothing of it was committed: send each request alone, so that each gets its own outcome and a bad

@@ -100,6 +100,8 @@ class CommandEvent(msgspec.Struct, frozen=True):
 
     seq: int
     type: str
+    last_seq: int
+    """The last seq the command wrote on the stream: what it did is the stream as of this seq."""
 
 
 class RecordedEvent(msgspec.Struct, frozen=True):

@@ -31,12 +31,23 @@ from openmaic.store.database import Database
 from openmaic.store.gateway import typed
 from openmaic.store.queries import Q
 
-__all__ = ["AssetHead", "AssetKind", "AssetQuotaExceeded", "StoredAsset", "asset_id_for", "read_asset_head",
-           "read_asset_range", "store_generated", "usage"]  # fmt: skip
+__all__ = ["MEDIA_TYPES", "AssetHead", "AssetKind", "AssetQuotaExceeded", "StoredAsset", "asset_id_for",
+           "check_media_type", "read_asset_head", "read_asset_range", "store_generated", "usage"]  # fmt: skip
 
 AssetKind = Literal["image", "video", "poster", "narration"]
 
 DEFAULT_QUOTA_BYTES = 2 * 1024**3
+
+MEDIA_TYPES = frozenset({
+    "image/png", "image/jpeg", "image/gif", "image/webp", "image/avif", "image/bmp",
+    "video/mp4", "video/webm", "video/ogg", "video/quicktime",
+    "audio/mpeg", "audio/mp4", "audio/aac", "audio/wav", "audio/ogg", "audio/webm", "audio/flac",
+})
+"""The media types an asset is stored (and served) as: the one list for uploads, imports and generated media. An
+asset is served under its stored type, so a type outside it (``text/html``, ``image/svg+xml``, anything with
+parameters or a list) would let a stored file run as a page of this origin."""
+_MEDIA_ALIASES = {"image/jpg": "image/jpeg", "audio/mp3": "audio/mpeg", "audio/x-wav": "audio/wav",
+                  "audio/wave": "audio/wav", "audio/x-flac": "audio/flac", "audio/x-m4a": "audio/mp4"}
 
 
 class AssetQuotaExceeded(errors.OpenMaicError):
@@ -45,6 +56,23 @@ class AssetQuotaExceeded(errors.OpenMaicError):
     code = "asset_quota_exceeded"
     status = 507
     error_code = "ASSET_QUOTA_EXCEEDED"
+
+
+def check_media_type(value: str, *, path: str, kind: str = "") -> str:
+    """``value`` as the asset media type it names (lowercase, aliases resolved), or :class:`errors.InvalidInput`
+    (400, ``details.path`` = ``path``) when it holds control characters or is not one of :data:`MEDIA_TYPES`
+    (starting with ``kind``, e.g. ``image/``, when given)."""
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise errors.InvalidInput(
+            f"{path}: the media type holds control characters ({value[:40]!r}); send one type such as image/png",
+            path=path)
+    media_type = value.strip().lower()
+    media_type = _MEDIA_ALIASES.get(media_type, media_type)
+    if media_type not in MEDIA_TYPES or not media_type.startswith(kind):
+        allowed = ", ".join(sorted(t for t in MEDIA_TYPES if t.startswith(kind)))
+        raise errors.InvalidInput(f"{path}: {value[:40]!r} is not a media type this server stores; one of {allowed}",
+                                  path=path)
+    return media_type
 
 
 class StoredAsset(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,7 +138,8 @@ async def store_generated(
     *, quota_bytes: int = DEFAULT_QUOTA_BYTES,
 ) -> StoredAsset:
     """Store ``media`` for ``owner`` (idempotent: the same bytes give the same asset); AssetQuotaExceeded past
-    the quota, with nothing written."""
+    the quota, and InvalidInput for a media type outside :data:`MEDIA_TYPES`, with nothing written."""
+    media = msgspec.structs.replace(media, media_type=check_media_type(media.media_type, path="mediaType"))
     digest = hashlib.sha256(media.data).digest()
     asset_id = asset_id_for(owner, digest)
     size = len(media.data)

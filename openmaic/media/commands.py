@@ -63,7 +63,8 @@ async def retry_media(log: EventLog, owner: str, run_id: str, command_id: str, e
         results = await log.append(
             StreamAppend(stream_id=lane, events=[MediaRetryRequested(element_id=element_id)],
                          command_id=command_id, expected_seq=lane_row.head_seq, **wake),
-            StreamAppend(stream_id=run_id, events=[pending], expected_seq=run_row.head_seq),
+            # The command id on the run's event too: a repeat answers with the run as this command left it.
+            StreamAppend(stream_id=run_id, events=[pending], expected_seq=run_row.head_seq, command_id=command_id),
         )
         r = next(x for x in results if x.stream_id == lane)
         return CommandResult(command_id, r.first_seq, r.replayed)

@@ -17,8 +17,11 @@ last checkpoint:
   run re-queued if it was parked on it) and then holds no worker. ``retry {media: {elementId}}`` settles that
   element anew in a new pass (see :mod:`openmaic.media.commands`); a settled element is never generated again.
 
-Bytes go to the asset store before the element's checkpoint commits. A worker dying in between makes the next
-attempt generate the element again (provider calls are at least once); the same bytes are the same asset.
+Bytes go to the asset store before the element's checkpoint commits. The database interrupting either (a lost
+connection, a lock timeout) never settles the element: the lane resumes from its last checkpoint, and an attempt
+in the same process goes on from the bytes (or the video task id) the interrupted one kept
+(:mod:`openmaic.media.kept`). A worker dying in between makes the next attempt generate the element again
+(provider calls are at least once); the same bytes are the same asset.
 """
 
 from __future__ import annotations
@@ -34,11 +37,14 @@ import trio
 from openmaic import errors
 from openmaic.actors.commands import until_decided
 from openmaic.actors.kind import Core, Finish, Outcome, Step, StepContext, Wait, settle
+from openmaic.concurrency import collapse_groups
 from openmaic.courses.events import CourseMediaSet, SceneMedia
 from openmaic.events.core import SessionCreated
 from openmaic.events.log import EventLog, NewStream, StreamAppend, StreamRow
 from openmaic.events.types import Event
 from openmaic.media.assets import DEFAULT_QUOTA_BYTES, AssetQuotaExceeded, store_generated
+from openmaic.media.kept import KeptResults
+from openmaic.media.run_stop import until_run_stops
 from openmaic.media.events import (
     LaneItem, MediaElementSettled, MediaElementStarted, MediaLaneClosed, MediaLaneOpened, MediaPassReported,
     MediaRetryRequested, MediaVideoSubmitted,
@@ -105,6 +111,8 @@ class LaneState(msgspec.Struct, frozen=True, kw_only=True):
     items: tuple[LaneItem, ...] = ()
     settled: dict[str, MediaElementSettled] = {}
     tasks: dict[str, str] = {}
+    generations: dict[str, int] = {}
+    """Retries asked for per element: a retried element is generated anew (see :mod:`openmaic.media.kept`)."""
     media_pass: int = 1
     reported: int = 0
     quota_full_pass: int = 0
@@ -133,7 +141,8 @@ def evolve(state: LaneState, event: Event, seq: int) -> LaneState:
             return r(s, settled={**s.settled, eid: event}, tasks=tasks, quota_full_pass=full)
         case MediaRetryRequested(element_id=eid):
             fresh = s.media_pass + 1 if s.reported >= s.media_pass else s.media_pass
-            return r(s, settled={k: v for k, v in s.settled.items() if k != eid}, media_pass=fresh)
+            return r(s, settled={k: v for k, v in s.settled.items() if k != eid}, media_pass=fresh,
+                     generations={**s.generations, eid: s.generations.get(eid, 0) + 1})
         case MediaPassReported(media_pass=n):
             return r(s, reported=max(s.reported, n))
         case MediaLaneClosed():
@@ -163,6 +172,8 @@ class MediaKind:
         self.config = config
         self.deadline_s = deadline_s
         self.quota = int(getattr(getattr(config, "limits", None), "asset_bytes_per_owner", DEFAULT_QUOTA_BYTES))
+        self.kept = KeptResults()
+        """Provider results whose checkpoint has not committed yet (see :mod:`openmaic.media.kept`)."""
 
     def initial(self) -> LaneState:
         return LaneState()
@@ -183,7 +194,19 @@ class MediaKind:
     def _bind(self, item: LaneItem, state: LaneState) -> Any:
         async def handler(ctx: StepContext) -> Outcome:
             with trio.move_on_after(self.deadline_s):
-                return await self._generate(ctx, state, item)
+                stopped = False
+                with collapse_groups():
+                    async with trio.open_nursery() as nursery:
+                        async def watch() -> None:
+                            nonlocal stopped
+                            await until_run_stops(ctx.services, state.run_id)
+                            stopped = True
+                            nursery.cancel_scope.cancel()  # the provider call in flight included
+
+                        nursery.start_soon(watch)
+                        out = await self._generate(ctx, state, item)
+                        nursery.cancel_scope.cancel()
+                return Outcome(events=[MediaLaneClosed()]) if stopped else out
             return self._settled(state, item, "failed", message=f"{item.kind.capitalize()} generation timed out",
                                  keep_task=item.kind == "video")
 
@@ -246,17 +269,31 @@ class MediaKind:
         if route is None:
             return self._settled(state, item, "disabled")
         provider, model = route
+        key = (ctx.stream_id, item.element_id, state.generations.get(item.element_id, 0))
+        self.kept.forget(ctx.stream_id, set(state.settled), state.generations)
+        kept = self.kept.get(key)
         task = state.tasks.get(item.element_id)
         generating = RunMediaState(element_id=item.element_id, media_type=item.kind, status="generating")
         await ctx.emit([MediaElementStarted(element_id=item.element_id)],
                        also=[StreamAppend(stream_id=state.run_id, events=[generating])])
-        poster = None
+        # What the provider gives is kept (self.kept) before anything is committed: a commit the database
+        # interrupts stops the step, and the next attempt goes on from what was kept instead of paying again.
+        media, poster = kept.media, kept.poster
         try:
-            if item.kind == "image":
+            if media is not None:
+                log.info("run %s: %s %s was generated by an interrupted attempt; storing it", state.run_id,
+                         item.kind, item.element_id)
+            elif item.kind == "image":
                 media = await provider.generate_image(model, item.prompt, aspect_ratio=item.aspect_ratio)
+                self.kept.keep(key, media=media)
             else:
-                if task is None:
+                if task is None and kept.task_id is not None:
+                    # Submitted by an attempt whose record of it did not commit: record it now, never resubmit.
+                    task = kept.task_id
+                    await ctx.emit([MediaVideoSubmitted(element_id=item.element_id, task_id=task)])
+                elif task is None:
                     task = await provider.submit_video(model, item.prompt, aspect_ratio=item.aspect_ratio)
+                    self.kept.keep(key, task_id=task)
                     # Committed before the wait: a takeover or a retry waits on this task.
                     await ctx.emit([MediaVideoSubmitted(element_id=item.element_id, task_id=task)])
                 else:
@@ -268,6 +305,7 @@ class MediaKind:
                 except ProviderError as exc:  # a poster is decorative: its failure costs the poster only
                     log.warning("run %s: the poster of %s was not fetched: %s", state.run_id, item.element_id,
                                 exc.message)
+                self.kept.keep(key, media=media, poster=poster)
         except ProviderError as exc:
             log.warning("run %s: %s %s failed: %s", state.run_id, item.kind, item.element_id, exc.message)
             message, code = _failure(exc, item.kind)

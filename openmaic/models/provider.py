@@ -117,15 +117,29 @@ def build_provider(
     raise ConfigError(f"provider {name!r} has an unknown kind {kind!r} (expected openai, anthropic or demo)")
 
 
+OPERATOR_TIMEOUT_S, OPERATOR_MAX_RETRIES = 60.0, 4
+"""A deployment's own providers (``openmaic.yml``, the environment, the built-ins): seconds an attempt may wait
+without a byte, and retries, unless its ``options`` say otherwise."""
+OWNER_TIMEOUT_S, OWNER_MAX_RETRIES = 30.0, 1
+"""A provider an owner added on the Models page: shorter, and whatever its ``options`` say at most
+:data:`OPERATOR_TIMEOUT_S` an attempt and one retry more than this. An owner may point a slot at an endpoint that
+never answers, and a step waiting on it holds a worker's slot: 60 s an attempt and 4 retries held one for about
+15 minutes a run."""
+
+
 def endpoint(target: Target, *, allow_local: bool = False) -> ProviderConfig:
     """What the driver of ``target``'s protocol is given: its endpoint and transport settings (``options``). A
     provider of an owner's workspace is an ``owner_endpoint`` (checked at connect time unless ``allow_local``:
-    ``server.allow_local_endpoints``)."""
+    ``server.allow_local_endpoints``), with the shorter timeouts above."""
     spec = target.spec
+    timeout_s = float(spec.option("timeoutS", OPERATOR_TIMEOUT_S))
+    retries = int(spec.option("maxRetries", OPERATOR_MAX_RETRIES))
+    if target.provider_source == "workspace":
+        timeout_s = min(float(spec.option("timeoutS", OWNER_TIMEOUT_S)), OPERATOR_TIMEOUT_S)
+        retries = min(int(spec.option("maxRetries", OWNER_MAX_RETRIES)), OWNER_MAX_RETRIES + 1)
     return ProviderConfig(
-        kind=target.protocol, base_url=target.base_url, api_key=target.api_key,
-        timeout_s=float(spec.option("timeoutS", 60.0)), max_retries=int(spec.option("maxRetries", 4)),
-        latency_ms=int(spec.option("latencyMs", 0)), proxy=spec.proxy,
+        kind=target.protocol, base_url=target.base_url, api_key=target.api_key, timeout_s=timeout_s,
+        max_retries=retries, latency_ms=int(spec.option("latencyMs", 0)), proxy=spec.proxy,
         owner_endpoint=target.provider_source == "workspace", allow_local=allow_local,
     )
 

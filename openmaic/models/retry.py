@@ -119,6 +119,19 @@ def error_token(body: bytes) -> str | None:
     return None
 
 
+def _why_unreachable(exc: Exception) -> str:
+    """What kept a request from being made, in words (never the exception's class name)."""
+    if isinstance(exc, httpx.UnsupportedProtocol):
+        return "its URL does not start with http:// or https://"
+    if isinstance(exc, httpx.InvalidURL):
+        return "its URL is not valid"
+    if isinstance(exc, httpx.ProxyError):
+        return "the proxy refused the request"
+    if isinstance(exc, httpx.TooManyRedirects):
+        return "too many redirects"
+    return "the request could not be made"
+
+
 def _attempts(n: int) -> str:
     return f"{n} attempt" if n == 1 else f"{n} attempts"
 
@@ -302,7 +315,7 @@ class Transport:
             raise RetryableFailure("connection lost") from exc
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise ProviderError(
-                f"the {self.label} {self.name!r} could not be reached ({type(exc).__name__}); check its base_url",
+                f"the {self.label} {self.name!r} could not be reached ({_why_unreachable(exc)}); check its base_url",
                 provider=self.name,
             ) from exc
         except MalformedResponse as exc:

@@ -13,7 +13,9 @@ Why rows move rather than reads following a merge table: see docs/architecture.m
 
 Rules (OpenMAIC's): the source must be anonymous and the target not; claiming a pair already claimed succeeds and
 changes nothing (``already-claimed``); an anonymous owner claimed by another account is refused
-(``ALREADY_CLAIMED_ELSEWHERE``); claims never chain (``TARGET_RETIRED``, ``SOURCE_HAS_CLAIMS``). Losing a lock race
+(``ALREADY_CLAIMED_ELSEWHERE``); claims never chain (``TARGET_RETIRED``): the one owner that absorbs another
+and is itself claimable, an anonymous owner derived from a legacy cookie (:func:`migrate_owner`), hands what it
+absorbed on to its account, so every claim stays one hop (``SOURCE_HAS_CLAIMS`` is no longer answered). Losing a lock race
 to writers of the source (a run committing a step, an upload) is retried here for a few seconds, then answered
 ``OWNER_BUSY`` (503, ``Retry-After: 2``): nothing was changed and the claim may be sent again as it is.
 
@@ -34,20 +36,25 @@ import msgspec
 import trio
 
 from openmaic import errors
+from openmaic.config import LimitsConfig
 from openmaic.events.core import OwnerClaimed, StreamOwnerChanged
 from openmaic.events.log import EventLog
+from openmaic.owners.learners import learner_key
 from openmaic.store.database import Database
 from openmaic.store.queries import load_sql
 
 __all__ = [
-    "ANONYMOUS_OWNER", "ClaimRefused", "ClaimResult", "OwnerRetired", "claim_owner", "claim_stream_id",
-    "claimed_into", "is_anonymous", "merged_from",
+    "ANONYMOUS_OWNER", "ClaimQuotas", "ClaimRefused", "ClaimResult", "OwnerRetired", "claim_owner", "claim_stream_id",
+    "claimed_into", "claims_into", "in_anonymous_namespace", "is_anonymous", "merged_from", "migrate_owner", "owner_has_rows",
 ]  # fmt: skip
 
 SQL = load_sql("openmaic.owners", "claims.sql")
 
-ANONYMOUS_OWNER = re.compile(r"^anon:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
-"""The owner ids the anonymous cookie stands for: the only owners that can be claimed (and retired)."""
+ANONYMOUS_OWNER = re.compile(r"^anon:[0-9a-f]{8}-[0-9a-f]{4}-[48][0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+"""The owner ids anonymous cookies stand for: the only owners that can be claimed (and retired). A version-8 UUID
+is an owner derived from its cookie (:mod:`openmaic.owners.anonymous`); a version 4 is a legacy one, whose id was
+its cookie."""
+LEGACY_ANONYMOUS_OWNER = re.compile(r"^anon:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 _STORABLE = re.compile(r"^[\x21-\x7e]{1,256}$")
 
 LOCK_WAIT_MS = 2000
@@ -69,6 +76,7 @@ _STATUS = {
     "SOURCE_HAS_CLAIMS": 409,
     "NO_PENDING_CLAIM": 409,
     "OWNER_BUSY": 503,
+    "CLAIM_OVER_QUOTA": 409,
 }
 _MESSAGES = {
     "INVALID_OWNER": "claim owners must be storable owner ids",
@@ -80,14 +88,15 @@ _MESSAGES = {
     "SOURCE_HAS_CLAIMS": "the claimed owner has absorbed other owners",
     "NO_PENDING_CLAIM": "this request presents no anonymous identity to claim",
     "OWNER_BUSY": "the owners are being written to; retry the claim shortly",
+    "CLAIM_OVER_QUOTA": "the anonymous work does not fit within your limits",
 }
 
 
 class ClaimRefused(errors.OpenMaicError):
     """A claim the rules refuse; nothing was changed."""
 
-    def __init__(self, refusal: str) -> None:
-        super().__init__(_MESSAGES[refusal])
+    def __init__(self, refusal: str, message: str | None = None, **details: object) -> None:
+        super().__init__(message or _MESSAGES[refusal], **details)
         self.error_code = refusal
         self.code = refusal.lower()
         self.status = _STATUS[refusal]
@@ -102,6 +111,24 @@ class OwnerRetired(errors.OpenMaicError):
     error_code = "OWNER_RETIRED"
 
 
+class ClaimQuotas(msgspec.Struct, frozen=True):
+    """The target's limits a claim keeps to (``None``: not enforced): what it adds must fit beside what the target
+    holds, or the claim is refused (``CLAIM_OVER_QUOTA``) and changes nothing."""
+
+    agents: int | None = None
+    materials: int | None = None
+    material_bytes: int | None = None
+    asset_bytes: int | None = None
+
+    @classmethod
+    def of(cls, limits: LimitsConfig) -> ClaimQuotas:
+        """The deployment's limits, unless ``limits.claims_over_quota`` lets claims exceed them."""
+        if limits.claims_over_quota == "allow":
+            return cls()
+        return cls(agents=limits.agents_per_owner, materials=limits.materials_per_owner,
+                   material_bytes=limits.material_bytes_per_owner, asset_bytes=limits.asset_bytes_per_owner)
+
+
 class ClaimResult(msgspec.Struct, frozen=True, omit_defaults=True):
     """The answer of ``POST /api/identity/claim``: ``{status: "claimed", moved}`` or ``{status:
     "already-claimed"}``."""
@@ -112,6 +139,13 @@ class ClaimResult(msgspec.Struct, frozen=True, omit_defaults=True):
 
 def is_anonymous(owner: str) -> bool:
     return ANONYMOUS_OWNER.match(owner) is not None
+
+
+def in_anonymous_namespace(owner: str) -> bool:
+    """Whether ``owner`` lies in the namespace of anonymous owners (``anon:…``, in any case), which no signed-in
+    owner may use: an account named ``anon:<uuid>`` would be claimable by whoever sends that cookie, and the owner
+    fence and the legacy move take every ``anon:`` id for an anonymous one."""
+    return owner[:5].lower() == "anon:"
 
 
 def claim_stream_id(from_owner: str) -> str:
@@ -130,17 +164,35 @@ def _check(from_owner: str, to_owner: str) -> None:
         raise ClaimRefused("TARGET_ANONYMOUS")
 
 
-async def claim_owner(log: EventLog, from_owner: str, to_owner: str, *, busy_for_s: float = BUSY_FOR_S) -> ClaimResult:
-    """Move ``from_owner``'s work to ``to_owner`` and retire ``from_owner`` (see the module's doc).
+async def claim_owner(log: EventLog, from_owner: str, to_owner: str, *, quotas: ClaimQuotas = ClaimQuotas(),
+                      busy_for_s: float = BUSY_FOR_S) -> ClaimResult:
+    """Move ``from_owner``'s work to ``to_owner`` and retire ``from_owner`` (see the module's doc), within the
+    target's ``quotas`` (none unless given: :meth:`ClaimQuotas.of` gives the deployment's).
 
-    Raises :class:`ClaimRefused` (with OpenMAIC's code) for a claim the rules refuse or one that kept losing lock
-    races; then nothing was changed.
+    Raises :class:`ClaimRefused` (with OpenMAIC's code) for a claim the rules refuse, one that would take the
+    target past a quota (``CLAIM_OVER_QUOTA``, naming the limit), or one that kept losing lock races; then nothing
+    was changed.
     """
     _check(from_owner, to_owner)
+    return await _claim(log, from_owner, to_owner, busy_for_s, quotas)
+
+
+async def migrate_owner(log: EventLog, legacy: str, derived: str, *, busy_for_s: float = BUSY_FOR_S) -> ClaimResult:
+    """Move a legacy anonymous owner (whose id was its cookie) to the owner derived from that cookie: a claim
+    whose target is anonymous, which only this move may have (see :mod:`openmaic.owners.anonymous`)."""
+    if not LEGACY_ANONYMOUS_OWNER.match(legacy) or not is_anonymous(derived) or LEGACY_ANONYMOUS_OWNER.match(derived):
+        raise ClaimRefused("INVALID_OWNER")
+    # No quotas: the legacy owner's work was within them already, and refusing would strand it.
+    return await _claim(log, legacy, derived, busy_for_s, ClaimQuotas())
+
+
+async def _claim(log: EventLog, from_owner: str, to_owner: str, busy_for_s: float,
+                 quotas: ClaimQuotas) -> ClaimResult:
     t, v, data = log.types.encode(StreamOwnerChanged(from_owner_id=from_owner, to_owner_id=to_owner))
     claimed_tag = OwnerClaimed.__struct_config__.tag
     args = (from_owner, to_owner, LOCK_WAIT_MS, ROW_WAIT_MS, claim_stream_id(from_owner), t, v, data.decode(),
-            claimed_tag, OwnerClaimed.version)
+            claimed_tag, OwnerClaimed.version, quotas.agents, quotas.materials, quotas.material_bytes,
+            quotas.asset_bytes)
     deadline = trio.current_time() + busy_for_s
     pause = 0.01
     while True:
@@ -160,6 +212,12 @@ async def claim_owner(log: EventLog, from_owner: str, to_owner: str, *, busy_for
     outcome = row.outcome
     if outcome == "already-claimed":
         return ClaimResult(status="already-claimed")
+    if outcome == "CLAIM_OVER_QUOTA":
+        over = msgspec.json.decode(row.moved or "{}")
+        raise ClaimRefused(
+            outcome, f"the anonymous work adds {over['adding']:,} to the {over['held']:,} you hold, past "
+            f"{over['key']} ({over['limit']:,}); remove some of yours, or of the anonymous work before signing in, "
+            "and claim again", key=over["key"], limit=over["limit"], held=over["held"], adding=over["adding"])
     if outcome != "claimed":
         raise ClaimRefused(outcome)
     # Written by a SQL function, outside the log's append path: its watchers (live feeds, folds) are told here.
@@ -182,11 +240,23 @@ async def claimed_into(db: Database, owner: str) -> str | None:
     return await db.fetchval(SQL.claimed_into, owner)
 
 
+async def claims_into(db: Database, owner: str) -> list[str]:
+    """The owners claimed into ``owner`` (one hop: a claim of an owner that absorbed others carries them along)."""
+    return await db.fetch_values(SQL.claims_into, owner)
+
+
+async def owner_has_rows(db: Database, owner: str) -> bool:
+    """Whether ``owner`` holds any row a claim would move."""
+    return bool(await db.fetchval(SQL.owner_has_rows, owner))
+
+
 async def merged_from(db: Database, owner: str, salt: str, digest: str) -> bool:
     """Whether a claim merged into ``owner`` an owner whose id hashes to ``digest`` (sha256 hex of
-    ``salt ‖ NUL ‖ owner id``): OpenMAIC's check for a browser that recorded its first owner only as a digest."""
-    for merged in await db.fetch_values(SQL.claims_into, owner):
-        mine = hashlib.sha256(f"{salt}\x00{merged}".encode()).hexdigest()
-        if mine == digest:
-            return True
+    ``salt ‖ NUL ‖ owner id``, or of its learner key): OpenMAIC's check for a browser that recorded its first owner
+    only as a digest."""
+    for merged in await claims_into(db, owner):
+        # The owner id, or the learner key a browser was given for it (what it can have recorded).
+        for known in (merged, learner_key(merged)):
+            if hashlib.sha256(f"{salt}\x00{known}".encode()).hexdigest() == digest:
+                return True
     return False

@@ -37,6 +37,8 @@ async def create_token(db: Database, owner: str) -> str:
     """Create a bearer token for ``owner`` and return it. Only its hash is stored: show it once."""
     if not owner.strip():
         raise ValueError("the owner must not be empty")
+    if owner[:5].lower() == "anon:":
+        raise ValueError("the owner must not start with 'anon:', which names anonymous owners")
     ident = TOKEN_PREFIX + secrets.token_hex(6)
     token = f"{ident}.{secrets.token_urlsafe(32)}"
     await db.execute(Q.token_insert, ident, owner, _hash(token))

@@ -60,29 +60,63 @@ class _Created(msgspec.Struct):
 class _Outline(msgspec.Struct):
     title: str = ""
     scenes: list[_Scene] = []
-    """v1: the outline's scenes with their states."""
-    scene_ids: list[str] = []
-    """v2: the ids the outline's scenes have (their states come with their scene_set)."""
 
 
 class _SceneSet(msgspec.Struct):
-    scene: _Scene | None = None
-    ready: bool | None = None
-    """v2: whether the scene can be played (v1 said so in the scene's own status)."""
+    scene: _Scene
 
 
-class _SceneDeleted(msgspec.Struct):
-    scene_id: str
+class _Id(msgspec.Struct):
+    id: str
+
+
+class _OutlineV2(msgspec.Struct):
+    """``course.outline_set`` v2: the outline's scene ids (each pending until its scene is written)."""
+
+    title: str = ""
+    scene_ids: list[str] = []
+
+
+class _SceneSetV2(msgspec.Struct):
+    """``course.scene_set`` v2: an OpenMAIC scene and whether it is ready to play."""
+
+    scene: _Id | None = None
+    ready: bool = True
+
+
+class _Named(msgspec.Struct):
+    name: str = ""
+
+
+class _StageSet(msgspec.Struct):
+    stage: _Named
+
+
+class _Document(msgspec.Struct):
+    stage: _Named
+    scenes: list[_Id] = []
+
+
+class _DocumentSet(msgspec.Struct):
+    """``course.document_set``: a whole document, saved at once (every scene of it ready)."""
+
+    document: _Document
 
 
 class _RestoredDoc(msgspec.Struct):
     title: str = ""
-    scenes: list[_Scene] = []
+    scenes: list[_Id] = []
     ready: list[str] = []
 
 
 class _Restored(msgspec.Struct):
+    """``course.restored``: an earlier version of the course brought back whole."""
+
     document: _RestoredDoc
+
+
+class _SceneDeleted(msgspec.Struct):
+    scene_id: str
 
 
 class _RunCreated(msgspec.Struct):
@@ -108,7 +142,14 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "run.created": msgspec.json.Decoder(_RunCreated),
     "run.state_changed": msgspec.json.Decoder(_RunState),
     "stream.owner_changed": msgspec.json.Decoder(_OwnerChanged),
+    "course.stage_set": msgspec.json.Decoder(_StageSet),
+    "course.document_set": msgspec.json.Decoder(_DocumentSet),
 }
+_V2: dict[str, msgspec.json.Decoder[Any]] = {
+    "course.outline_set": msgspec.json.Decoder(_OutlineV2),
+    "course.scene_set": msgspec.json.Decoder(_SceneSetV2),
+}
+"""The course events whose version 2 holds OpenMAIC's document (openmaic.courses.events): read by their version."""
 _scenes_decoder = msgspec.json.Decoder(dict[str, str])
 _encode = msgspec.json.Encoder().encode
 
@@ -183,7 +224,8 @@ class LibraryCards(Projection):
         course_ids: dict[str, None] = {}
         run_ids: dict[str, None] = {}
         for e in events:
-            dec = _DECODERS.get(e.type)
+            dec = _V2.get(e.type) if e.v >= 2 else None
+            dec = dec or _DECODERS.get(e.type)
             ev = lite_decode(dec, e) if dec is not None else True
             if ev is None:
                 continue
@@ -247,13 +289,23 @@ class LibraryCards(Projection):
             match e.type:
                 case "course.created" | "course.retitled":
                     card.title = ev.title
+                case "course.outline_set" if isinstance(ev, _OutlineV2):
+                    card.title = ev.title or card.title
+                    written = {k: v for k, v in card.scenes.items() if k not in ev.scene_ids}
+                    card.scenes = {**{sid: card.scenes.get(sid, "pending") for sid in ev.scene_ids}, **written}
                 case "course.outline_set":
                     card.title = ev.title or card.title
-                    card.scenes = ({s.id: s.status for s in ev.scenes} if ev.scenes else
-                                   {sid: card.scenes.get(sid, "pending") for sid in ev.scene_ids})
-                case "course.scene_set" if ev.scene is not None:
-                    ready = ev.scene.status == "ready" if ev.ready is None else ev.ready
-                    card.scenes[ev.scene.id] = "ready" if ready else "pending"
+                    card.scenes = {s.id: s.status for s in ev.scenes}
+                case "course.scene_set" if isinstance(ev, _SceneSetV2):
+                    if ev.scene is not None:
+                        card.scenes[ev.scene.id] = "ready" if ev.ready else "pending"
+                case "course.scene_set":
+                    card.scenes[ev.scene.id] = ev.scene.status
+                case "course.stage_set":
+                    card.title = ev.stage.name or card.title
+                case "course.document_set":
+                    card.title = ev.document.stage.name or card.title
+                    card.scenes = {s.id: "ready" for s in ev.document.scenes}
                 case "course.scene_deleted":
                     card.scenes.pop(ev.scene_id, None)
                 case "course.restored":

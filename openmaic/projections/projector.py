@@ -40,7 +40,8 @@ from openmaic.projections.base import (
     Tables,
     lock_key,
 )
-from openmaic.projections.ordering import StreamOrder
+from openmaic.projections.ordering import Plan, StreamOrder
+from openmaic.store.backoff import FIRST_S
 from openmaic.store.database import Backoff, Database, Op
 from openmaic.store.queries import Q
 from openmaic.text import clean_value
@@ -158,7 +159,9 @@ class Applier:
         An event that fails alone is a dead letter: it is recorded in ``projection_dead_letters`` in the same
         fenced transaction that moves the checkpoint past it (so it is recorded once, like any batch), counted
         (``openmaic_projection_dead_letters_total``) and logged, and the projection goes on. One bad event can
-        no longer stop a read model for every owner; what it would have written is missing until a rebuild.
+        no longer stop a read model for every owner; what it would have written is missing until a rebuild. The
+        predecessors delivered with it out of log order (pulled forward, see :mod:`.ordering`) are not its fault:
+        they are applied (or, failing alone too, are dead letters of their own).
 
         On any other failure the in-memory state is dropped and reloaded on the next call, and the exception
         (translated: :class:`ProjectionPaused`, :class:`CheckpointMoved`, …) propagates.
@@ -173,7 +176,16 @@ class Applier:
                     log.debug("projection %s: a batch of %d events failed (%s); trying %d",
                               self.projection.name, refused.size, refused.cause, limit)
                     continue
-                return await self._batch(1, dead=refused.cause)
+                cause = refused.cause
+                break
+        # One log event fails. Delivered with it are the predecessors pulled forward out of log order (see
+        # projections.ordering): they are applied, and it alone is the dead letter. When they cannot be applied
+        # together, the first goes alone (applied, or a dead letter of its own) until the rest can.
+        while True:
+            try:
+                return await self._batch(1, dead=cause)
+            except _Refused:
+                await self._first_predecessor()
 
     async def _batch(self, limit: int, dead: BaseException | None = None) -> int:
         """Read and apply up to ``limit`` events; with ``dead``, record the (one) event instead of applying it."""
@@ -201,8 +213,18 @@ class Applier:
                     self.checkpoint, [k[0] for k in plan.early_reached], [k[1] for k in plan.early_reached],
                 )))
             if dead is not None:
-                ops += [_dead_letter(self.projection.name, e, dead) for e in relevant]
-                await self.db.transaction(ops)
+                # The page is the one event that failed; the plan's others are its pulled-forward predecessors.
+                bad = [e for e in relevant if e is last]
+                before = [e for e in relevant if e is not last]
+                try:
+                    if before:
+                        ops += storable(await self.projection.apply(self.ctx, before))
+                    await self.db.transaction(ops + [_dead_letter(self.projection.name, e, dead) for e in bad])
+                except Exception as exc:
+                    if not before or _transient(exc):
+                        raise
+                    raise _Refused(len(before), exc) from exc
+                relevant = bad
             elif relevant:
                 try:
                     ops += storable(await self.projection.apply(self.ctx, relevant))
@@ -229,12 +251,61 @@ class Applier:
         self.events_applied += len(plan.events)
         self.batches += 1
         if dead is not None and relevant:
-            metrics.PROJECTION_DEAD_LETTERS.labels(projection=self.projection.name).inc(len(relevant))
-            for e in relevant:
-                log.error("projection %s: %s %s#%d cannot be applied (%s: %s); recorded in projection_dead_letters "
-                          "and skipped", self.projection.name, e.type, e.stream_id, e.seq, type(dead).__name__,
-                          _reason(dead))
+            self._dead_lettered(relevant, dead)
         return len(page)
+
+    def _dead_lettered(self, events: Sequence[RecordedEvent], cause: BaseException) -> None:
+        metrics.PROJECTION_DEAD_LETTERS.labels(projection=self.projection.name).inc(len(events))
+        for e in events:
+            log.error("projection %s: %s %s#%d cannot be applied (%s: %s); recorded in projection_dead_letters "
+                      "and skipped", self.projection.name, e.type, e.stream_id, e.seq, type(cause).__name__,
+                      _reason(cause))
+
+    async def _first_predecessor(self) -> None:
+        """Deliver only the first event of the next one-event page's plan: a predecessor pulled forward out of log
+        order, applied, or a dead letter if it fails alone. The checkpoint stays (its fence is taken all the same);
+        the event is recorded early, as any pulled-forward event, so the tail skips it."""
+        if self.cursor is None:
+            await self.load()
+        assert self.cursor is not None
+        cursor = self.cursor
+        try:
+            page = await self.log.read_all(cursor, 1)
+            plan = await self.order.arrange(self.log.events, page)
+            first = plan.events[0]
+            key = (first.stream_id, first.seq)
+            assert key in plan.early_added, key
+            one = Plan(events=[first], early_added=[key], last={first.stream_id: first.seq})
+            ops: list[Op] = [
+                (Q.projection_advance, (self.checkpoint, self.generation, cursor[0], str(cursor[1]), cursor[2],
+                                        cursor[0], str(cursor[1]), cursor[2], 1, self.pause_key)),
+                (Q.projection_early_add, (self.checkpoint, [first.stream_id], [first.seq])),
+            ]
+            failed: BaseException | None = None
+            if self.projection.wants(first.type):
+                try:
+                    await self.db.transaction(ops + storable(await self.projection.apply(self.ctx, [first])))
+                except Exception as exc:
+                    if _transient(exc):
+                        raise
+                    failed = exc
+                if failed is not None:
+                    await self.db.transaction(ops + [_dead_letter(self.projection.name, first, failed)])
+            else:
+                await self.db.transaction(ops)
+        except errors.OpenMaicError as exc:
+            self.cursor = None
+            own = _own_error(exc)
+            if own is exc:
+                raise
+            raise own from exc
+        except BaseException:
+            self.cursor = None
+            raise
+        self.order.commit(one)
+        self.events_applied += 1
+        if failed is not None:
+            self._dead_lettered([first], failed)
 
     async def catch_up(self, progress: Any = None) -> int:
         """Apply batches until the readable log is exhausted; returns the events covered."""
@@ -284,7 +355,9 @@ class Projector:
         ensured = False
         backoff = self.poll_s
         name = self.projection.name
-        unavailable = Backoff(f"projection {name}", first=self.poll_s, cap=30.0)
+        # Unavailability (a restart, a failover) is paced like every serving loop (0.1 s doubling to 1 s), so the
+        # read model resumes within a second or so of the primary taking writes; a failing batch backs off longer.
+        unavailable = Backoff(f"projection {name}", first=min(self.poll_s, FIRST_S))
         while True:
             try:
                 if not ensured:
@@ -347,8 +420,9 @@ async def run_projectors(
     for p in projections:
         found[p.name] = Projector(db, log_, p, batch_size=batch_size, poll_s=poll_s)
     keys = {p.name: lock_key("own", p.name) for p in projections}
-    retry = Backoff("projector lock connection", "no projection is applied by this process meanwhile",
-                    first=lock_retry_s, cap=30.0)
+    # Paced like every serving loop (0.1 s doubling to 1 s), not by lock_retry_s: while this connection is away no
+    # projection is applied by this process, so after a failover it must be back as soon as the workers are.
+    retry = Backoff("projector lock connection", "no projection is applied by this process meanwhile")
     # One watch per projection (each apply task consumes its own hints), registered before any read, so that an
     # append landing between a read and the wait still wakes the task.
     with contextlib.ExitStack() as stack:

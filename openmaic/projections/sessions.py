@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from openmaic.events.core import REQUEUED
 from openmaic.events.log import RecordedEvent
 from openmaic.projections.base import Context, Projection, lite_decode
 from openmaic.store.database import Op
@@ -171,7 +172,7 @@ class SessionList(Projection):
                 elif isinstance(ev, _Status):
                     row.status = ev.status
                 elif isinstance(ev, _Reason):
-                    row.status = "queued" if ev.reason == "shutdown" else "idle"
+                    row.status = "queued" if ev.reason in REQUEUED else "idle"
                 elif e.type == "lease.claimed":
                     row.status = "running"
                 elif e.type == "session.interrupted":

@@ -10,7 +10,9 @@ Race-freedom: two runs of one owner admitted at once on two workers could both c
 go. So the count and the ``run.admitted`` append run in ONE transaction under the owner's run lock
 (:func:`openmaic.store.locks.owner_lock`): admissions of one owner are serialized, and each one's count sees
 every admission committed before it. The ``run.admitted`` append is fenced by the attempt like every worker
-write, so a worker that lost its lease admits nothing.
+write, so a worker that lost its lease admits nothing. The lock and the count are both the owner's the id stands
+for *now* (``openmaic_owner``): a run whose fold still names an anonymous owner claimed into an account since and a
+run of that account queue on one lock and count the same runs.
 
 The same lock serializes the start of a run (its count of the owner's active and waiting runs) and the commands
 that make a run count again (confirm-outline, retry), so two requests at once cannot both take the last place.

@@ -42,6 +42,15 @@ def check_outline(items: Sequence[SceneOutline], *, what: str = "outline") -> No
             raise errors.InvalidInput(f"scene {i + 1} of the {what} has no title", path=f"{what}[{i}].title")
 
 
+def same_outline(a: Sequence[SceneOutline], b: Sequence[SceneOutline]) -> bool:
+    """Whether a confirmed outline is the proposed one: ids and orders are the server's to give (a client sends
+    back the ids its view showed), so only what the entries say counts."""
+    def unnamed(items: Sequence[SceneOutline]) -> list[SceneOutline]:
+        return [msgspec.structs.replace(item, id="", order=0) for item in items]
+
+    return unnamed(a) == unnamed(b)
+
+
 def confirmation(
     state: RunState, revision: int, items: Sequence[SceneOutline], by: Literal["user", "auto", "countdown"],
     *, previous: str | None = None,

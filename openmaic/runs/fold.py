@@ -108,6 +108,8 @@ class RunState(msgspec.Struct, frozen=True, kw_only=True):
     retry_requested: bool = False
     stop_requested: bool = False
     stop_reason: str | None = None
+    stop_seq: int = 0
+    """The seq of the event that first asked the run to stop, or that ended it (0 while neither happened)."""
     admitted_attempt: int = 0
     deferred_attempt: int = 0
     deferred_until: dt.datetime | None = None
@@ -195,7 +197,7 @@ def evolve(state: RunState, event: Event, seq: int) -> RunState:
         case RunRetryRequested(step=step):
             return r(s, failures={**s.failures, step: 0}, retry_requested=True)
         case RunStopRequested(reason=reason):
-            return r(s, stop_requested=True, stop_reason=reason)
+            return r(s, stop_requested=True, stop_reason=reason, stop_seq=s.stop_seq or seq)
         case RunAdmitted(attempt=attempt):
             return r(s, admitted_attempt=attempt)
         case RunAdmissionDeferred(attempt=attempt, until=until):
@@ -241,7 +243,7 @@ def evolve(state: RunState, event: Event, seq: int) -> RunState:
         case LeaseReleased(reason=reason) if reason == COUNTDOWN_WAIT:
             return r(s, countdown_waited=s.proposed_revision > 0 and not s.confirmed_revision)
         case SessionEnded(status=status):
-            return r(s, ended=status)
+            return r(s, ended=status, stop_seq=s.stop_seq or seq)
         case _:
             return s
 

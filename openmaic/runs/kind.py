@@ -38,6 +38,7 @@ import msgspec
 import trio
 
 from openmaic.actors.kind import Core, Decision, Finish, Outcome, Step, StepContext, Wait
+from openmaic.concurrency import collapse_groups
 from openmaic.config import Config
 from openmaic.courses import format as fmt
 from openmaic.courses.events import CourseAgentsSet, CourseSceneSet
@@ -333,7 +334,8 @@ class GenerationKind:
             streamed.reset()
             pump.restart(RunOutlineRestarted(revision=revision))
 
-        try:
+        # Collapsed: the provider's error (or the pump's) reaches the run as itself, not as a group of one.
+        with collapse_groups():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(pump.run)
                 try:
@@ -344,12 +346,6 @@ class GenerationKind:
                     )
                 finally:
                     pump.close()
-        except ExceptionGroup as group:
-            # The nursery wraps what the call raised; a provider's failure must reach the run as its own message,
-            # not as a step that "failed unexpectedly".
-            if len(group.exceptions) == 1 and isinstance(group.exceptions[0], OpenMaicError):
-                raise group.exceptions[0] from None
-            raise
 
         until = None
         if inp.outline_review == "countdown":

@@ -15,18 +15,14 @@ course stream (kind ``course``, locked by the run) in one append, under the owne
 (:mod:`openmaic.runs.admission`) together with the count of the owner's active and waiting runs: past
 ``limits.active_runs_per_owner`` active or ``limits.waiting_runs_per_owner`` waiting runs it is a 429
 ``ACTIVE_RUN_LIMIT``, as are the commands that make a run active again. Starting is not idempotent (OpenMAIC's
-start has no command id): each start is a new run, ``run-`` and 16 base64url characters.
+start has no command id): each start is a new run, ``run-`` and 16 base64url characters; except one repeated
+with its Idempotency-Key (:mod:`openmaic.actors.idempotency`), whose run is named after the key.
 """
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
-import re
-import secrets
 import time
-import unicodedata
-import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +30,7 @@ import msgspec
 
 from openmaic import errors
 from openmaic.actors.commands import CommandResult, not_found, owned_stream, previous_result, until_decided
+from openmaic.actors.idempotency import REQUEST, IdempotencyKey, as_created, created_under, read_committed
 from openmaic.config import Config
 from openmaic.courses.events import CourseCreated, CourseDeleted, CourseDocument, evolve_course
 from openmaic.courses.document import dated
@@ -42,16 +39,18 @@ from openmaic.events.core import SessionCreated
 from openmaic.events.folds import FoldCache
 from openmaic.events.log import AppendResult, EventLog, NewStream, StreamAppend, StreamRow, StreamSummary
 from openmaic.events.types import Event
+from openmaic.events.wakeups import cancel_hint
 from openmaic.materials import MAX_RUN_MATERIAL_BYTES, MAX_RUN_MATERIALS, material_sizes, valid_material_id
 from openmaic.models.provider import check_run_for_owner
 from openmaic.runs.admission import owner_transaction, run_counts
 from openmaic.runs.agents import AGENT_ID, unknown_agents
-from openmaic.runs.decide import check_outline, confirmation
+from openmaic.runs.decide import check_outline, confirmation, same_outline
 from openmaic.runs.events import (
     AgentsChoice, RunCreated, RunInput, RunOutlineHeld, RunRetryRequested, RunStateChanged,
     RunStopRequested, Voice,
 )  # fmt: skip
 from openmaic.runs.fold import RunState, evolve, next_step
+from openmaic.runs.titles import course_title, infer_language, new_run_ids, run_ids, valid_run_id  # noqa: F401 (also here)
 from openmaic.runs.views import COURSE_DELETED, DISCARDED, run_state
 from openmaic.store.queries import Q
 
@@ -63,8 +62,8 @@ __all__ = [
 MAX_REQUIREMENT_CHARS = 20_000
 MAX_AGENTS = 20
 MAX_PROFILE_CHARS = 2_000
-_NAMESPACE = uuid.UUID("6f6d6169-632d-7275-6e73-2d6964730000")
-_RUN_ID = re.compile(r"run[-_][A-Za-z0-9_-]{1,64}")
+CREATE_EVENTS = 2
+"""What a run's creation writes on its stream: ``session.created`` and ``run.created``."""
 
 
 class TooManyRuns(errors.OpenMaicError):
@@ -113,43 +112,6 @@ class RunSnapshot(msgspec.Struct, frozen=True, kw_only=True):
     """The stream's scheduling status: queued, running, waiting or terminal."""
     head_seq: int
     created_at: dt.datetime
-
-
-def run_ids(owner: str, command_id: str) -> tuple[str, str]:
-    """``(run_id, course_id)`` for a create command: the same command of the same owner names the same run."""
-    u = uuid.uuid5(_NAMESPACE, f"{owner}\x1f{command_id}").hex
-    return f"run_{u}", f"course_{u}"
-
-
-def new_run_ids() -> tuple[str, str]:
-    """``(run_id, course_id)`` of a new run: ``run-`` and 16 base64url characters (OpenMAIC's shape); the course
-    shares the random part."""
-    token = base64.urlsafe_b64encode(secrets.token_bytes(12)).decode()
-    return f"run-{token}", f"course-{token}"
-
-
-def valid_run_id(run_id: str) -> bool:
-    """Whether ``run_id`` has a run id's shape (anything else cannot name a run: a 400 on the job poll)."""
-    return bool(_RUN_ID.fullmatch(run_id))
-
-
-def infer_language(requirement: str) -> str:
-    """The language to write a course in when the caller named none: Chinese when the requirement is written in
-    Chinese characters, else English (OpenMAIC infers it from the requirement too)."""
-    han = sum(1 for c in requirement if unicodedata.name(c, "").startswith("CJK UNIFIED IDEOGRAPH"))
-    return "zh-CN" if han * 4 >= sum(1 for c in requirement if c.isalpha()) and han else "en"
-
-
-def course_title(requirement: str, words: int = 8, limit: int = 60) -> str:
-    """A provisional course title: the requirement's first words (the outline gives the real one)."""
-    first = next((line for line in requirement.splitlines() if line.strip()), "")
-    parts = first.split()
-    title = " ".join(parts[:words])
-    cut = len(parts) > words
-    if len(title) > limit:
-        title, cut = title[:limit].rsplit(" ", 1)[0] or title[:limit], True
-    title = title.rstrip(".,;:!?")
-    return (title + "…" if cut else title) or "Untitled course"
 
 
 def _refuse_stopping(s: RunState) -> None:
@@ -244,18 +206,55 @@ class RunService:
 
     # -- start --------------------------------------------------------------------------------------------------
 
-    async def start(self, owner: str, inp: RunInput) -> tuple[StreamRow, RunState]:
-        """Start a run and its course (queued for a worker); every start is a new run.
+    async def start(self, owner: str, inp: RunInput, *, keyed: IdempotencyKey | None = None,
+                    ) -> tuple[StreamRow, RunState]:
+        """Start a run and its course (queued for a worker); every start is a new run, except a repeat of one
+        ``keyed`` by the same Idempotency-Key (see :mod:`openmaic.actors.idempotency`). Returns the run as its
+        creation left it: the same answer for a repeat, built from what was committed (never from a read after
+        the commit, which a failover could fail though the run exists).
 
-        Refusals, in this order (nothing is written): MissingField for a blank requirement; InvalidInput (400,
-        ``details.path`` names the field) for a bad input or materials that are unavailable; MissingModel /
-        MissingApiKey when a slot the run needs cannot run (outline, actions, agents, one scene content slot); TooManyRuns (429) at the owner's run limits.
+        Refusals, in this order (nothing is written): IdempotencyKeyReused (409) for a key used with another
+        request; MissingField for a blank requirement; InvalidInput (400, ``details.path`` names the field) for
+        a bad input or materials that are unavailable; MissingModel / MissingApiKey when a slot the run needs
+        cannot run (outline, actions, agents, one scene content slot); TooManyRuns (429) at the owner's run
+        limits.
         """
+        if keyed is None:
+            (run_id, course_id), command_id = new_run_ids(), None
+        else:
+            (run_id, course_id), command_id = run_ids(owner, keyed.command_id), keyed.command_id
+            again = await self._created(owner, run_id, keyed)
+            if again is not None:
+                return again
         inp = await self._validated(owner, inp)
         await check_run_for_owner(self.config, self.log.db, owner, agents_auto=inp.agents.mode == "auto")
-        run_id, course_id = new_run_ids()
-        await self._create(owner, run_id, course_id, None, inp)
-        return await self.read(owner, run_id)
+        try:
+            created = await self._create(owner, run_id, course_id, command_id, inp,
+                                         request=None if keyed is None else keyed.digest)
+        except errors.StreamExists:
+            created = None  # the same key, sent twice at once, and the other request made the run (or refused)
+        except errors.DatabaseUnavailable:
+            # The commit's answer was lost, not necessarily the commit: a run that exists was made by this request.
+            if await read_committed(lambda: self.log.stream_row(run_id)) is None:
+                raise
+            created = None
+        if created is not None:
+            return created
+        if keyed is None:
+            return await read_committed(lambda: self._as_created(owner, run_id, CREATE_EVENTS))
+        again = await read_committed(lambda: self._created(owner, run_id, keyed))
+        if again is None:
+            raise errors.StreamExists(f"stream {run_id} already exists", stream_id=run_id)
+        return again
+
+    async def _created(self, owner: str, run_id: str, keyed: IdempotencyKey) -> tuple[StreamRow, RunState] | None:
+        """The run ``keyed`` created, as its creation left it; None when there is none."""
+        last = await created_under(self.log, run_id, keyed)
+        return None if last is None else await self._as_created(owner, run_id, last)
+
+    async def _as_created(self, owner: str, run_id: str, last_seq: int) -> tuple[StreamRow, RunState]:
+        row = await owned_stream(self.log, owner, run_id, "generation")
+        return as_created(row, last_seq), await self.fold(run_id, to_seq=last_seq)
 
     async def create_run(self, owner: str, command_id: str, inp: RunInput) -> RunSnapshot:
         """Create a run whose ids derive from ``command_id``: repeating it returns the same run."""
@@ -275,12 +274,16 @@ class RunService:
             return existing
         return await self.snapshot(owner, run_id)
 
-    async def _create(self, owner: str, run_id: str, course_id: str, command_id: str | None, inp: RunInput) -> None:
+    async def _create(self, owner: str, run_id: str, course_id: str, command_id: str | None, inp: RunInput,
+                      request: str | None = None) -> tuple[StreamRow, RunState] | None:
+        """Append the run and its course; returns the run as created (read in the same transaction), or None when
+        the append was a repeat of the same command (it wrote nothing)."""
+        keyed = {} if request is None else {REQUEST: request}
         run = StreamAppend(
             stream_id=run_id, create=NewStream("generation", owner), command_id=command_id, status="queued",
             events=[
                 SessionCreated(kind="generation", owner_id=owner,
-                               input={**msgspec.to_builtins(inp), "course_id": course_id}),
+                               input={**msgspec.to_builtins(inp), "course_id": course_id, **keyed}),
                 RunCreated(course_id=course_id, owner_id=owner, input=inp, run_id=run_id),
             ],
         )
@@ -291,8 +294,21 @@ class RunService:
                                   interactive=inp.interactive)],
         )
         async with self.log.appending(owner_transaction(self.log.db, owner)) as tx:
+            if command_id is not None and await tx.conn.fetchrow(Q.command_previous, run_id, command_id):
+                return None  # made by the same command, which committed while this one waited for the lock
             self._check_limits(await run_counts(tx.conn, owner), starting=True)
-            await tx.append(run, course)
+            results = await tx.append(run, course)
+            if next(r for r in results if r.stream_id == run_id).replayed:
+                return None
+            # Read in the transaction that writes it: once the commit succeeds, the answer needs nothing more.
+            row = await tx.conn.fetchrow_as(StreamRow, Q.stream, run_id)
+        assert row is not None
+        # Folded from the events as stored (encoded, then decoded as any read decodes them), so that this answer and
+        # a repeat's, folded from the log, are the same to the byte.
+        state = RunState()
+        for seq, event in enumerate(run.events, 1):
+            state = evolve(state, msgspec.json.decode(msgspec.json.encode(event), type=type(event)), seq)
+        return row, state
 
     def _check_limits(self, counts: Any, *, starting: bool) -> None:
         limits = self.config.limits
@@ -409,7 +425,7 @@ class RunService:
             except errors.CommandConflict as exc:
                 raise RunStateConflict(exc.message, **exc.details) from None
             r = next(x for x in results if x.stream_id == run_id)
-            return await self._outcome(run_id, command_id, r.first_seq, r.replayed)
+            return await self._outcome(run_id, command_id, r.first_seq, r.last_seq, r.replayed)
 
         return await until_decided(
             attempt, lambda: RunStateConflict("the run is changing too fast to apply this command; retry it"))
@@ -424,10 +440,12 @@ class RunService:
             prev = await previous_result(self.log, run_id, command_id, event_type)
         except errors.CommandConflict as exc:
             raise RunStateConflict(exc.message, **exc.details) from None
-        return None if prev is None else await self._outcome(run_id, command_id, prev.seq, True)
+        return None if prev is None else await self._outcome(run_id, command_id, prev.seq, prev.last_seq, True)
 
-    async def _outcome(self, run_id: str, command_id: str, seq: int, replayed: bool) -> CommandOutcome:
-        state = await self.fold(run_id)
+    async def _outcome(self, run_id: str, command_id: str, seq: int, last_seq: int, replayed: bool) -> CommandOutcome:
+        # The run as the command left it (folded to the last seq it wrote), not as it is by now: a repeat of the
+        # command answers exactly as the first time, however far the run has moved on since.
+        state = await self.fold(run_id, to_seq=last_seq)
         return CommandOutcome(command_id=command_id, seq=seq, replayed=replayed, state=run_state(state.state),
                               outline_revision=state.outline_revision)
 
@@ -453,7 +471,7 @@ class RunService:
             if outline_revision != s.proposed_revision:
                 raise RunStateConflict(f"outline revision {outline_revision} is stale; the current revision is "
                                        f"{s.proposed_revision}", outline_revision=s.proposed_revision)
-            if edited is not None and _unnamed(edited) != _unnamed(s.proposed):
+            if edited is not None and not same_outline(edited, s.proposed):
                 revision, items = s.proposed_revision + 1, edited
             else:
                 revision, items = s.proposed_revision, list(s.proposed)
@@ -510,10 +528,15 @@ class RunService:
 
         try:
             out = await self._command(owner, run_id, command_id, "run.stop_requested", decide)
+            # The step in flight (its provider call included) is aborted now, not at its end.
+            self.log.hint([cancel_hint(run_id)])
         except _AlreadyEnded:
+            # Stopped or ended otherwise (its course deleted, cancelled): the answer names the event that did it,
+            # the same on every repeat (the head moves on as the run ends).
             row, s = await self.read(owner, run_id)
-            return CommandOutcome(command_id=command_id, seq=row.head_seq, replayed=True, state="ended",
-                                  outline_revision=s.outline_revision)
+            seq = s.stop_seq or row.head_seq
+            return CommandOutcome(command_id=command_id, seq=seq, replayed=True, state="ended",
+                                  outline_revision=(await self.fold(run_id, to_seq=seq)).outline_revision)
         return msgspec.structs.replace(out, state="ended")
 
     async def delete_course(self, owner: str, course_id: str, command_id: str) -> CommandResult:
@@ -536,17 +559,13 @@ class RunService:
                 batches.append(StreamAppend(stream_id=run.id, events=[RunStopRequested(reason=COURSE_DELETED)],
                                             command_id=command_id, expected_seq=run.head_seq, **_requeue(run)))
             results = await self.log.append(*batches)
+            if len(batches) > 1:
+                self.log.hint([cancel_hint(batches[1].stream_id)])  # abort the run's step in flight now
             r = next(x for x in results if x.stream_id == course_id)
             return CommandResult(command_id, r.first_seq, r.replayed)
 
         return await until_decided(
             attempt, lambda: errors.Conflict("the course is changing too fast to delete it now; retry"))
-
-
-def _unnamed(items: Sequence[SceneOutline]) -> list[SceneOutline]:
-    """Outline entries compared for an edit: their ids and orders are the server's to give (a client sends back the
-    ids its view showed), so only what they say counts."""
-    return [msgspec.structs.replace(item, id="", order=0) for item in items]
 
 
 class _AlreadyEnded(errors.OpenMaicError):

@@ -20,7 +20,9 @@ connection terminated, which ends the call at once.
 Driver errors are translated into :mod:`openmaic.errors` in exactly one place, :func:`translated` (what each SQLSTATE
 means: :mod:`openmaic.store.sqlstates`). What does not touch the driver lives beside this module: the NOTIFY sender
 (:mod:`~openmaic.store.hints`), the listener's subscriptions and reconnect policy (:mod:`~openmaic.store.listener`),
-the statement methods and typed rows (:mod:`~openmaic.store.gateway`), retry pacing (:mod:`~openmaic.store.backoff`).
+the statement methods and typed rows (:mod:`~openmaic.store.gateway`), retry pacing (:mod:`~openmaic.store.backoff`),
+a multi-host DSN's hosts (:mod:`~openmaic.store.hosts`), the driver's own log lines
+(:mod:`~openmaic.store.driver_logs`), background tasks (:mod:`~openmaic.store.background`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import trio_asyncio
 
 from openmaic import errors
 from openmaic.concurrency import collapse_groups
+from openmaic.store.background import Background
 from openmaic.store.backoff import Backoff  # noqa: F401 - importers use it from either module
 from openmaic.store.bounds import (  # noqa: F401 - the bounds, applied here; importers use them from either module
     CANCEL_GRACE_S,
@@ -51,13 +54,18 @@ from openmaic.store.bounds import (  # noqa: F401 - the bounds, applied here; im
     lease_bounded_settings,
     session_bounds,
 )
+from openmaic.store.driver_logs import summarize_driver_logs
 from openmaic.store.gateway import Gateway
 from openmaic.store.hints import HintSender
+from openmaic.store.hosts import connect_each
 from openmaic.store.listener import Listener
 from openmaic.store.queries import Q
 from openmaic.store.spares import Spares
+from openmaic.store.sqlstates import NOT_PRIMARY, NOT_PRIMARY_MESSAGE, QUERY_CANCELED, discards_connection
 from openmaic.store.sqlstates import error_for_sqlstate  # noqa: F401 - also importable from here, as it always was
 from openmaic.store.subscriptions import Subscription
+from openmaic.store import units
+from openmaic.store.units import Op
 
 log = logging.getLogger(__name__)
 
@@ -66,15 +74,17 @@ Record = asyncpg.Record
 _CONNECTION_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
                       asyncpg.AdminShutdownError, asyncpg.CrashShutdownError, asyncio.TimeoutError)
 
-
 def translate(exc: BaseException) -> BaseException:
     """Map a driver exception to the project's hierarchy (``__cause__`` keeps the original)."""
     if isinstance(exc, errors.OpenMaicError):
         return exc
     if isinstance(exc, asyncpg.PostgresError):
-        new: BaseException = error_for_sqlstate(getattr(exc, "sqlstate", None) or "", str(exc),
-                                                getattr(exc, "detail", None) or None,
-                                                connection_lost=isinstance(exc, _CONNECTION_ERRORS))
+        state, detail = getattr(exc, "sqlstate", None) or "", getattr(exc, "detail", None) or None
+        lost = isinstance(exc, _CONNECTION_ERRORS)
+        new: BaseException = error_for_sqlstate(state, str(exc), detail, connection_lost=lost)
+    elif isinstance(exc, asyncpg.TargetServerAttributeNotMatched):
+        # Every host answered, none as DATABASE_URL's target_session_attrs asks (read-write): a failover is under way.
+        new = errors.DatabaseUnavailable(NOT_PRIMARY_MESSAGE, reason=NOT_PRIMARY)
     elif isinstance(exc, asyncpg.InternalClientError):
         # asyncpg found a pooled connection in a state it cannot use. Seen when the server ends a connection
         # (restart, pg_terminate_backend): its unsolicited FATAL arrives before the close, and a statement started
@@ -95,9 +105,8 @@ def translated() -> Iterator[None]:
     """Re-raise driver errors as project errors. The one place where that happens."""
     try:
         yield
-    except (
-        asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError, asyncio.TimeoutError
-    ) as exc:
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError,
+            asyncio.TimeoutError) as exc:
         raise translate(exc) from exc
 
 
@@ -158,32 +167,6 @@ class _Held:
                 conn.terminate()
             except asyncpg.InterfaceError:  # already given back to the pool
                 pass
-
-
-Op = tuple[str, Sequence[Any]]
-"""One statement of a transaction: SQL and its arguments."""
-
-
-# The operations of pooled units of work (asyncio coroutines: they run inside Database._unit).
-
-
-async def _statement(conn: Any, method: str, sql: str, args: Sequence[Any]) -> Any:
-    """``conn.fetch`` / ``fetchrow`` / ``fetchval`` / ``execute`` (by ``method``) of one statement."""
-    return await getattr(conn, method)(sql, *args)
-
-
-async def _executemany(conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-    async with conn.transaction():
-        await conn.executemany(sql, rows)
-
-
-async def _transaction(conn: Any, ops: Sequence[Op], isolation: str) -> list[list[Record]]:
-    async with conn.transaction(isolation=isolation):
-        return [await conn.fetch(sql, *args) for sql, args in ops]
-
-
-async def _copy_records(conn: Any, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
-    await conn.copy_records_to_table(table, records=records, columns=list(columns))
 
 
 class Connection(Gateway):
@@ -266,7 +249,7 @@ def _detached(raw: Any) -> bool:
     return False
 
 
-class Database(Gateway):
+class Database(Gateway, Background):
     """A pool, a LISTEN connection and a coalescing NOTIFY sender. Open it with :func:`open_database`."""
 
     def __init__(self, dsn: str, pool: asyncpg.Pool, server_settings: dict[str, str],
@@ -280,7 +263,6 @@ class Database(Gateway):
         self._listener: Listener[asyncpg.Connection] = Listener()
         self._listener_raw: asyncpg.Connection | None = None
         self._listener_lost = trio.Event()
-        self._nursery: trio.Nursery | None = None
         self._refusals = Refusals()
         self._spares = Spares()
         """the pool's idle connections that units take before asking the pool (see store.spares)"""
@@ -322,13 +304,28 @@ class Database(Gateway):
                 clean = True
                 return result
             except asyncpg.PostgresError as exc:
-                # Refused by a server still answering; unless it is ending the session (08, 57P), the connection is fine.
-                clean = not (exc.sqlstate or "").startswith(("08", "57P"))
+                # Refused by a server still answering: the connection is fine unless the server is ending the session
+                # (08, 57P) or is not the primary (25006 …), or it cancelled the statement (a statement timeout, whose
+                # session state is unknown); such a one is terminated, so the pool never hands it out again, and its
+                # replacement finds the primary.
+                clean = not discards_connection(exc.sqlstate or "", str(exc)) and exc.sqlstate != QUERY_CANCELED
+                if not clean and not _detached(conn):  # (one the server closed, asyncpg has taken back already)
+                    conn.terminate()
                 raise
             except asyncio.TimeoutError:
                 # The client's own bound (command_timeout) passed: the server did not answer in time, and the
                 # connection's state is unknown. Terminate it rather than wait for asyncpg's cancel to come back.
                 conn.terminate()
+                raise
+            except asyncio.CancelledError:
+                # Cancelled mid-call: the statement stopped at a point we cannot know, and session state taken on the
+                # way (an advisory lock) would go to the next unit, since units get no reset. So the connection is
+                # never reused: close() first waits for asyncpg's cancel to be answered (the statement stops now, not
+                # at its timeout), within the unit's grace (then _Held terminates it).
+                try:
+                    await conn.close(timeout=CANCEL_GRACE_S)
+                except (Exception, asyncio.CancelledError):
+                    conn.terminate()
                 raise
             finally:
                 # Kept for the next unit (store.spares), or given back to the pool; until the pool has it, the
@@ -344,20 +341,20 @@ class Database(Gateway):
         # The NOTIFY sender's statement. It is cancelled only when the database closes, and a hint is never the
         # carrier: its connection is terminated at once rather than waited on (across a partition each such wait
         # would add CANCEL_GRACE_S to a shutdown).
-        return await self._unit(_statement, "execute", sql, args, grace=0.0)
+        return await self._unit(units.statement, "execute", sql, args, grace=0.0)
 
     async def _statement(self, method: str, sql: str, args: Sequence[Any]) -> Any:
-        return await self._unit(_statement, method, sql, args)
+        return await self._unit(units.statement, method, sql, args)
 
     async def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        await self._unit(_executemany, sql, rows)
+        await self._unit(units.executemany, sql, rows)
 
     async def transaction(self, ops: Sequence[Op], *, isolation: str = "read_committed") -> list[list[Record]]:
         """Run the statements in one transaction; returns each statement's rows."""
-        return await self._unit(_transaction, ops, isolation)
+        return await self._unit(units.transaction, ops, isolation)
 
     async def copy_records(self, table: str, records: Sequence[Sequence[Any]], columns: Sequence[str]) -> None:
-        await self._unit(_copy_records, table, records, columns)
+        await self._unit(units.copy_records, table, records, columns)
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
@@ -397,26 +394,6 @@ class Database(Gateway):
         except errors.OpenMaicError:
             log.warning("releasing a broken connection", exc_info=True)
 
-    def start_soon(self, fn: Callable[..., Any], *args: Any, name: str | None = None) -> bool:
-        """Run ``fn(*args)`` as a background task of this database; False when that is not possible.
-
-        The task belongs to :func:`open_database`'s nursery, beside the listener and the NOTIFY sender: it is
-        cancelled when the database closes and never outlives the pool it uses. This is for services that serve
-        every user of the database rather than one caller (the event log's group commit): whoever happens to
-        need one first cannot own it, since its work outlives that caller's request. An exception escaping
-        ``fn`` crashes the database's block, as a failing listener would, so ``fn`` handles its own errors.
-        Returns False once the database is closing (or was not opened by :func:`open_database`); the caller
-        then does the work itself.
-        """
-        nursery = self._nursery
-        if nursery is None:
-            return False
-        try:
-            nursery.start_soon(fn, *args, name=name)
-        except RuntimeError:  # the nursery is closed to new tasks: the database is shutting down
-            return False
-        return True
-
     def statistics(self) -> dict[str, int]:
         """Pool size and idle connections: a leak shows as ``size - idle`` staying above zero at rest."""
         return {"size": self._pool.get_size(), "idle": self._pool.get_idle_size() + len(self._spares),
@@ -452,8 +429,8 @@ class Database(Gateway):
 
     async def _connect_listener(self) -> asyncpg.Connection:
         async def unit() -> asyncpg.Connection:
-            conn = await asyncpg.connect(self.dsn, server_settings=self._server_settings, timeout=10,
-                                         command_timeout=self._command_timeout)
+            conn = await _connect(self.dsn, server_settings=self._server_settings, timeout=10,
+                                  command_timeout=self._command_timeout)
             try:
                 for channel in sorted(self._channels):
                     await conn.add_listener(channel, self._on_notification)
@@ -545,6 +522,7 @@ async def open_database(
     :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached.
     """
     settings, command_timeout = session_bounds(server_settings, statement_timeout_s)
+    summarize_driver_logs()
     async with open_loop():
         pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout, command_timeout)
         db = Database(dsn, pool, settings, command_timeout)
@@ -577,6 +555,12 @@ async def open_database(
                     pool.terminate()
 
 
+async def _connect(dsn: str, **kwargs: Any) -> asyncpg.Connection:
+    """The pool's and the listener's connect: one host of a multi-host DSN at a time, so that when none can serve,
+    the error names every host and what it said (:mod:`openmaic.store.hosts`)."""
+    return await connect_each(dsn, functools.partial(asyncpg.connect, **kwargs), translate)
+
+
 async def _no_reset(_conn: asyncpg.Connection) -> None:
     """Units of work leave no session state behind, so skip asyncpg's reset query (a round trip per release).
 
@@ -591,7 +575,7 @@ async def _create_pool(
         # command_timeout bounds each statement on the client, and asyncpg's own cancel requests too.
         return await asyncpg.create_pool(
             dsn, min_size=min_size, max_size=max_size, server_settings=settings, timeout=timeout, reset=_no_reset,
-            command_timeout=command_timeout,
+            command_timeout=command_timeout, connect=_connect,
         )
     except asyncpg.InvalidCatalogNameError as exc:
         raise errors.DatabaseUnavailable(f"database does not exist: {exc}") from exc

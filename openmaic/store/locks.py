@@ -7,6 +7,9 @@ lock is granted to one transaction at a time, and each statement after it reads 
 COMMITTED), so it sees every write committed before it. The commit releases the lock, so a crashed process
 cannot leave it behind.
 
+The lock is the owner's the id stands for now (``openmaic_owner``, see migration 0020), since the counts made
+under it read through it too: work that folded an anonymous owner before a claim queues with the account's own.
+
 The lock is polled with ``pg_try_advisory_xact_lock`` rather than waited for: a statement on a held connection
 cannot be cancelled midway (see ``Database.connection``), and the wait is a few milliseconds at most since each
 holder runs only a few statements.

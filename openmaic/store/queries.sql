@@ -218,8 +218,11 @@ SELECT id, kind, owner_id, head_seq, head_hash, status, wake_at, attempt, lease_
   FROM streams WHERE id = $1;
 
 -- name: claim
--- Take up to $3[i] runnable streams of kind $2[i] for worker $1 with a lease of $4 ms (openmaic_claim in 0002).
-SELECT stream_id, kind, attempt, reason, unattended, claimed_seq FROM openmaic_claim($1, $2::text[], $3::int[], $4);
+-- Take up to $3[i] runnable streams of kind $2[i] for worker $1 with a lease of $4 ms, at most $5 of each share
+-- (an owner, or an anonymous owner's client address) held at once, every share's first before any share's second
+-- (openmaic_claim in 0017).
+SELECT stream_id, kind, attempt, reason, unattended, claimed_seq
+  FROM openmaic_claim($1, $2::text[], $3::int[], $4, $5);
 
 -- name: heartbeat
 -- One statement per worker per interval. Fenced by (stream, attempt, worker): a row that no longer matches
@@ -234,7 +237,9 @@ UPDATE streams s SET lease_expires_at = now() + $3 * interval '1 millisecond'
 RETURNING s.id;
 
 -- name: cancel_requested_after
-SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND seq > $2 AND type = 'session.cancel_requested');
+-- A request that aborts the step in flight: a session's cancel, a run's stop (discarded, its course deleted).
+SELECT EXISTS (SELECT 1 FROM events WHERE stream_id = $1 AND seq > $2
+                                      AND type IN ('session.cancel_requested', 'run.stop_requested'));
 
 -- name: token_insert
 INSERT INTO api_tokens (id, owner_id, token_hash) VALUES ($1, $2, $3);
@@ -333,6 +338,19 @@ SELECT n.name, c.epoch, c.tx::text AS tx, c.position, c.events_applied, c.update
        WHERE (e.epoch, e.tx, e.position) > (coalesce(c.epoch, 0), coalesce(c.tx, '0'::xid8), coalesce(c.position, 0))
   ) lag ON true;
 
+-- name: append_readback
+-- After an append call lost its connection: the last $2[i] + $3 events of stream $1[i], with their attempt and
+-- writing transaction, so that the group commit can tell whether the call's one transaction committed before the
+-- loss (its events are there, all in one transaction) and answer each of its requests accordingly. A plain read of
+-- committed rows: what it does not find either never committed or was pushed out of the window by later appends,
+-- and the caller then gets the lost connection's error, as before.
+SELECT r.i::int AS i, e.seq, e.type, e.data::text AS data, e.attempt, e.tx::text AS tx
+  FROM unnest($1::text[], $2::int[]) WITH ORDINALITY AS r(stream_id, n, i)
+ CROSS JOIN LATERAL (SELECT seq, type, data, attempt, tx FROM events
+                      WHERE events.stream_id = r.stream_id
+                      ORDER BY seq DESC LIMIT r.n + $3) e
+ ORDER BY r.i, e.seq;
+
 -- name: append_group
 -- Several independent append requests in one statement, one transaction (openmaic_append_group in 0005):
 -- $1[r] streams and $2[r] events of the column arrays belong to request r. One row per stream of each request
@@ -371,8 +389,12 @@ SELECT r.ord, e.seq, e.type, e.v, e.recorded_at, e.attempt, e.command_id, e.data
  ORDER BY r.ord, e.seq;
 
 -- name: command_previous
--- The event a command id already wrote on a stream (its seq and type), if any.
-SELECT seq, type FROM events WHERE stream_id = $1 AND command_id = $2 ORDER BY seq LIMIT 1;
+-- The event a command id already wrote on a stream (its seq and type), if any, and the last seq the command wrote
+-- there (command_last_seq; written before 0008: the stream's last event of its transaction).
+SELECT e.seq, e.type,
+       coalesce(e.command_last_seq,
+                (SELECT max(x.seq) FROM events x WHERE x.stream_id = e.stream_id AND x.tx = e.tx)) AS last_seq
+  FROM events e WHERE e.stream_id = $1 AND e.command_id = $2 ORDER BY e.seq LIMIT 1;
 
 -- name: events_count
 SELECT count(*) FROM events;
@@ -500,8 +522,10 @@ SELECT id, name, role, persona, profile::text AS profile, created_at FROM agents
  LIMIT $4;
 
 -- name: owner_try_lock
--- An owner's lock in namespace $1 for this transaction; false when another transaction holds it (poll again).
-SELECT pg_try_advisory_xact_lock($1::int, hashtext($2));
+-- The lock in namespace $1, for this transaction, of the owner $2 stands for now (openmaic_owner: the counts made
+-- under it read through it too; see openmaic_owner_try_lock in 0020); false when another transaction holds it, or a
+-- claim of $2 is committing (poll again).
+SELECT openmaic_owner_try_lock($1::int, $2);
 
 -- name: runs_executing
 -- Executing runs of an owner other than $2: running under a live lease, admitted in their current attempt. Run
@@ -660,12 +684,13 @@ SELECT stream_id FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
 INSERT INTO runtime_sessions (stream_id, owner_id, session_id, stage_id, learner_key) VALUES ($1, $2, $3, $4, $5);
 
 -- name: runtime_sessions_of_stage
--- An owner's own learner key ($3 = $1) also names the keys of the anonymous owners claimed into it: their sessions
--- moved with the claim and keep the key they were filed under. A page after the session ($5, $6) when given (keyset).
+-- The sessions filed under the learner key $3 or under any of the keys $7 stands for (an owner's own key also
+-- names the keys its sessions were filed under before: the owner id itself, and the ids and keys of the anonymous
+-- owners claimed into it, whose sessions moved with the claim and keep their key). A page after the session
+-- ($5, $6) when given (keyset).
 SELECT stream_id, created_at FROM runtime_sessions
  WHERE owner_id = $1 AND stage_id = $2
-   AND (learner_key = $3
-        OR ($3 = $1 AND learner_key IN (SELECT c.from_owner_id FROM owner_claims c WHERE c.to_owner_id = $1)))
+   AND (learner_key = $3 OR learner_key = ANY($7::text[]))
    AND ($5::timestamptz IS NULL OR (created_at, stream_id) > ($5::timestamptz, $6::text))
  ORDER BY created_at, stream_id LIMIT $4;
 
@@ -676,3 +701,9 @@ SELECT id, name, position, created_at, updated_at FROM library_folders WHERE own
 INSERT INTO library_folders (id, owner_id, name, position) VALUES ($1, $2, $3, $4)
 RETURNING id, name, position, created_at, updated_at;
 
+-- name: anonymous_client_seen
+-- The client address an anonymous owner was last seen from: its streams' share of the workers' slots
+-- (openmaic_claim, 0017). Written only when it changed.
+INSERT INTO anonymous_clients (owner_id, share_key) VALUES ($1, $2)
+ON CONFLICT (owner_id) DO UPDATE SET share_key = EXCLUDED.share_key, seen_at = now()
+ WHERE anonymous_clients.share_key IS DISTINCT FROM EXCLUDED.share_key;

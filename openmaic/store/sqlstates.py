@@ -27,6 +27,45 @@ OWN_SQLSTATES: dict[str, type[errors.OpenMaicError]] = {
 #: The server ended the session (admin shutdown, crash, "cannot connect now"): transient, like a lost connection.
 _SERVER_GONE = ("57P01", "57P02", "57P03")
 
+#: A statement the server cancelled (a statement timeout, a cancel request): it stopped at a point no one knows.
+QUERY_CANCELED = "57014"
+
+#: The server answers but is not the primary: a standby, or the old primary demoted in a failover (a proxy such as
+#: HAProxy can still route new connections to it for a few seconds). 25006 is "cannot execute … in a read-only
+#: transaction" and a hot standby's "cannot execute LISTEN/NOTIFY during recovery".
+_NOT_PRIMARY_STATES = ("25006",)
+#: What a hot standby says when refusing work under another SQLSTATE (advisory locks, WAL and xid functions).
+_NOT_PRIMARY_WORDS = ("recovery is in progress", "during recovery", "read-only transaction")
+
+NOT_PRIMARY = "not_primary"
+"""``details["reason"]`` of the :class:`errors.DatabaseUnavailable` raised when the server that answered is not the
+primary (a standby, or a demoted primary): that connection is discarded and a new one finds the primary."""
+NOT_PRIMARY_MESSAGE = (
+    "the PostgreSQL server that answered is not the primary (a standby, or demoted by a failover) and accepts no "
+    "writes; reconnecting to find the primary"
+)
+
+#: Refusals that say nothing about the statement, only about the moment, and pass by themselves: connection
+#: exceptions (08), transaction rollbacks such as serialization failures and deadlocks (40), insufficient resources
+#: such as too many clients (53), operator intervention such as a statement timeout, ``pg_cancel_backend`` or a
+#: shutdown (57), and a lock timeout (55P03). Work refused this way is redone, never settled as failed.
+TRANSIENT_CLASSES = ("08", "40", "53", "57")
+TRANSIENT_STATES = frozenset({"55P03"})
+
+
+def transient_sqlstate(state: str) -> bool:
+    """Whether a refusal with SQLSTATE ``state`` passes by itself (see :data:`TRANSIENT_CLASSES`)."""
+    return state.startswith(TRANSIENT_CLASSES) or state in TRANSIENT_STATES
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database's trouble of the moment rather than the work's fault: the database out of
+    reach (:class:`errors.DatabaseUnavailable`), or a refusal whose SQLSTATE is transient."""
+    if isinstance(exc, errors.DatabaseUnavailable):
+        return True
+    return isinstance(exc, errors.DatabaseError) and transient_sqlstate(exc.details.get("sqlstate") or "")
+
+
 UNSTORABLE_TEXT = "the input contains text that cannot be stored (such as a NUL character); remove it and retry"
 
 
@@ -48,6 +87,21 @@ def error_for_sqlstate(
         # database's connection limit). Transient, like a restart: callers retry. The server's own words stay in
         # __cause__ (and the logs); the message is one a client can act on.
         return errors.DatabaseUnavailable(CONNECTION_LIMIT_MESSAGE, reason=CONNECTION_LIMIT)
+    if not_primary(state, message):
+        # Wrong server, not a wrong statement: discard the connection and reconnect (see discards_connection).
+        return errors.DatabaseUnavailable(f"{NOT_PRIMARY_MESSAGE} ({state}: {message})", reason=NOT_PRIMARY)
     if connection_lost or state.startswith("08") or state in _SERVER_GONE:
         return errors.DatabaseUnavailable(f"PostgreSQL connection lost: {message}")
     return errors.DatabaseError(f"PostgreSQL refused a statement ({state}): {message}", sqlstate=state)
+
+
+def not_primary(state: str, message: str) -> bool:
+    """Whether a refusal says "this server is not the primary" (the statement itself was fine)."""
+    return state in _NOT_PRIMARY_STATES or any(words in message for words in _NOT_PRIMARY_WORDS)
+
+
+def discards_connection(state: str, message: str) -> bool:
+    """Whether a connection that answered with this refusal must not be used again: the server is ending the session
+    (08, 57P), or it is not the primary — a pool that kept the connection would hand the same refusal to the next
+    caller for as long as the connection lives."""
+    return state.startswith(("08", "57P")) or not_primary(state, message)

@@ -116,7 +116,9 @@ async def _rebuild(db: Database, args: argparse.Namespace) -> int:
 async def _replay(db: Database, args: argparse.Namespace) -> int:
     result = await replay.replay(EventLog(db), args.stream, args.to_seq)
     if args.json:
-        sys.stdout.buffer.write(msgspec.json.encode(result.state) + b"\n")
+        # A course prints as the document every door serves (OpenMAIC's); other streams as their fold's state.
+        shown = result.document if result.document is not None else result.state
+        sys.stdout.buffer.write(msgspec.json.encode(shown) + b"\n")
     else:
         print(replay.summary(result))
     return 0

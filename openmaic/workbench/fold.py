@@ -20,6 +20,7 @@ from typing import Any
 import msgspec
 
 from openmaic.events.core import (
+    REQUEUED,
     LeaseClaimed,
     LeaseReleased,
     ModelOutputDelta,
@@ -130,7 +131,7 @@ def evolve(state: SessionState, event: Event, seq: int) -> SessionState:
             repair = tuple(c.id for c in state.open_calls)
             return r(state, status="running", to_repair=repair, seq=seq)
         case LeaseReleased(reason=reason):
-            return r(state, status="queued" if reason == "shutdown" else "idle", seq=seq)
+            return r(state, status="queued" if reason in REQUEUED else "idle", seq=seq)
         case SessionInterrupted():
             return r(state, status="queued", seq=seq)
         case SessionCancelRequested():

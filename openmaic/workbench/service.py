@@ -30,6 +30,7 @@ from openmaic import errors, quotas
 from openmaic.actors.commands import (
     CommandResult, Commands, create_session, not_found, owned_stream, previous_result, until_decided,
 )  # fmt: skip
+from openmaic.actors.idempotency import REQUEST, IdempotencyKey, as_created, created_under, read_committed
 from openmaic.config import LimitsConfig
 from openmaic.courses.events import CourseCreated
 from openmaic.events.core import SessionMessagePosted
@@ -124,17 +125,26 @@ class WorkbenchSessions:
         """
         if message is not None:
             _check_text(message, "message")
+        await self._open(owner, command_id, course_id, message)
+        return await self.snapshot(owner, session_id_for(owner, command_id))
+
+    async def _open(self, owner: str, command_id: str, course_id: str | None, message: str | None,
+                    request: str | None = None) -> None:
+        """Create the session ``command_id`` names, unless it exists (see :meth:`create_session`); ``request``:
+        the digest of a keyed create's request (:mod:`openmaic.actors.idempotency`)."""
         sid = session_id_for(owner, command_id)
 
-        async def attempt() -> SessionSnapshot:
+        async def attempt() -> None:
             row = await self.log.stream_row(sid)
             if row is not None:
-                return await self.snapshot(owner, sid)
+                return
             course, also = await self._course_for(owner, sid, course_id)
             events = [SessionMessagePosted(text=message, delivery="queued")] if message is not None else []
             inp: dict[str, Any] = {"course_id": course, "new_course": course_id is None}
             if message is not None:
                 inp["message"] = message
+            if request is not None:
+                inp[REQUEST] = request
             # Counted and created under the owner's sessions lock: two starts at once cannot both take the
             # last place (the creation commits before the lock is released).
             async with quotas.within(self.log.db, owner, SESSIONS_QUOTA, self.limits.sessions_per_owner):
@@ -142,11 +152,10 @@ class WorkbenchSessions:
                     self.log, stream_id=sid, kind=KIND, owner_id=owner, command_id=command_id, events=events,
                     input=inp, status="queued" if message is not None else "waiting", also=also,
                 )
-            return await self.snapshot(owner, sid)
 
         # A lost race: the course moved on since we checked it (a run may have locked it), or the same command is
         # being applied concurrently: look again.
-        return await until_decided(
+        await until_decided(
             attempt, lambda: errors.Conflict("the course is changing too fast to open a session on it; retry"),
             races=(errors.WrongExpectedSeq, errors.StreamExists))
 
@@ -184,12 +193,48 @@ class WorkbenchSessions:
 
     # -- OpenMAIC's Pro sessions ---------------------------------------------------------------------------------
 
-    async def start(self, owner: str, prompt: str, stage_id: str | None = None) -> tuple[StreamRow, SessionState]:
+    async def start(self, owner: str, prompt: str, stage_id: str | None = None, *,
+                    keyed: IdempotencyKey | None = None) -> tuple[StreamRow, SessionState]:
         """A new session with ``prompt`` as its first message (on the course ``stage_id``, or a new one); not
-        idempotent, as OpenMAIC's start is not."""
+        idempotent, as OpenMAIC's start is not, except a repeat ``keyed`` by the same Idempotency-Key (see
+        :mod:`openmaic.actors.idempotency`). Returns the session as its creation left it (the same answer for a
+        repeat); read back after the commit, and tried again through a failover rather than failed."""
         _check_text(prompt, "prompt")  # named as the route's field, before create_session checks it as "message"
-        snap = await self.create_session(owner, f"start-{uuid.uuid4()}", stage_id, prompt)
-        return await self.read(owner, snap.id)
+        command_id = f"start-{uuid.uuid4()}" if keyed is None else keyed.command_id
+        sid = session_id_for(owner, command_id)
+        if keyed is not None:
+            again = await self.created(owner, keyed)
+            if again is not None:
+                return again
+        try:
+            await self._open(owner, command_id, stage_id, prompt, None if keyed is None else keyed.digest)
+        except errors.DatabaseUnavailable:
+            # What failed may be only the answer: the session commits before the quota's lock is given back. One
+            # that exists was made by this request, and is its answer.
+            if await read_committed(lambda: self.log.command_event(sid, command_id)) is None:
+                raise
+        if keyed is not None:  # (a create sent twice at once, with another body, is refused here)
+            created = await read_committed(lambda: self.created(owner, keyed))
+            assert created is not None
+            return created
+
+        async def read() -> tuple[StreamRow, SessionState]:
+            first = await self.log.command_event(sid, command_id)
+            assert first is not None  # committed just above
+            return await self._as_created(owner, sid, first.last_seq)
+
+        return await read_committed(read)
+
+    async def created(self, owner: str, keyed: IdempotencyKey) -> tuple[StreamRow, SessionState] | None:
+        """The session a start ``keyed`` by this Idempotency-Key created, as its creation left it (its answer);
+        None when there is none; IdempotencyKeyReused when the key came with another request."""
+        sid = session_id_for(owner, keyed.command_id)
+        last = await created_under(self.log, sid, keyed)
+        return None if last is None else await self._as_created(owner, sid, last)
+
+    async def _as_created(self, owner: str, sid: str, last_seq: int) -> tuple[StreamRow, SessionState]:
+        row = await owned_stream(self.log, owner, sid, kind=KIND)
+        return as_created(row, last_seq), await self.sessions.state(sid, last_seq)
 
     async def read(self, owner: str, session_id: str) -> tuple[StreamRow, SessionState]:
         """The session's row and its state at that row's head; StreamNotFound for a missing session or another
@@ -214,15 +259,21 @@ class WorkbenchSessions:
         return title
 
     async def send(self, owner: str, session_id: str, text: str, *, command_id: str | None = None,
-                   ) -> tuple[CommandResult, Delivery]:
+                   ) -> tuple[CommandResult, SessionMessagePosted]:
         """A follow-up; the server decides how it is delivered: ``steer`` (at the next model call) while the agent
-        is working, ``queued`` otherwise (it starts the next turn). With ``command_id``, repeating the call
-        returns the first result."""
+        is working, ``queued`` otherwise (it starts the next turn). Returns the message as recorded. With
+        ``command_id``, repeating the call returns the first result: the message the first call recorded, with
+        the delivery decided then (not the one the session's state would give it now)."""
         _check_text(text, "text")
         _, state = await self.read(owner, session_id)
         delivery: Delivery = "steer" if state.status == "running" else "queued"
         result = await self._post(owner, session_id, command_id or f"message-{uuid.uuid4()}", text, delivery)
-        return result, delivery
+        if not result.replayed:
+            return result, SessionMessagePosted(text=text, delivery=delivery)
+        (recorded,) = await self.log.read_stream(session_id, result.seq - 1, 1)
+        posted = self.log.decode(recorded)
+        assert isinstance(posted, SessionMessagePosted), posted  # the command's type was checked by _post
+        return result, posted
 
     async def _post(self, owner: str, session_id: str, command_id: str, text: str, delivery: Delivery,
                     ) -> CommandResult:

@@ -3,7 +3,8 @@
 :meth:`Proxy.cut` stops forwarding in both directions and stops connecting new clients, but closes nothing: no
 FIN, no RST, so neither side learns anything from the network (its own timers must tell it). :meth:`Proxy.hold`
 stops forwarding one direction only (the server's replies, say), and :meth:`Proxy.heal` resumes. Bytes read
-while forwarding is stopped are kept and delivered, in order, once it resumes.
+while forwarding is stopped are kept and delivered, in order, once it resumes; :meth:`Proxy.discard` drops them
+instead (a reply that is lost for good).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ class Proxy:
         self.bytes = {UP: 0, DOWN: 0}
         self.held_bytes = {UP: 0, DOWN: 0}
         """Bytes that arrived while their direction was held (read and kept)."""
+        self._discarding = {UP: False, DOWN: False}
+        self.discarded = {UP: 0, DOWN: 0}
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@{self.host}:{self.port}/{database}"
@@ -48,8 +51,13 @@ class Proxy:
         if self._open[direction].is_set():
             self._open[direction] = trio.Event()
 
+    def discard(self, direction: str) -> None:
+        """Drop whatever comes in ``direction`` until :meth:`heal` (an end of stream is still passed on then)."""
+        self._discarding[direction] = True
+
     def heal(self) -> None:
         for d in (UP, DOWN):
+            self._discarding[d] = False
             self._open[d].set()
         self._accepting.set()
 
@@ -69,6 +77,9 @@ class Proxy:
                 with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                     await dst.send_eof()
                 return
+            if self._discarding[direction]:
+                self.discarded[direction] += len(data)
+                continue
             if not self._open[direction].is_set():
                 self.held_bytes[direction] += len(data)
                 await self._open[direction].wait()

@@ -29,12 +29,23 @@ from openmaic.events.core import SessionCreated, SessionMessagePosted
 from openmaic.runs.service import RunService
 from openmaic.workbench.service import WorkbenchSessions
 from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.modelconfig.secret_box import derive
+from openmaic.owners.anonymous import AnonymousOwners
 from openmaic.events.wakeups import Wakeups
 from openmaic.store.database import Database
 
 
+TEST_SECRET = "the-test-instance-secret-0123456789"
+"""The instance secret of every harness server (``OPENMAIC_SECRET_KEY``): no secret file in the working directory."""
+
+
 def make_config(yaml_text: str = "") -> Config:
-    return parse_config(yaml_text, source="<test>", env={})
+    return parse_config(yaml_text, source="<test>", env={"OPENMAIC_SECRET_KEY": TEST_SECRET})
+
+
+def anonymous_owner(cookie: str, secret: str = TEST_SECRET) -> str:
+    """The owner id a harness server derives from the ``anonymous_id`` cookie ``cookie``."""
+    return AnonymousOwners(lambda: derive(secret)).owner_of(cookie)
 
 
 testing_bp = Blueprint("testing", __name__)

@@ -8,7 +8,7 @@ from http.cookies import SimpleCookie
 
 from openmaic.api.identity import COOKIE_MAX_AGE_S
 from openmaic.owners.tokens import create_token, revoke_token, token_id
-from tests.integration.api_harness import make_config, raw_ws, running_api, ws_rejection
+from tests.integration.api_harness import anonymous_owner, make_config, raw_ws, running_api, ws_rejection
 
 EVENTS = "/api/agent/sessions/{}"
 
@@ -109,7 +109,7 @@ async def test_anonymous_owner_is_openmaics_anonymous_id_cookie_renewed_on_every
         cookie = SimpleCookie(r.headers["set-cookie"])["anonymous_id"]
         assert cookie["max-age"] == str(COOKIE_MAX_AGE_S) and cookie["httponly"] and cookie["samesite"] == "Lax"
         assert cookie["path"] == "/" and re.fullmatch(r"[0-9a-f-]{36}", cookie.value)
-        owner = f"anon:{cookie.value}"
+        owner = anonymous_owner(cookie.value)
 
         await api.create_stream("mine", owner=owner)
         r = await client.get(EVENTS.format("mine"))  # the client sends the cookie back

@@ -21,7 +21,7 @@ import trio
 from openmaic.events.log import EventLog
 from openmaic.owners.claims import claim_stream_id
 from openmaic.store.database import open_database
-from tests.serving import FAST_CONFIG, anonymous_then_signed_in, running_server, stderr_of
+from tests.serving import FAST_CONFIG, anonymous_then_signed_in, running_server, served_anonymous_owner, stderr_of
 
 SLOW_DEMO = FAST_CONFIG + """\
 providers: {demo: {preset: demo, options: {latencyMs: 8}}}
@@ -57,7 +57,8 @@ async def test_a_claim_while_the_run_generates_moves_it_and_loses_or_repeats_no_
             r = await browser.put(f"{anon_url}/api/model-config",
                                   json={"revision": None, "change": {"kind": "slots", "set": OWN_SLOTS}})
             assert r.status_code == 200, r.text
-            anonymous = f"anon:{browser.cookies['anonymous_id']}"
+            cookie = browser.cookies['anonymous_id']
+            anonymous = served_anonymous_owner(tmp_path, cookie)
             r = await browser.post(f"{anon_url}/api/materials", content=b"Fractions are parts of a whole.",
                                    headers={"Content-Type": "text/plain", "X-Material-Filename": "notes.txt"})
             assert r.status_code == 201, r.text
@@ -97,7 +98,7 @@ async def test_a_claim_while_the_run_generates_moves_it_and_loses_or_repeats_no_
             assert r.status_code == 409 and r.json()["error"]["code"] == "NO_PENDING_CLAIM"
 
         # The old cookie, presented again: retired where it was an identity, already claimed where it is a claim.
-        old = {"anonymous_id": anonymous.removeprefix("anon:")}
+        old = {"anonymous_id": cookie}
         async with httpx.AsyncClient(trust_env=False, timeout=15, cookies=old) as stale:
             r = await stale.get(f"{anon_url}/api/generation-runs/{run_id}")
             assert r.status_code == 403 and dropped(r), r.text
@@ -169,6 +170,8 @@ async def test_same_origin_claims_and_the_refusals_a_browser_can_meet(alice, db_
 
     # The same anonymous identity presented to another account: refused for good, and the cookie is dropped.
     (tmp_path / "bob").mkdir()
+    # One deployment, one instance secret: the cookie stands for the same anonymous owner on bob's server.
+    (tmp_path / "bob" / "instance-secret.key").write_bytes((tmp_path / "instance-secret.key").read_bytes())
     async with running_server(db_url, tmp_path / "bob", FAST_CONFIG + "identity: {single_user_owner: bob}\n") \
             as (bob, _):
         r = await bob.post("/api/identity/claim", headers={**COOKIE, **JSON})
@@ -182,13 +185,14 @@ async def test_an_anonymous_owner_cannot_claim(db_url, tmp_path):
         assert not dropped(r)  # it is this browser's own identity: renewed, not dropped
 
 
-async def test_merged_from_over_http(alice):
+async def test_merged_from_over_http(alice, tmp_path):
     client, _ = alice
     assert (await client.post("/api/identity/claim", headers={**COOKIE, **JSON})).status_code == 200
     import hashlib
 
     salt = "a1" * 8
-    digest = hashlib.sha256(f"{salt}\x00anon:0f1e2d3c-4b5a-4968-8776-655443322110".encode()).hexdigest()
+    owner = served_anonymous_owner(tmp_path, "0f1e2d3c-4b5a-4968-8776-655443322110")
+    digest = hashlib.sha256(f"{salt}\x00{owner}".encode()).hexdigest()
     r = await client.get("/api/identity/merged-from", params={"salt": salt, "digest": digest})
     assert r.status_code == 200 and r.json() == {"merged": True} and r.headers["cache-control"] == "no-store"
     r = await client.get("/api/identity/merged-from", params={"salt": salt, "digest": "f" * 64})
@@ -207,7 +211,8 @@ async def test_with_the_automatic_trigger_the_first_signed_in_request_claims(db_
             r = await browser.post(f"{anon_url}/api/agents", json={"agent": {
                 "id": "tutor", "name": "Tutor", "role": "teacher", "persona": "Patient"}})
             assert r.status_code == 201, r.text
-            anonymous = f"anon:{browser.cookies['anonymous_id']}"
+            cookie = browser.cookies['anonymous_id']
+            anonymous = served_anonymous_owner(tmp_path, cookie)
             # Any request of the signed-in owner that presents the cookie: it claims, and drops the cookie.
             r = await browser.get(f"{user_url}/api/agents")
             assert r.status_code == 200 and "tutor" in {a["id"] for a in r.json()["agents"]}, r.text

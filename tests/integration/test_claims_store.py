@@ -205,9 +205,10 @@ async def test_merged_from_answers_for_the_requesters_own_claims_only(db):
 async def test_every_owned_table_carries_the_owner_fence(db):
     """A table holding an owner's rows must move with a claim: the claim moves every table with the fence, so an
     owner_id column without it is a table a claim would leave behind. Read models follow stream.owner_changed in
-    their projections instead, and bearer tokens belong to signed-in owners only."""
+    their projections instead, bearer tokens belong to signed-in owners only, and an anonymous owner's last address
+    (anonymous_clients) describes the identity a claim retires."""
     read_models = {t for p in default_projections() for t in p.tables}
-    exempt = {"api_tokens", "owner_claims"} | read_models
+    exempt = {"api_tokens", "owner_claims", "anonymous_clients"} | read_models
     owned_tables = {r["table_name"] for r in await db.fetch(
         "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'owner_id'")}
     fenced = {r["relname"] for r in await db.fetch(

@@ -1,8 +1,10 @@
 """The classroom page and the interactive-scene frame over HTTP, against a real `openmaic serve`: who gets the page,
 who gets the same plain 404, and the policies each document is sent with. (The page itself, in a browser, is in
-tests/e2e/test_classroom_ui.py.)"""
+tests/e2e/test_classroom_player.py.)"""
 
 from __future__ import annotations
+
+import io
 
 import httpx
 import trio
@@ -28,8 +30,14 @@ async def classroom_of(db_url: str, owner: str, *, deleted: bool = False) -> str
         return state.course_id
 
 
-def same_answer(a: httpx.Response, b: httpx.Response) -> None:
-    assert (a.status_code, a.text) == (b.status_code, b.text) == (404, "Not found")
+def same_answer(a: httpx.Response, b: httpx.Response, *, page: bool = False) -> None:
+    """Both the same 404: the plain ``Not found`` of the API, or (``page``) the classroom's not-found page."""
+    assert a.status_code == b.status_code == 404 and a.text == b.text
+    if page:
+        assert "Classroom not found" in a.text and "找不到课堂" in a.text
+        assert a.headers["content-type"] == "text/html; charset=utf-8"
+    else:
+        assert a.text == "Not found"
     assert {k: v for k, v in a.headers.items() if k != "date"} == {k: v for k, v in b.headers.items() if k != "date"}
 
 
@@ -43,11 +51,13 @@ async def test_the_classroom_page_is_its_owners_and_the_same_404_for_anyone_else
         assert page.status_code == 200 and page.headers["content-type"] == "text/html; charset=utf-8"
         assert page.headers["content-security-policy"] == CLASSROOM_CSP
         assert (page.headers["x-content-type-options"], page.headers["referrer-policy"]) == ("nosniff", "no-referrer")
-        assert '<script type="module" src="/static/classroom.js">' in page.text
+        assert '<script type="module" src="/static/classroom/main.js">' in page.text
 
         unknown = await client.get("/classroom/course-AAAAAAAAAAAAAAAA")
         for other in (theirs, gone, "not a classroom", "run-AAAAAAAAAAAAAAAA"):
-            same_answer(await client.get(f"/classroom/{other}"), unknown)
+            same_answer(await client.get(f"/classroom/{other}"), unknown, page=True)
+        zh = await client.get("/classroom/course-AAAAAAAAAAAAAAAA", headers={"Accept-Language": "zh-CN,zh;q=0.9"})
+        assert zh.status_code == 404 and '<html lang="zh-CN">' in zh.text
         # The classroom the page reads answers the same way.
         assert (await client.get(f"/api/classrooms/{mine}")).status_code == 200
         same_answer(await client.get(f"/api/classrooms/{theirs}"), await client.get("/api/classrooms/course-x"))
@@ -64,9 +74,12 @@ async def test_the_classroom_page_is_its_owners_and_the_same_404_for_anyone_else
         for name in ("classroom.html", "scene_frame.html", "index.html"):
             r = await client.get(f"/static/{name}")
             assert (r.status_code, r.text) == (404, "Not found"), name
-        for name in ("classroom.js", "classroom.css", "classroom_media.js", "events.js", "sandbox.js"):
+        for name in ("classroom.css", "events.js", "sandbox.js", "classroom/main.js", "classroom/engine.js"):
             r = await client.get(f"/static/{name}")
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/"), name
+        for name in ("classroom/..%2Fapi.js", "classroom/x.css", "classroom/missing.js", "classroom/.main.js"):
+            r = await client.get(f"/static/{name}")
+            assert (r.status_code, r.text) == (404, "Not found"), name
         paths = (await client.get("/api/openapi.json")).json()["paths"]
         assert {"/classroom/{id}", "/scene-frame"} <= set(paths)
 
@@ -97,7 +110,7 @@ async def test_in_token_mode_a_navigation_gets_the_page_and_a_token_is_checked(d
 
         assert (await client.get(f"/classroom/{classroom}", headers=bearer(alice))).status_code == 200
         same_answer(await client.get(f"/classroom/{classroom}", headers=bearer(bob)),
-                    await client.get("/classroom/course-unknown", headers=bearer(bob)))
+                    await client.get("/classroom/course-unknown", headers=bearer(bob)), page=True)
         r = await client.get(f"/classroom/{classroom}", headers=bearer("tok_000000000000.nope"))
         assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
 
@@ -113,4 +126,47 @@ async def test_behind_an_access_code_the_page_says_nothing_until_the_code_is_giv
         assert r.status_code == 200, r.text
         assert (await client.get(f"/classroom/{classroom}")).status_code == 200
         r = await client.get("/classroom/course-unknown")
-        assert (r.status_code, r.text) == (404, "Not found")
+        assert r.status_code == 404 and "Classroom not found" in r.text
+
+
+async def test_the_pages_files_are_compressed_and_revalidated(db_url, tmp_path):
+    async with running_server(db_url, tmp_path) as (client, _):
+        plain = await client.get("/static/classroom/elements.js", headers={"Accept-Encoding": "identity"})
+        assert plain.status_code == 200 and "content-encoding" not in plain.headers
+        assert plain.headers["cache-control"] == "no-cache" and plain.headers["vary"] == "Accept-Encoding"
+        packed = await client.get("/static/classroom/elements.js", headers={"Accept-Encoding": "gzip, br"})
+        assert packed.headers["content-encoding"] == "gzip"
+        assert int(packed.headers["content-length"]) < len(plain.content) / 2
+        assert packed.content == plain.content  # httpx undoes the gzip
+        assert packed.headers["etag"] != plain.headers["etag"]  # two representations, two validators
+        again = await client.get("/static/classroom/elements.js",
+                                 headers={"Accept-Encoding": "gzip", "If-None-Match": packed.headers["etag"]})
+        assert again.status_code == 304 and again.content == b"" and again.headers["etag"] == packed.headers["etag"]
+        stale = await client.get("/static/classroom/elements.js", headers={"If-None-Match": '"0123"'})
+        assert stale.status_code == 200
+        page = await client.get("/", headers={"Accept-Encoding": "gzip"})
+        assert page.headers["content-encoding"] == "gzip" and "etag" in page.headers
+
+
+async def test_the_exports_are_their_owners_and_open(db_url, tmp_path):
+    from pptx import Presentation
+
+    async with running_server(db_url, tmp_path) as (client, _):
+        mine = await classroom_of(db_url, "local")
+        theirs = await classroom_of(db_url, "someone-else")
+        with trio.fail_after(30):
+            while (await client.get(f"/api/classrooms/{mine}")).json()["classroom"]["generatingRunId"]:
+                await trio.sleep(0.1)
+        r = await client.get(f"/api/classrooms/{mine}/export.pptx")
+        assert r.status_code == 200, r.text
+        assert r.headers["content-type"] == "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+        assert r.headers["content-disposition"].startswith('attachment; filename="')
+        prs = Presentation(io.BytesIO(r.content))
+        scenes = (await client.get(f"/api/classrooms/{mine}")).json()["classroom"]["scenes"]
+        assert len(prs.slides) == len(scenes) >= 1
+        r = await client.get(f"/api/classrooms/{mine}/export.html")
+        assert r.status_code == 200 and r.headers["content-type"] == "text/html; charset=utf-8"
+        assert 'id="classroom-data"' in r.text and r.headers["content-security-policy"] == "sandbox allow-scripts"
+        for ext in ("pptx", "html"):
+            same_answer(await client.get(f"/api/classrooms/{theirs}/export.{ext}"),
+                        await client.get(f"/api/classrooms/course-unknown/export.{ext}"))

@@ -24,7 +24,8 @@ from openmaic import errors
 from openmaic.actors.commands import Commands
 from openmaic.config import Config, ProviderSpec, Secret, default_config
 from openmaic.courses.events import CourseDocument, evolve_course
-from openmaic.courses.schema import OutlineItem
+from openmaic.courses import format as fmt
+from openmaic.courses.document import document_of
 from openmaic.events.log import EventLog, RecordedEvent
 from openmaic.materials import (
     MODEL_IMAGE_BYTES, UnreadableFile, UnsupportedFileType, get_asset, get_material, images_for_model, store_material,
@@ -35,7 +36,7 @@ from openmaic.runs.events import AgentsChoice, LearnerProfile, RunInput
 from openmaic.runs.kind import GenerationKind
 from openmaic.runs.service import RunService, TooManyRuns
 from openmaic.store.queries import Q
-from tests.fakes.provider_server import EndsEarly, Json, Status, open_fake_provider
+from tests.fakes.provider_server import EndsEarly, Json, Status, Text, open_fake_provider
 from tests.runtime import FAST, open_worker, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,17 +117,18 @@ def requirement(topic: str = "photosynthesis") -> str:
 
 
 async def assert_complete_course(log: EventLog, svc: RunService, run_id: str, owner: str = OWNER) -> CourseDocument:
-    """The run completed, every scene is ready with content and actions, the course is unlocked."""
+    """The run completed, every scene is ready with content and a script, the course is unlocked, and the whole
+    course is a document OpenMAIC's validators accept."""
     snap = await svc.snapshot(owner, run_id)
     assert (snap.state, snap.status, snap.error) == ("completed", "terminal", None)
     assert snap.scenes_completed == snap.scenes_total == len(snap.outline)
     doc = await course_doc(log, snap.course_id)
-    assert doc.locked_by is None and not doc.deleted
+    assert doc.locked_by is None and not doc.deleted and not doc.pending
     assert [s.title for s in doc.scenes] == [i.title for i in snap.outline]
     for scene in doc.scenes:
-        assert scene.status == "ready" and scene.content is not None and scene.actions is not None
-        assert scene.content.kind == scene.kind and getattr(scene.content, scene.kind) is not None
-        assert scene.actions.actions and {a.agent_id for a in scene.actions.actions} <= {a.id for a in doc.agents}
+        assert scene.id in doc.ready and scene.content.type == scene.type and scene.actions
+        assert any(isinstance(a, fmt.SpeechAction) for a in scene.actions)
+    assert fmt.validate_document(fmt.to_json(document_of(snap.course_id, doc))) == []
     ended = await decoded(log, run_id, "session.ended")
     assert [e.status for e in ended] == ["completed"]
     return doc
@@ -170,7 +172,8 @@ async def test_wait_then_confirm_an_edited_outline_and_complete(db_url, log):
     doc = await assert_complete_course(log, svc, snap.id)
     assert doc.outline_revision == 2 and [s.title for s in doc.scenes] == [i.title for i in edited]
     confirmed = await decoded(log, snap.id, "run.outline_confirmed")
-    assert [(c.revision, c.by, c.items) for c in confirmed] == [(2, "user", edited)]
+    assert [(c.revision, c.by, [i.title for i in c.items]) for c in confirmed] == \
+        [(2, "user", [i.title for i in edited])]
     states = [e.state for e in await decoded(log, snap.id, "run.state_changed")]
     assert states == ["outlining", "awaiting_outline_confirmation", "generating", "completed"]
     with pytest.raises(errors.Conflict, match="only a paused run"):
@@ -184,8 +187,8 @@ async def test_auto_review_builds_a_complete_demo_course_with_one_checkpoint_per
     async with open_generation_worker(db_url, config()):
         await wait_state(svc, snap.id, "completed")
     doc = await assert_complete_course(log, svc, snap.id)
-    assert 4 <= len(doc.scenes) <= 8 and doc.title == "Water Cycle: The Essentials"
-    assert {s.kind for s in doc.scenes} >= {"slide", "quiz", "interactive"}
+    assert 4 <= len(doc.scenes) <= 8 and "Water Cycle" in doc.title
+    assert {s.type for s in doc.scenes} >= {"slide", "quiz", "interactive"}
     assert [c.by for c in await decoded(log, snap.id, "run.outline_confirmed")] == ["auto"]
     run_events = await events(log, snap.id)
     steps = step_completions(run_events, log)
@@ -233,10 +236,11 @@ async def test_a_confirmation_during_the_countdown_wins(db_url, log):
 
 # -- failures -----------------------------------------------------------------------------------------------------
 
-QUIZ = {"title": "Check your understanding", "questions": [
-    {"question": "What do plants make in photosynthesis?", "options": ["Glucose", "Salt", "Iron", "Sand"],
-     "answer": 0, "explanation": "Glucose stores the energy."},
-]}  # fmt: skip
+QUIZ = [
+    {"type": "single", "question": "What do plants make in photosynthesis?",
+     "options": [{"label": "Glucose", "value": "A"}, {"label": "Salt", "value": "B"}, {"label": "Iron", "value": "C"}],
+     "answer": ["A"], "analysis": "Glucose stores the energy.", "points": 10},
+]  # fmt: skip
 
 
 async def test_a_failing_step_pauses_the_run_and_retry_reruns_exactly_that_step(db_url, log):
@@ -253,7 +257,7 @@ async def test_a_failing_step_pauses_the_run_and_retry_reruns_exactly_that_step(
 
             await wait_for(parked, timeout=5)
             s = await svc.snapshot(OWNER, snap.id)
-            quiz = next(i for i, item in enumerate(s.outline) if item.kind == "quiz")
+            quiz = next(i for i, item in enumerate(s.outline) if item.type == "quiz")
             step = f"scene:{quiz}:content"
             assert s.step == step and s.status == "waiting"
             assert s.error == "the model provider 'fake' failed after 1 attempt (HTTP 500)"
@@ -264,7 +268,7 @@ async def test_a_failing_step_pauses_the_run_and_retry_reruns_exactly_that_step(
                 await svc.confirm_outline(OWNER, snap.id, "x", s.outline_revision)
             before = await events(log, snap.id)
 
-            fake.push(Json(QUIZ))
+            fake.push(Text(json.dumps(QUIZ)))
             r = await svc.retry(OWNER, snap.id, "retry-1")
             assert (await svc.retry(OWNER, snap.id, "retry-1")).seq == r.seq
             await wait_state(svc, snap.id, "completed")
@@ -272,7 +276,7 @@ async def test_a_failing_step_pauses_the_run_and_retry_reruns_exactly_that_step(
             with pytest.raises(errors.Conflict, match="only a paused run"):
                 await svc.retry(OWNER, snap.id, "retry-2")
     doc = await assert_complete_course(log, svc, snap.id)
-    assert doc.scenes[quiz].content is not None and doc.scenes[quiz].content.quiz.questions[0].options[0] == "Glucose"
+    assert doc.scenes[quiz].content.questions[0].options[0].label == "Glucose"
     after = (await events(log, snap.id))[len(before):]
     started = [log.decode(e).step for e in after if e.type == "run.step_started"]
     assert started[0] == step  # the retried run resumed with exactly the failed step ...
@@ -283,11 +287,12 @@ async def test_a_failing_step_pauses_the_run_and_retry_reruns_exactly_that_step(
 
 
 OUTLINE = {
-    "title": "Fractions",
-    "items": [
-        {"title": "What is a fraction", "goal": "Read fractions", "kind": "slide", "key_points": ["parts"]},
-        {"title": "Adding fractions", "goal": "Add them", "kind": "slide", "key_points": ["common denominators"]},
-        {"title": "Check", "goal": "Test", "kind": "quiz", "key_points": ["adding"]},
+    "languageDirective": "Teach in English.",
+    "courseTitle": "Fractions",
+    "outlines": [
+        {"type": "slide", "title": "What is a fraction", "description": "Read fractions", "keyPoints": ["parts"]},
+        {"type": "slide", "title": "Adding fractions", "description": "Add them", "keyPoints": ["common denominators"]},
+        {"type": "quiz", "title": "Check", "description": "Test", "keyPoints": ["adding"]},
     ],
 }
 
@@ -297,19 +302,20 @@ async def test_outline_items_stream_and_restart_when_the_provider_retries(db_url
         cfg = config(fake_url=fake.openai_url, fake_slot="course.outline", fake_retries=1)
         svc = RunService(log, cfg)
         partial = json.dumps(OUTLINE)[:180]  # the first item and a half, then the stream breaks off
-        fake.push(EndsEarly(text=partial), Json(OUTLINE, chunks=6))
+        fake.push(EndsEarly(text=partial), Text(json.dumps(OUTLINE), chunks=6))
         snap = await svc.create_run(OWNER, "c1", RunInput(requirement="Teach fractions"))
         async with open_generation_worker(db_url, cfg):
             s = await wait_state(svc, snap.id, "awaiting_outline_confirmation")
-    items = [OutlineItem(**i) for i in OUTLINE["items"]]
-    assert s.outline == items and s.title == "Fractions" and len(fake.requests) == 2
+    items = [(i["type"], i["title"], i["description"], i["keyPoints"]) for i in OUTLINE["outlines"]]
+    assert [(o.type, o.title, o.description, o.keyPoints) for o in s.outline] == items
+    assert s.title == "Fractions" and len(fake.requests) == 2
     types = [e.type for e in await events(log, snap.id)]
     streamed = await decoded(log, snap.id, "run.outline_item")
     if "run.outline_restarted" in types:  # the first attempt's item went out before the stream broke
         assert [i.item.title for i in streamed][:1] == ["What is a fraction"]
         after = types[types.index("run.outline_restarted"):]
         assert after.count("run.outline_item") == 3
-    assert [i.item for i in streamed][-3:] == items and [i.index for i in streamed][-3:] == [0, 1, 2]
+    assert [i.item for i in streamed][-3:] == s.outline and [i.index for i in streamed][-3:] == [0, 1, 2]
     outline_started = [e for e in await decoded(log, snap.id, "run.step_started") if e.step == "outline"]
     assert len(outline_started) == 1 and "run.step_failed" not in types
 
@@ -566,7 +572,7 @@ async def test_a_run_reads_its_materials_and_uses_the_requested_agents(db, db_ur
     leaf = await store_material(db, OWNER, "leaf.png", "image/png", PNG)
     theirs = await store_material(db, "mallory", "x.txt", "text/plain", b"secret")
     mine = (await create_agent(db, OWNER, Agent(id="oak", name="Professor Oak", role="teacher",
-                                                persona="Loves plants."))).profile()
+                                                persona="Loves plants."))).config()
     with pytest.raises(errors.InvalidInput):
         await svc.create_run(OWNER, "bad", RunInput(requirement="x", material_ids=[theirs.id]))
     with pytest.raises(errors.InvalidInput):
@@ -581,8 +587,8 @@ async def test_a_run_reads_its_materials_and_uses_the_requested_agents(db, db_ur
     [extracted] = await decoded(log, snap.id, "run.materials_extracted")
     assert "Chlorophyll absorbs red and blue light." in extracted.text and extracted.images == [leaf.asset_id]
     assert extracted.kinds == ["txt", "png"]
-    assert list(doc.agents) == [mine, BUILTIN_AGENTS["default-2"].profile(), BUILTIN_AGENTS["default-4"].profile()]
-    assert doc.agents[2].role == "classmate"  # OpenMAIC's "student", as the log names it
+    assert list(doc.agents) == [mine, BUILTIN_AGENTS["default-2"].config(), BUILTIN_AGENTS["default-4"].config()]
+    assert doc.agents[2].role == "student"  # OpenMAIC's agent configs, as the stage carries them
     states = [e.state for e in await decoded(log, snap.id, "run.state_changed")]
     assert states == ["outlining", "generating", "completed"]
     assert step_completions(await events(log, snap.id), log)["materials"] == 1
@@ -624,7 +630,8 @@ async def test_a_worker_killed_mid_step_resumes_from_the_last_checkpoint(db_url,
     first = next(log.decode(e).step for e in resumed if e.type == "run.step_started")
     last_started = [log.decode(e).step for e in killed_at if e.type == "run.step_started"][-1]
     assert first == last_started  # the step in flight is the one that ran again
-    course = Counter((e.scene.id, e.scene.status, e.scene.actions is not None)
+    course = Counter((e.scene.id, e.ready, bool(e.scene.actions),
+                      any(getattr(a, "audioId", None) for a in e.scene.actions or []))
                      for e in await decoded(log, snap.course_id, "course.scene_set"))
     assert set(course.values()) == {1}
 
@@ -657,7 +664,7 @@ async def test_the_materials_images_are_shown_to_the_model_that_writes_the_outli
     async with open_fake_provider() as fake:
         cfg = config(fake_url=fake.openai_url, fake_slot="course.outline")
         svc = RunService(log, cfg)
-        fake.push(Json(OUTLINE))
+        fake.push(Text(json.dumps(OUTLINE)))
         snap = await svc.create_run(OWNER, "c1", RunInput(requirement="Leaves", material_ids=[leaf.id, huge.id,
                                                                                                 notes.id]))  # fmt: skip
         async with open_generation_worker(db_url, cfg):

@@ -13,6 +13,7 @@ import msgspec
 import trio
 
 from openmaic.events.log import EventLog
+from openmaic.owners.learners import learner_key
 from openmaic.store.database import open_database
 from tests.serving import FAST_CONFIG, anonymous_then_signed_in, running_server
 
@@ -56,7 +57,8 @@ async def event_count(db_url: str) -> int:
         return await db.fetchval("SELECT count(*) FROM events")
 
 
-SESSION = {"id": "chat-stage-1-1", "kind": "chat", "stageId": "stage-1", "learnerKey": "alice", "status": "active",
+ALICE_KEY = learner_key("alice")
+SESSION = {"id": "chat-stage-1-1", "kind": "chat", "stageId": "stage-1", "learnerKey": ALICE_KEY, "status": "active",
            "createdAt": "2024-01-02T03:04:05.000Z", "updatedAt": "2024-01-02T03:04:05.000Z"}
 RECORDS = [{"id": f"chat-stage-1-1-r{i}", "sessionId": "chat-stage-1-1", "createdAt": f"2024-01-02T03:0{i}:00.000Z",
             "payload": {"role": "user" if i % 2 else "assistant", "text": f"message {i}"}, "sceneId": "s-slide"}
@@ -67,7 +69,7 @@ RUNTIME = "/api/persistence/runtime"
 async def copy_runtime(c: httpx.AsyncClient, doc_id: str) -> None:
     """The importer's copy of a learner's runtime session: create it active, append what the server lacks, end
     it with the legacy session's status."""
-    r = await c.get(f"{RUNTIME}/stages/{doc_id}/learners/alice/sessions", headers=BOUND)
+    r = await c.get(f"{RUNTIME}/stages/{doc_id}/learners/{ALICE_KEY}/sessions", headers=BOUND)
     assert r.status_code == 200 and isinstance(r.json(), list), r.text
     r = await c.get(f"{RUNTIME}/sessions/{SESSION['id']}", headers=BOUND)
     if r.status_code == 404:
@@ -98,7 +100,7 @@ async def import_course(c: httpx.AsyncClient, doc: dict) -> tuple[str, str]:
     r = await c.post("/api/identity/legacy-import-binding", json={"browserId": BROWSER})
     assert r.status_code == 200 and r.json() == {"bound": True}, r.text
     r = await c.get("/api/persistence/learner-key", headers=BOUND)
-    assert r.status_code == 200 and r.json() == {"learnerKey": "alice"}, r.text
+    assert r.status_code == 200 and r.json() == {"learnerKey": ALICE_KEY}, r.text
     r = await c.get("/api/stages", headers=BOUND)
     assert r.status_code == 200, r.text
     owned = {s["id"]: s for s in r.json()["stages"]}
@@ -172,7 +174,7 @@ async def test_the_importers_requests_land_a_course_once(db_url, tmp_path):
         assert r.json() == {**SESSION, "status": "completed", "updatedAt": "2024-01-02T04:00:00.000Z"}, r.text
         r = await c.get(f"{RUNTIME}/sessions/{SESSION['id']}/records?sceneId=s-slide")
         assert [x["seq"] for x in r.json()] == [1, 2, 3] and r.json()[0]["payload"] == RECORDS[0]["payload"]
-        r = await c.get(f"{RUNTIME}/stages/stage-1/learners/alice/sessions")
+        r = await c.get(f"{RUNTIME}/stages/stage-1/learners/{ALICE_KEY}/sessions")
         assert [x["id"] for x in r.json()] == [SESSION["id"]]
 
         # What the client wrote reads back as it wrote it, fields this server does not know included.
@@ -253,12 +255,12 @@ async def test_another_owners_document_is_a_missing_one(db_url, tmp_path):
             assert r.status_code == 204, r.text
             bob_course = (await bob.get("/api/stages")).json()["stages"][0]["courseId"]
             assert bob_course != alice_course
-            r = await bob.post(f"{RUNTIME}/sessions", json={**SESSION, "learnerKey": "bob", "stageId": alice_course})
+            r = await bob.post(f"{RUNTIME}/sessions", json={**SESSION, "learnerKey": learner_key("bob"), "stageId": alice_course})
             assert r.status_code == 404 and r.json()["error"]["code"] == "DOCUMENT_NOT_FOUND", r.text
             for path in (f"{RUNTIME}/sessions/alice-session", f"{RUNTIME}/sessions/alice-session/records"):
                 r = await bob.get(path)
                 assert r.status_code == 404 and r.json()["error"]["code"] == "SESSION_NOT_FOUND", r.text
-            assert (await bob.get(f"{RUNTIME}/stages/stage-1/learners/alice/sessions")).json() == []
+            assert (await bob.get(f"{RUNTIME}/stages/stage-1/learners/{ALICE_KEY}/sessions")).json() == []
             r = await bob.get(f"/api/persistence/assets/{'asset_' + '0' * 32}/content")
             assert r.status_code == 404 and r.headers["x-error-code"] == "ASSET_NOT_FOUND"
         r = await alice.get("/api/persistence/documents/stage-1")
@@ -435,7 +437,7 @@ async def test_an_anonymous_owners_documents_sessions_and_folders_move_with_a_cl
             r = await browser.post(f"{anon}/api/identity/legacy-import-binding", json={"browserId": BROWSER})
             assert r.status_code == 200, r.text
             key = (await browser.get(f"{anon}/api/persistence/learner-key", headers=BOUND)).json()["learnerKey"]
-            assert key.startswith("anon:")
+            assert key.startswith("learner-")
             assert (await browser.put(f"{anon}{DOC}", json=document(), headers=BOUND)).status_code == 204
             r = await browser.post(f"{anon}{RUNTIME}/sessions", json={**SESSION, "learnerKey": key}, headers=BOUND)
             assert r.status_code == 201, r.text
@@ -458,8 +460,8 @@ async def test_an_anonymous_owners_documents_sessions_and_folders_move_with_a_cl
             assert r.status_code == 200 and r.json()["learnerKey"] == key, r.text
             # The account's learner key finds the sessions filed under the claimed visitor's.
             r = await browser.get(f"{user}/api/persistence/learner-key", headers=BOUND)
-            assert r.json() == {"learnerKey": "alice"}
-            r = await browser.get(f"{user}{RUNTIME}/stages/stage-1/learners/alice/sessions", headers=BOUND)
+            assert r.json() == {"learnerKey": ALICE_KEY}
+            r = await browser.get(f"{user}{RUNTIME}/stages/stage-1/learners/{ALICE_KEY}/sessions", headers=BOUND)
             assert [x["id"] for x in r.json()] == [SESSION["id"]], r.text
             r = await browser.get(f"{user}/api/folders", headers=BOUND)
             assert [f["name"] for f in r.json()["folders"]] == ["Maths"]
@@ -485,7 +487,7 @@ FENCED = [
     ("GET", RUNTIME + "/sessions/chat-stage-1-1", {}),
     ("POST", RUNTIME + "/sessions/chat-stage-1-1/records", {"json": RECORDS[0]}),
     ("GET", RUNTIME + "/sessions/chat-stage-1-1/records", {}),
-    ("GET", RUNTIME + "/stages/stage-1/learners/alice/sessions", {}),
+    ("GET", RUNTIME + f"/stages/stage-1/learners/{ALICE_KEY}/sessions", {}),
     ("PATCH", RUNTIME + "/sessions/chat-stage-1-1/status", {"json": {"status": "completed", "updatedAt": "t"}}),
     ("GET", "/api/stages", {}),
     ("GET", "/api/folders", {}),

@@ -13,11 +13,13 @@ import trio
 
 from openmaic import metrics
 from openmaic.courses.events import CourseCreated
+from openmaic.events.core import SessionCreated, SessionMessagePosted
 from openmaic.events.log import EventLog, NewStream, RecordedEvent, StreamAppend
 from openmaic.events.wakeups import Wakeups
 from openmaic.projections import Applier, Context, Projection, rebuild, run_projectors
 from openmaic.projections.base import live_tables, lock_key
 from openmaic.store.database import Op
+from openmaic.store.queries import Q
 from tests.runtime import wait_for
 
 
@@ -132,3 +134,82 @@ async def test_the_live_projector_moves_past_a_bad_event_and_keeps_applying(db):
         await wait_for(late)
         nursery.cancel_scope.cancel()
     assert set(await dead_letters(db)) == set(BAD)
+
+
+class Messages(Projection):
+    """Every session.created and session.message_posted, one row each, in a table that refuses the text ``poison``."""
+
+    name = "test_messages"
+    tables = {
+        "test_messages": (
+            """CREATE TABLE {test_messages} (
+    stream_id text NOT NULL,
+    seq       bigint NOT NULL,
+    text      text NOT NULL CHECK (text <> 'poison'),
+    PRIMARY KEY (stream_id, seq)
+)""",
+        ),
+    }
+    types = frozenset({"session.created", "session.message_posted"})
+
+    async def apply(self, ctx: Context, events: Sequence[RecordedEvent]) -> list[Op]:
+        texts = [msgspec.json.decode(e.data, type=_Text).text or "created" for e in events]
+        return [ctx.op(
+            "INSERT INTO {test_messages} (stream_id, seq, text) SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])",
+            [e.stream_id for e in events], [e.seq for e in events], texts,
+        )]
+
+
+class _Text(msgspec.Struct):
+    text: str = ""
+
+
+async def _older_transaction_writes_the_last_seq(db, log: EventLog, sid: str, older: str, *younger: str) -> None:
+    """The stream's last seq (``older``) written by a transaction older than those that wrote the seqs before it
+    (``younger``, one transaction each): the log's (epoch, tx, position) order then has the last one first."""
+    async with db.connection() as conn, conn.transaction():
+        await conn.fetchval("SELECT pg_current_xact_id()")  # its transaction id is taken now, before the younger ones'
+        for text in younger:
+            await log.append(StreamAppend(stream_id=sid, events=[SessionMessagePosted(text=text)]))
+        await conn.fetch(Q.append, *log.append_args([StreamAppend(stream_id=sid,
+                                                                  events=[SessionMessagePosted(text=older)])]))
+
+
+async def _project_messages(db, log: EventLog, batch_sizes: Sequence[int], events: int,
+                            rows: list[tuple[int, str]], letters: list[int]) -> None:
+    messages = Messages()
+    await db.transaction([(stmt, ()) for stmt in messages.ddl(live_tables(messages))])
+    for batch_size in batch_sizes:
+        for table in ("test_messages", "projection_dead_letters"):
+            await db.execute(f"DELETE FROM {table}")
+        await db.execute("DELETE FROM projection_checkpoints WHERE name = 'test_messages'")
+        await db.execute("DELETE FROM projection_early WHERE name = 'test_messages'")
+        applier = Applier(db, log, messages, checkpoint=messages.name, tables=live_tables(messages),
+                          pause_key=lock_key("apply", messages.name), batch_size=batch_size)
+        assert await applier.catch_up() == events
+        found = await db.fetch("SELECT seq, text FROM test_messages ORDER BY seq")
+        assert [(r["seq"], r["text"]) for r in found] == rows, batch_size
+        dead_rows = await db.fetch("SELECT stream_id, seq, sqlstate FROM projection_dead_letters ORDER BY seq")
+        assert [tuple(r) for r in dead_rows] == [("s", seq, "23514") for seq in letters], batch_size
+    # And a rebuild gives the same read model.
+    await rebuild(db, log, messages, batch_size=2)
+    found = await db.fetch("SELECT seq, text FROM test_messages ORDER BY seq")
+    assert [(r["seq"], r["text"]) for r in found] == rows
+
+
+async def test_a_dead_letter_goes_alone_and_its_pulled_forward_predecessors_are_applied(db):
+    log = EventLog(db)
+    await log.append(StreamAppend(stream_id="s", events=[SessionCreated(kind="t", owner_id="o")],
+                                  create=NewStream("t", "o")))
+    await _older_transaction_writes_the_last_seq(db, log, "s", "poison", "good")
+    assert [e.seq for e in await log.read_all()] == [1, 3, 2]
+    await _project_messages(db, log, (500, 2, 1), 3, rows=[(1, "created"), (2, "good")], letters=[3])
+
+
+async def test_a_predecessor_that_fails_too_is_a_dead_letter_of_its_own(db):
+    log = EventLog(db)
+    await log.append(StreamAppend(stream_id="s", events=[SessionCreated(kind="t", owner_id="o")],
+                                  create=NewStream("t", "o")))
+    await _older_transaction_writes_the_last_seq(db, log, "s", "poison", "poison", "good")
+    assert [e.seq for e in await log.read_all()] == [1, 4, 2, 3]
+    await _project_messages(db, log, (500, 3, 1), 4, rows=[(1, "created"), (3, "good")], letters=[2, 4])

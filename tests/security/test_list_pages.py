@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import httpx
 
-from tests.integration.test_persistence_http import BOUND, BROWSER, CONFIG, RUNTIME, SESSION, document
+from tests.integration.test_persistence_http import ALICE_KEY, BOUND, BROWSER, CONFIG, RUNTIME, SESSION, document
 from tests.serving import running_server
 
 N = 5
@@ -48,7 +48,7 @@ async def test_persistence_lists_page_through_every_item_once(db_url, tmp_path):
             assert r.status_code == 201, r.text
 
         lists = {"/api/stages": "stages", "/api/folders": "folders", f"{RUNTIME}/sessions/chat-0/records": None,
-                 f"{RUNTIME}/stages/stage-0/learners/alice/sessions": None}
+                 f"{RUNTIME}/stages/stage-0/learners/{ALICE_KEY}/sessions": None}
         for path, key in lists.items():
             whole = await c.get(path, headers=BOUND)  # as OpenMAIC's client asks: every item, no cursor
             assert whole.status_code == 200 and "x-next-cursor" not in whole.headers, whole.text

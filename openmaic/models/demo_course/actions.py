@@ -14,13 +14,17 @@ import re
 from typing import Any
 
 from openmaic.models.demo_course.brief import outline_titles, scene_of, seed, strings, text_of
-from openmaic.models.demo_course.knowledge import find_model, sample
+from openmaic.models.demo_course.knowledge import find_model, lower_label, sample
 from openmaic.models.demo_course.language import EN, ZH, course_language, pick, sentence
-from openmaic.models.demo_course.topic import topic_of
+from openmaic.models.demo_course.topic import topic_phrase
 
 _LEAD = re.compile(r"^[\s•●·\-–*\d.、)）]+")
 _MARKER = re.compile(r"^\s*\[(?:chart|table|formula)\]\s*", re.I)
 _STEP = re.compile(r"^\s*(?:step\s*\d+\s*[:.)-]\s*|第[一二三四五六七八九十\d]+步[：:]\s*)", re.I)
+
+
+_QUIZ_TITLE = re.compile(r"\bquiz\b|check your|测验|检测|练习题|挑战", re.I)
+_HANDS_ON_TITLE = re.compile(r"\bexplore\b|yourself|hands-on|动手|探索|互动", re.I)
 
 
 def _say(text: str) -> dict[str, Any]:
@@ -75,10 +79,7 @@ def discussion_order(brief: dict[str, Any]) -> int:
     n = len(entries)
     if n < 3:
         return 0
-    candidates = [
-        i + 1 for i, o in enumerate(entries)
-        if 0 < i < n - 1 and o.get("type", "slide") == "slide"
-    ]  # fmt: skip
+    candidates = [i + 1 for i, o in enumerate(entries) if 0 < i < n - 1 and _kind(o) == "slide"]
     if not candidates:
         return 0
     middle = (n + 1) / 2
@@ -93,34 +94,59 @@ def _student(brief: dict[str, Any]) -> str | None:
     return text_of(students[seed("student", text_of(brief.get("requirement"))) % len(students)].get("id"))
 
 
-def _opening(brief: dict[str, Any], lang: str, title: str, description: str, order: int, topic: str) -> str:
+
+
+def _kind(entry: dict[str, Any]) -> str:
+    """An outline entry's scene type, guessed from its title when the outlines are titles only."""
+    title = text_of(entry.get("title"))
+    return text_of(entry.get("type")) or (
+        "quiz" if _QUIZ_TITLE.search(title) else "interactive" if _HANDS_ON_TITLE.search(title) else "slide"
+    )
+
+
+def _previous(brief: dict[str, Any], order: int) -> tuple[str, str]:
+    """The previous scene's title and type."""
+    entries = _outline_entries(brief)
+    if not 2 <= order <= len(entries) + 1:
+        return "", ""
+    prev = entries[order - 2]
+    return text_of(prev.get("title")), _kind(prev)
+
+
+def _opening(brief: dict[str, Any], lang: str, title: str, order: int, topic: str) -> str:
+    """The first words of a slide: a greeting on the first, a link back to the previous scene on the others.
+
+    The outline's description is an instruction to the writer ("Set the scene for …"), so it is never read out.
+    """
     position = text_of(brief.get("position"))
     if position == "first" or order == 1:
         course = text_of(brief.get("courseTitle"), topic)
         return pick(
             lang,
             f"Hello everyone, and welcome! In this course, {course}, we take a close look at {topic}. "
-            + sentence(EN, description),
-            f"同学们好，欢迎来到“{course}”！这门课我们一起深入学习{topic}。" + sentence(ZH, description),
+            "Let's start with the big picture.",
+            f"同学们好，欢迎来到“{course}”！这门课我们一起深入学习{topic}。先从整体上认识一下它。",
         )
+    previous, kind = _previous(brief, order)
     if position == "last":
         return pick(
             lang,
-            f"We have reached the final page. Let's pull together what we learned about {topic}. ",
+            f"We have reached the final page. Let's pull together what we learned about {topic}.",
             f"我们来到了最后一页，一起把关于{topic}的所学串联起来。",
-        ) + sentence(lang, description)
-    titles = outline_titles(brief)
-    previous = titles[order - 2] if 2 <= order <= len(titles) + 1 else ""
+        )
+    if kind == "quiz":
+        return pick(lang, f"Now that you have checked your understanding, let's move on to {title}.",
+                    f"检验完刚才的学习成果，我们继续学习“{title}”。")  # fmt: skip
+    if kind == "interactive":
+        return pick(lang, f"After trying it out with your own hands, let's look at {title}.",
+                    f"亲手操作之后，我们来看“{title}”。")  # fmt: skip
     if previous:
         return pick(
             lang,
-            f"As we just saw in “{previous}”, the groundwork is in place. Now let's turn to {title}. "
-            + sentence(EN, description),
-            f"刚才在“{previous}”中我们打好了基础，接下来看看“{title}”。" + sentence(ZH, description),
+            f"As we just saw in “{previous}”, the groundwork is in place. Now let's turn to {title}.",
+            f"刚才在“{previous}”中我们打好了基础，接下来看看“{title}”。",
         )
-    return pick(lang, f"Building on what we just saw, let's turn to {title}. ", f"在刚才内容的基础上，我们来看“{title}”。") + (
-        sentence(lang, description)
-    )
+    return pick(lang, f"Building on what we just saw, let's turn to {title}.", f"在刚才内容的基础上，我们来看“{title}”。")
 
 
 _CONNECT = {
@@ -134,15 +160,15 @@ _ELABORATE = {
         "Keep this in mind, because the next ideas build on it.",
         "Try to picture one example of it as we go.",
         "Many learners skip over this, so it is worth a pause.",
-        "Ask yourself why this has to be so.",
-        "This is the piece that ties the page together.",
+        "Take a moment to connect it with what you already know.",
+        "We will come back to this later in the course.",
     ],
     ZH: [
         "记住这一点，后面的内容都建立在它之上。",
         "边听边想一个具体的例子。",
         "很多同学容易忽略这一点，值得停下来想一想。",
-        "问问自己：为什么会是这样？",
-        "这一点把整页内容串了起来。",
+        "花点时间把它和你已经知道的内容联系起来。",
+        "课程后面还会用到这一点。",
     ],
 }
 
@@ -218,10 +244,9 @@ def _whiteboard_steps(lang: str, labels: list[str]) -> list[dict[str, Any]]:
 def _slide(brief: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     scene = scene_of(brief)
     title = text_of(scene.get("title"), pick(lang, "this page", "本页"))
-    description = text_of(scene.get("description"))
     points = [_MARKER.sub("", p) for p in strings(scene.get("keyPoints"))]
     requirement = text_of(brief.get("requirement"))
-    topic = topic_of(requirement) or title
+    topic = topic_phrase(requirement) or title
     order = _order(brief, title)
     elements = _elements(brief)
     items: list[dict[str, Any]] = []
@@ -230,7 +255,7 @@ def _slide(brief: dict[str, Any], lang: str) -> list[dict[str, Any]]:
     title_el = title_el or (texts[0] if texts else (elements[0] if elements else None))
     if title_el is not None:
         items.append(_act("spotlight", elementId=title_el["id"], dimOpacity=0.5))
-    items.append(_say(_opening(brief, lang, title, description, order, topic)))
+    items.append(_say(_opening(brief, lang, title, order, topic)))
 
     held = _assign([e for e in elements if e is not title_el], points)
     covered: list[str] = []
@@ -309,8 +334,8 @@ def _chart_speech(lang: str, topic: str, requirement: str, title: str) -> str:
                     "图表展示了数据的变化，请注意整体趋势。")  # fmt: skip
     var, _, ys = sample(model)
     rising = ys[-1] >= ys[0]
-    name = var.label[1] if lang == ZH else var.label[0].lower()
-    result = model.result[1] if lang == ZH else model.result[0].lower()
+    name = var.label[1] if lang == ZH else lower_label(var.label[0])
+    result = model.result[1] if lang == ZH else lower_label(model.result[0])
     if rising:
         return pick(lang, f"Read the chart from left to right: as the {name} grows, the {result} rises too.",
                     f"从左往右看这张图：{name}越大，{result}也越大。")  # fmt: skip

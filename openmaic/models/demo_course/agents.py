@@ -6,7 +6,7 @@ from typing import Any
 
 from openmaic.models.demo_course.brief import seed, text_of
 from openmaic.models.demo_course.language import ZH, audience, audience_name, course_language
-from openmaic.models.demo_course.topic import topic_of
+from openmaic.models.demo_course.topic import topic_phrase
 
 _TEACHERS = {
     "en": ["Dr. Ada Rivera", "Prof. Kenji Sato", "Ms. Amara Okafor", "Mr. Lukas Berg"],
@@ -34,7 +34,7 @@ def agents(brief: dict[str, Any]) -> dict[str, Any]:
     lang = course_language(brief)
     key = "zh" if lang == ZH else "en"
     requirement = text_of(brief.get("requirement"))
-    topic = topic_of(requirement) or text_of(brief.get("courseTitle"), "这门课" if lang == ZH else "this course")
+    topic = topic_phrase(requirement) or text_of(brief.get("courseTitle"), "这门课" if lang == ZH else "this course")
     who = audience_name(lang, audience(requirement))
     s = seed("agents", requirement)
     if lang == ZH:

@@ -19,7 +19,8 @@ from openmaic.models.demo_course.brief import scene_of, seed, strings, text_of
 from openmaic.models.demo_course.knowledge import Model, Variable, find_model
 from openmaic.models.demo_course.language import EN, ZH, course_language, pick
 from openmaic.models.demo_course.quiz import _WRONG
-from openmaic.models.demo_course.topic import topic_of
+from openmaic.models.demo_course.subjects import find_subject, pick_lang
+from openmaic.models.demo_course.topic import topic_phrase
 
 _STYLE = """
 *{box-sizing:border-box}
@@ -197,13 +198,22 @@ def _diagram(lang: str, scene: dict[str, Any], topic: str) -> tuple[str, dict[st
     return body, config, script
 
 
+def outline_concept(scene: dict[str, Any]) -> str:
+    outline = scene.get("widgetOutline") if isinstance(scene.get("widgetOutline"), dict) else {}
+    return " ".join(str(v) for v in outline.values() if isinstance(v, str)) + " " + text_of(scene.get("title"))
+
+
 def _game(lang: str, scene: dict[str, Any], topic: str, s: int) -> tuple[str, dict[str, Any], str]:
     points = strings(scene.get("keyPoints"))[:3] or [topic]
-    wrong = _WRONG[lang]
+    subject = find_subject(topic, text_of(outline_concept(scene)))
+    # False statements: the subject's misconceptions first, general ones after.
+    wrong = (pick_lang(subject.myths, lang == ZH) if subject else []) + _WRONG[lang]
+    if subject is not None and subject.ideas:
+        points = pick_lang(subject.ideas, lang == ZH)
     statements: list[tuple[str, bool]] = []
     for i, p in enumerate(points):
         statements.append((p, True))
-        statements.append((wrong[(s + i) % len(wrong)], False))
+        statements.append((wrong[i] if subject else wrong[(s + i) % len(wrong)], False))
     statements = statements[:6]
     yes, no = pick(lang, "True", "正确"), pick(lang, "False", "错误")
     body = (
@@ -251,7 +261,7 @@ def interactive(brief: dict[str, Any]) -> str:
     scene = scene_of(brief)
     requirement = text_of(brief.get("requirement"))
     title = text_of(scene.get("title"), pick(lang, "Explore", "动手探索"))
-    topic = topic_of(requirement) or title
+    topic = topic_phrase(requirement) or title
     outline = scene.get("widgetOutline") if isinstance(scene.get("widgetOutline"), dict) else {}
     kind = text_of(scene.get("widgetType"), "simulation")
     model = find_model(topic, requirement, text_of(outline.get("concept")))

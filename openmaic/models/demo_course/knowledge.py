@@ -38,6 +38,25 @@ class Model:
     js: str  # a JavaScript expression over the variable names
     py: Callable[..., float]
     facts: tuple[tuple[str, str], ...] = field(default=())  # (en, zh) statements for key points
+    plain: str = ""  # the formula as plain text, for text boxes and speech
+
+
+def lower_label(label: str) -> str:
+    """An English label inside a sentence: "Voltage" → "voltage", "CO₂ level" stays."""
+    return label[:1].lower() + label[1:] if label[1:2].islower() else label
+
+
+def worked_example(model: Model, lang: str) -> str:
+    """One computation with the default values: "voltage 6 V, resistance 3 Ω → current 2 A"."""
+    zh = lang == "zh"
+    values = {v.name: v.default for v in model.variables}
+    result = float(model.py(**values))
+    shown = f"{result:.2f}".rstrip("0").rstrip(".") if abs(result) < 1000 else f"{round(result):d}"
+    parts = [f"{(v.label[1] if zh else lower_label(v.label[0]))} {v.default:g}{(' ' + v.unit) if v.unit else ''}"
+             for v in model.variables]  # fmt: skip
+    name = model.result[1] if zh else lower_label(model.result[0])
+    head = "例：" if zh else "Example: "
+    return f"{head}{'，'.join(parts) if zh else ', '.join(parts)} → {name} {shown}{(' ' + model.unit) if model.unit else ''}"
 
 
 MODELS: tuple[Model, ...] = (
@@ -51,6 +70,7 @@ MODELS: tuple[Model, ...] = (
         (("Current grows in proportion to voltage", "电流与电压成正比"),
          ("Higher resistance means less current", "电阻越大，电流越小"),
          ("Voltage equals current times resistance", "电压等于电流乘以电阻")),
+        plain='I = V / R',
     ),
     Model(
         "binary_search",
@@ -62,6 +82,7 @@ MODELS: tuple[Model, ...] = (
         (("Each comparison halves the search range", "每次比较都把查找范围缩小一半"),
          ("The list has to be sorted first", "列表必须先排好序"),
          ("Doubling the list adds only one step", "列表长度翻倍只多一步")),
+        plain='comparisons ≤ ⌈log₂(n + 1)⌉',
     ),
     Model(
         "binary_numbers",
@@ -72,6 +93,7 @@ MODELS: tuple[Model, ...] = (
         (("Each place is worth twice the place to its right", "每一位的权重是右边一位的两倍"),
          ("Only the digits 0 and 1 are used", "只使用 0 和 1 两个数字"),
          ("n bits can count from 0 to 2^n − 1", "n 位可以表示 0 到 2^n − 1")),
+        plain='1011₂ = 8 + 0 + 2 + 1 = 11',
     ),
     Model(
         "interest",
@@ -85,6 +107,7 @@ MODELS: tuple[Model, ...] = (
         (("Interest is earned on earlier interest", "利息也会产生利息"),
          ("Time matters more than the starting sum", "时间比本金更重要"),
          ("A higher rate makes the curve steeper", "利率越高，曲线越陡")),
+        plain='A = P × (1 + r/100)^t',
     ),
     Model(
         "newton",
@@ -96,6 +119,7 @@ MODELS: tuple[Model, ...] = (
         (("A net force changes an object's motion", "合力改变物体的运动状态"),
          ("More mass needs more force for the same push", "质量越大，需要的力越大"),
          ("Force and acceleration point the same way", "力与加速度方向相同")),
+        plain='F = m × a',
     ),
     Model(
         "pythagoras",
@@ -107,6 +131,7 @@ MODELS: tuple[Model, ...] = (
         (("It holds only for right triangles", "只适用于直角三角形"),
          ("The hypotenuse is the longest side", "斜边是最长的边"),
          ("3, 4 and 5 form the classic example", "3、4、5 是最经典的例子")),
+        plain='c = √(a² + b²)',
     ),
     Model(
         "photosynthesis",
@@ -120,6 +145,7 @@ MODELS: tuple[Model, ...] = (
         (("Light energy drives the reaction", "光能驱动整个反应"),
          ("Carbon dioxide and water are the raw materials", "二氧化碳和水是原料"),
          ("Glucose and oxygen are the products", "产物是葡萄糖和氧气")),
+        plain='6CO₂ + 6H₂O → C₆H₁₂O₆ + 6O₂',
     ),
     Model(
         "fractions",
@@ -132,6 +158,7 @@ MODELS: tuple[Model, ...] = (
         (("The denominator says how many equal parts", "分母表示平均分成几份"),
          ("The numerator counts the parts taken", "分子表示取了其中几份"),
          ("Add fractions over a common denominator", "通分后才能相加")),
+        plain='a/b + c/d = (ad + bc) / bd',
     ),
 )
 

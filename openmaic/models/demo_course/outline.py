@@ -2,8 +2,10 @@
 
 Scenes come in teaching order: an overview, the key ideas, then some of (steps or a timeline, the formula, the
 numbers or a comparison, examples, common mistakes), an interactive exploration when asked for, a quiz on what
-was taught, and a summary. The audience sets the length and the quiz. Every phrase names the topic only as an
-object ("Key Ideas of Binary Numbers", "Common Mistakes About …"), never as the subject of a verb.
+was taught, and a summary. A subject the demo knows (``subjects``, ``knowledge``) fills the points with its own
+facts, steps, examples and misconceptions. The audience sets the length and the quiz. Every phrase names the
+topic only as an object ("Key Ideas of Binary Numbers", "Common Mistakes About …"), never as the subject of a
+verb.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from typing import Any
 
 from openmaic.models.demo_course import language as lang_
 from openmaic.models.demo_course.brief import seed, text_of
-from openmaic.models.demo_course.knowledge import field_of, find_model
+from openmaic.models.demo_course.knowledge import field_of, find_model, lower_label, worked_example
 from openmaic.models.demo_course.language import EN, ZH, pick
-from openmaic.models.demo_course.topic import capital, title_case, topic_of
+from openmaic.models.demo_course.subjects import find_subject, pick_lang
+from openmaic.models.demo_course.topic import capital, title_case, topic_of, topic_phrase
 
 _INTERACTIVE_WORDS = re.compile(
     r"\binteractive\b|hands[- ]on|try it|simulat|experiment|play with|互动|交互|动手|模拟|实验|探索", re.I
@@ -45,11 +48,12 @@ def course_title(lang: str, topic: str) -> str:
     return t[:30].rstrip()
 
 
-# Each role: (EN title, ZH title, EN description, ZH description, EN points, ZH points); {t} is the topic as
-# written, {T} in title case, {a} the audience.
+# Each role: (EN title, ZH title, EN description, ZH description, EN points, ZH points); {t} is the topic as it
+# reads inside a sentence ("the French Revolution"), {T} the same in title case, {B} the bare topic in title case
+# for titles that start with it, {a} the audience.
 _ROLES: dict[str, tuple[str, str, str, str, list[str], list[str]]] = {
     "intro": (
-        "{T}: An Overview", "认识{t}",
+        "{B}: An Overview", "认识{t}",
         "Set the scene for {a}: the big question behind {t} and the route through this course.",
         "为{a}引入{t}：它要回答什么问题，以及本课程的学习路线。",
         ["The big question behind {t}", "Everyday places to spot {t}", "The route through this course"],
@@ -63,7 +67,7 @@ _ROLES: dict[str, tuple[str, str, str, str, list[str], list[str]]] = {
         ["{t}的基本术语", "最基础的组成部分", "各部分之间如何配合"],
     ),
     "steps": (
-        "{T}, Step by Step", "{t}的过程与步骤",
+        "{B}, Step by Step", "{t}的过程与步骤",
         "Walk through the process behind {t} one step at a time.",
         "一步一步拆解{t}背后的过程。",
         ["Step 1: the starting point and its inputs", "Step 2: the central change",
@@ -71,7 +75,7 @@ _ROLES: dict[str, tuple[str, str, str, str, list[str], list[str]]] = {
         ["第一步：起点与输入", "第二步：核心变化", "第三步：得到结果", "第四步：检验结果"],
     ),
     "timeline": (
-        "{T}: A Timeline", "{t}的时间线",
+        "{B}: A Timeline", "{t}的时间线",
         "Place the main events of {t} in order and see how each led to the next.",
         "按时间顺序梳理{t}的主要事件，看清前因后果。",
         ["Origins and early causes", "The turning point", "Later developments", "The legacy today"],
@@ -85,7 +89,7 @@ _ROLES: dict[str, tuple[str, str, str, str, list[str], list[str]]] = {
         ["一行公式概括核心关系", "每个符号代表什么", "用真实数据算一个例子"],
     ),
     "chart": (
-        "{T} in Numbers", "用数据看{t}",
+        "{B} in Numbers", "用数据看{t}",
         "See how the result changes as one quantity grows, and read the trend from a chart.",
         "观察一个量变化时结果如何变化，并从图表中读出趋势。",
         ["[Chart] {result} as {var} changes", "Reading the trend", "What the numbers tell us"],
@@ -99,7 +103,7 @@ _ROLES: dict[str, tuple[str, str, str, str, list[str], list[str]]] = {
         ["[Table] {t}主要部分的对比", "相同点与不同点", "各部分在什么情况下最重要"],
     ),
     "examples": (
-        "{T} in Everyday Life", "生活中的{t}",
+        "{B} in Everyday Life", "生活中的{t}",
         "Connect {t} to situations {a} meet outside the classroom.",
         "把{t}和{a}在课堂外遇到的情境联系起来。",
         ["An example from daily life", "An example from work or study", "A surprising use of {t}"],
@@ -126,12 +130,37 @@ _ROLES: dict[str, tuple[str, str, str, str, list[str], list[str]]] = {
         [], [],
     ),
     "summary": (
-        "{T}: Summary and Next Steps", "{t}：总结与下一步",
+        "{B}: Summary and Next Steps", "{t}：总结与下一步",
         "Pull the ideas of {t} together and choose what to practise next.",
         "把{t}的要点串联起来，并确定接下来的练习方向。",
         ["The key ideas in one line each", "How the ideas connect", "Next steps for practising {t}"],
         ["每个要点的一句话总结", "要点之间的联系", "接下来如何练习{t}"],
     ),
+}
+
+# What a learner does in a widget that has no inputs to change: (EN, ZH) description and key points.
+_WIDGET_TEXT = {
+    "diagram": (
+        ("Reveal the sequence one step at a time and predict each next step before you see it.",
+         ["Predict the next step first", "Reveal one step at a time", "Explain how each step leads to the next"]),
+        ("逐步展开整个过程，每次展开前先预测下一步。", ["先预测下一步", "每次只展开一步", "说明每一步如何引出下一步"]),
+    ),
+    "game": (
+        ("Test yourself in a quick true-or-false game and aim for a full score.",
+         ["Read each statement carefully", "Decide true or false", "Learn from every mistake"]),
+        ("通过快速判断对错的小游戏检验自己，争取拿满分。", ["仔细阅读每个说法", "判断对错", "从每次错误中学习"]),
+    ),
+}  # fmt: skip
+
+# Titles pitched at an audience, where the general one would sound wrong for it: (EN, ZH).
+_AUDIENCE_TITLES = {
+    (lang_.CHILDREN, "intro"): ("Meet {B}!", "一起来认识{t}"),
+    (lang_.CHILDREN, "ideas"): ("The Big Ideas of {T}", "{t}的大秘密"),
+    (lang_.CHILDREN, "quiz"): ("Quick Quiz: {T}", "{t}小挑战"),
+    (lang_.CHILDREN, "summary"): ("{B}: What We Learned", "{t}：我们学到了什么"),
+    (lang_.UNIVERSITY, "ideas"): ("Core Concepts of {T}", "{t}的核心原理"),
+    (lang_.PROFESSIONAL, "examples"): ("{B} at Work", "工作中的{t}"),
+    (lang_.PROFESSIONAL, "summary"): ("{B}: Takeaways for Practice", "{t}：实践要点"),
 }
 
 _LENGTH = {
@@ -173,7 +202,7 @@ def _widget(lang: str, topic: str, requirement: str, points: list[str]) -> tuple
             "keyVariables": [v.name for v in model.variables],
         }
     if field in ("science", "history", "computing", "math"):
-        nodes = [{"id": f"n{i + 1}", "label": p.split("：", 1)[-1].split(": ", 1)[-1]} for i, p in enumerate(points)]
+        nodes = [{"id": f"n{i + 1}", "label": re.sub(r"^(?:Step \d+: |第.步：)", "", p)} for i, p in enumerate(points)]
         return "diagram", {"diagramType": "flowchart", "nodeCount": len(nodes), "nodes": nodes}
     return "game", {
         "gameType": "quiz",
@@ -207,29 +236,58 @@ def outline(brief: dict[str, Any]) -> dict[str, Any]:
     topic = course_topic(brief, lang)
     interactive = wants_interactive(brief)
     model = find_model(topic, requirement)
+    subject = find_subject(topic, requirement)
+    phrase = topic_phrase(requirement) if lang == EN and topic_of(requirement) else topic
     values = {
-        "t": topic,
-        "T": title_case(topic) if lang == EN else topic,
+        "t": phrase,
+        "T": ("the " + title_case(topic) if phrase.startswith("the ") else title_case(topic)) if lang == EN else topic,
+        "B": title_case(topic) if lang == EN else topic,
         "a": lang_.audience_name(lang, who),
-        "result": (model.result[1] if lang == ZH else model.result[0].lower()) if model else "",
-        "var": (model.variables[0].label[1] if lang == ZH else model.variables[0].label[0].lower()) if model else "",
+        "result": (model.result[1] if lang == ZH else lower_label(model.result[0])) if model else "",
+        "var": (model.variables[0].label[1] if lang == ZH else lower_label(model.variables[0].label[0])) if model else "",
     }
     roles = _roles(brief, topic, who, interactive)
     outlines: list[dict[str, Any]] = []
     taught: list[str] = []
+    known: list[str] = []  # what the subject's own facts taught (preferred by the quiz and the summary)
     for i, role in enumerate(roles):
         en_title, zh_title, en_desc, zh_desc, en_points, zh_points = _ROLES[role]
         points = [_fill(p, values) for p in (zh_points if lang == ZH else en_points)]
-        if role == "ideas" and model is not None:
+        if role == "ideas" and subject is not None and subject.ideas:
+            points = pick_lang(subject.ideas, lang == ZH)
+        elif role == "ideas" and model is not None:
             points = [f[1] if lang == ZH else f[0] for f in model.facts]
+        if subject is not None and role in ("steps", "timeline"):
+            points = pick_lang(subject.steps, lang == ZH)
+        ideas_table = subject is not None and role == "table" and bool(subject.ideas and subject.examples)
+        if ideas_table:
+            points = [pick(lang, f"[Table] Each key idea of {phrase} with an example",
+                           f"[Table] {topic}的核心概念与例子"),
+                      pick(lang, "Read the table row by row", "逐行阅读表格"),
+                      pick(lang, "Add an example of your own", "补充一个你自己的例子")]  # fmt: skip
+        if subject is not None and role == "examples":
+            points = pick_lang(subject.examples, lang == ZH)
+        if subject is not None and role == "mistakes":
+            myth, fact = pick(lang, "Myth: ", "误区："), pick(lang, "In fact: ", "事实：")
+            points = [myth + m for m in pick_lang(subject.myths, lang == ZH)]
+            points += [fact + f for f in pick_lang(subject.facts, lang == ZH)]
+        if role == "formula" and model is not None:
+            points = [pick(lang, f"The formula: {model.plain}", f"公式：{model.plain}"), points[1],
+                      worked_example(model, lang)]
         if role == "quiz":
-            points = _quiz_points(taught, lang, values)
+            points = _quiz_points(known if len(known) >= 3 else taught, lang, values)
+        if role == "summary" and len(known if len(known) >= 3 else taught) >= 2:
+            points = (known if len(known) >= 3 else taught)[:3] + [points[-1]]
         if lang == EN:
             points = [capital(p) for p in points]
         scene: dict[str, Any] = {
             "id": f"scene_{i + 1}",
             "type": "quiz" if role == "quiz" else "interactive" if role == "interactive" else "slide",
-            "title": _fill(zh_title if lang == ZH else en_title, values),
+            "title": _fill(
+                ("{B}: Ideas and Examples", "{t}：概念与实例")[lang == ZH] if ideas_table
+                else _AUDIENCE_TITLES.get((who, role), (en_title, zh_title))[lang == ZH],
+                values,
+            ),
             "description": capital(_fill(zh_desc if lang == ZH else en_desc, values)),
             "keyPoints": points,
             "order": i + 1,
@@ -241,9 +299,16 @@ def outline(brief: dict[str, Any]) -> dict[str, Any]:
                 "questionTypes": ["single", "multiple", "short_answer"],
             }
         if role == "interactive":
-            scene["widgetType"], scene["widgetOutline"] = _widget(lang, topic, requirement, taught[-4:] or points)
+            scene["widgetType"], scene["widgetOutline"] = _widget(lang, phrase, requirement, taught[-4:] or points)
+            if scene["widgetType"] != "simulation":
+                scene["description"], scene["keyPoints"] = _WIDGET_TEXT[scene["widgetType"]][lang == ZH]
         if scene["type"] == "slide" and role not in ("intro", "summary"):
-            taught += [p for p in points if not re.match(r"\[|Step \d|第.步", p)]
+            # What the quiz may ask about: statements the course taught as true (never a myth).
+            true = [re.sub(r"^(?:In fact: |事实：)", "", p) for p in points
+                    if not re.match(r"\[|Step \d|第.步|Myth: |误区：", p)]  # fmt: skip
+            taught += true
+            if (role == "ideas" and (subject is not None or model is not None)) or (role == "mistakes" and subject):
+                known += true
         outlines.append(scene)
     _attach_media(brief, lang, topic, roles, outlines)
     return {

@@ -14,7 +14,8 @@ from typing import Any
 
 from openmaic.models.demo_course.brief import scene_of, seed, strings, text_of
 from openmaic.models.demo_course.language import EN, ZH, course_language, pick
-from openmaic.models.demo_course.topic import topic_of
+from openmaic.models.demo_course.subjects import find_subject, pick_lang
+from openmaic.models.demo_course.topic import topic_phrase
 
 LETTERS = "ABCD"
 _TYPES = ("single", "multiple", "short_answer")
@@ -76,15 +77,20 @@ def quiz(brief: dict[str, Any]) -> list[dict[str, Any]]:
     scene = scene_of(brief)
     count, difficulty, types = _config(scene)
     points = _points(scene, lang)
-    topic = topic_of(text_of(brief.get("requirement"))) or text_of(scene.get("title"), pick(lang, "this topic", "本主题"))
+    topic = topic_phrase(text_of(brief.get("requirement"))) or text_of(scene.get("title"), pick(lang, "this topic", "本主题"))
     s = seed("quiz", text_of(brief.get("requirement")), text_of(scene.get("title")))
+    subject = find_subject(topic, text_of(brief.get("requirement")))
+    myths = pick_lang(subject.myths, lang == ZH) if subject else []
     wrong_pool = _WRONG[lang]
     worth = dict(zip(_TYPES, _POINTS[difficulty], strict=True))
     questions: list[dict[str, Any]] = []
     for i in range(count):
         kind = types[i % len(types)]
         point = points[i % len(points)]
-        wrong = [wrong_pool[(s + i * 3 + k) % len(wrong_pool)] for k in range(3)]
+        # The subject's misconceptions make the best wrong options; general ones fill up.
+        general = [wrong_pool[(s + i * 3 + k) % len(wrong_pool)] for k in range(3)]
+        wrong = (myths[i % len(myths):] + myths[: i % len(myths)] if myths else [])[:2] + general
+        wrong = list(dict.fromkeys(wrong))[:3]
         q: dict[str, Any] = {"id": f"q_{i + 1}", "type": kind, "points": worth[kind]}
         if kind == "short_answer":
             q["question"] = pick(

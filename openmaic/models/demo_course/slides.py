@@ -17,7 +17,8 @@ from typing import Any
 from openmaic.models.demo_course import canvas as c
 from openmaic.models.demo_course.brief import outline_titles, scene_of, seed, strings, text_of
 from openmaic.models.demo_course.knowledge import Model, field_of, find_model, sample
-from openmaic.models.demo_course.language import EN, ZH, course_language, pick
+from openmaic.models.demo_course.language import EN, ZH, audience, audience_name, course_language, pick
+from openmaic.models.demo_course.subjects import Subject, find_subject, pick_lang
 from openmaic.models.demo_course.topic import topic_of
 
 _MARKER = re.compile(r"^\s*\[(chart|table|formula)\]\s*", re.I)
@@ -31,13 +32,15 @@ class Ctx:
 
     lang: str
     title: str
-    description: str
+    description: str  # an instruction to the writer, never shown as it is
+    audience: str
     points: list[str]
     markers: dict[str, str]
     palette: c.Palette
     images: list[dict[str, Any]]
     videos: list[dict[str, Any]]
     model: Model | None
+    subject: Subject | None
     order: int
     total: int
     field: str
@@ -65,12 +68,14 @@ def _context(brief: dict[str, Any]) -> Ctx:
         lang=lang,
         title=title,
         description=text_of(scene.get("description")),
+        audience=audience_name(lang, audience(requirement)),
         points=points or [text_of(scene.get("description"), title)],
         markers=markers,
         palette=c.PALETTES[seed("palette", requirement or text_of(brief.get("courseTitle"))) % len(c.PALETTES)],
         images=[m for m in media if m.get("type") == "image"],
         videos=[m for m in media if m.get("type") == "video"],
         model=find_model(topic, requirement, title),
+        subject=find_subject(topic, requirement),
         order=order or 1,
         total=len(titles) or max(order, 1),
         field=field_of(topic, requirement),
@@ -126,7 +131,7 @@ def _title_layout(ctx: Ctx) -> list[dict[str, Any]]:
     title = c.text_block("text_title", 75, 150, width, 130, [ctx.title], p.ink, (40, 36, 32, 28), bold=True)
     els.append(title)
     sub_top = 150 + title["height"] + 10
-    sub = c.text_block("text_subtitle", 75, sub_top, width, c.BOTTOM - 60 - sub_top, [ctx.description or ctx.points[0]],
+    sub = c.text_block("text_subtitle", 75, sub_top, width, c.BOTTOM - 60 - sub_top, [_subtitle(ctx)],
                        p.primary, (22, 20, 18))  # fmt: skip
     els.append(sub)
     if ctx.videos:
@@ -136,6 +141,13 @@ def _title_layout(ctx: Ctx) -> list[dict[str, Any]]:
     tags = " · ".join(ctx.points[:3]) if ctx.lang == EN else "　·　".join(ctx.points[:3])
     els.append(c.text_block("text_tags", 75, c.BOTTOM - 46, 875, 46, [tags], "#64748b", (16, 14)))
     return els
+
+
+def _subtitle(ctx: Ctx) -> str:
+    if ctx.order > 1:  # a title slide in the middle of a course: its first point
+        return ctx.points[0]
+    return pick(ctx.lang, f"A guided course for {ctx.audience}, one idea at a time",
+                f"面向{ctx.audience}的系统课程，一次讲透一个要点")  # fmt: skip
 
 
 def _picture(ctx: Ctx, media: dict[str, Any], left: float, top: float, width: float, room: float) -> dict[str, Any]:
@@ -203,9 +215,8 @@ def _columns_layout(ctx: Ctx) -> list[dict[str, Any]]:
         else (pick(ctx.lang, "Key points", "要点"), pick(ctx.lang, "Remember", "记住"))
     )
     half = (len(ctx.points) + 1) // 2
-    columns = (ctx.points[:half], ctx.points[half:] or [ctx.description or ctx.title])
-    if not wrong:
-        columns = (ctx.points[:4], [ctx.description or ctx.points[-1]])
+    tip = pick(ctx.lang, "Test each point on an example of your own.", "用自己的例子检验每个要点。")
+    columns = (ctx.points[:half], ctx.points[half:] or [tip])
     for i, (head, body) in enumerate(zip(heads, columns, strict=True)):
         left = c.MARGIN + i * 460
         color = p.secondary if (wrong and i == 0) else p.primary
@@ -227,7 +238,7 @@ def _formula_layout(ctx: Ctx) -> list[dict[str, Any]]:
     legend = [f"{v.label[1] if ctx.lang == ZH else v.label[0]}: {v.low:g}–{v.high:g} {v.unit}".strip()
               for v in ctx.model.variables]  # fmt: skip
     result = ctx.model.result[1] if ctx.lang == ZH else ctx.model.result[0]
-    legend.append(f"{result} {ctx.model.unit}".strip() if ctx.model.unit else result)
+    legend.append(f"{result} ({ctx.model.unit})" if ctx.model.unit else result)
     low = top + 150
     room = c.BOTTOM - low
     els.append(c.text_block("text_symbols", c.MARGIN, low, 420, room,
@@ -269,7 +280,13 @@ def _table_layout(ctx: Ctx) -> list[dict[str, Any]]:
     ]
     rows = [[pick(ctx.lang, "Point", "要点"), pick(ctx.lang, "What to look for", "关注点")]]
     rows += [[p, focus[i % len(focus)]] for i, p in enumerate(rows_src)]
-    caption = ctx.markers.get("table") or ctx.markers.get("chart") or ctx.description
+    if ctx.subject is not None and ctx.subject.ideas and ctx.subject.examples:
+        # A subject the demo knows: each key idea beside an example of it.
+        zh = ctx.lang == ZH
+        rows = [[pick(ctx.lang, "Key idea", "核心概念"), pick(ctx.lang, "Example", "例子")]]
+        rows += [list(pair) for pair in zip(pick_lang(ctx.subject.ideas, zh), pick_lang(ctx.subject.examples, zh),
+                                            strict=False)]  # fmt: skip
+    caption = ctx.markers.get("table") or ctx.markers.get("chart") or ctx.title
     cap = c.text_block("text_caption", c.MARGIN, top, 900, 50, [caption], ctx.palette.primary, (18, 16, 14))
     els.append(cap)
     table_top = top + cap["height"] + 10
@@ -288,7 +305,8 @@ def _flow(ctx: Ctx, labels: list[str], *, timeline: bool) -> list[dict[str, Any]
     room = c.BOTTOM - top
     if timeline:
         axis_y = top + room / 2
-        els.append(c.line("line_axis", c.MARGIN, axis_y, c.RIGHT, axis_y, p.primary, arrow=True, stroke=4))
+        # The arrow head is three strokes long and centred on the end: the axis stops short of the margin.
+        els.append(c.line("line_axis", c.MARGIN, axis_y, c.RIGHT - 12, axis_y, p.primary, arrow=True, stroke=4))
         for i, label in enumerate(labels):
             cx = c.MARGIN + width / 2 + i * (width + gap)
             els.append(c.shape(f"shape_dot_{i + 1}", cx - 12, axis_y - 12, 24, 24,
@@ -311,8 +329,9 @@ def _flow(ctx: Ctx, labels: list[str], *, timeline: bool) -> list[dict[str, Any]
             els.append(c.line(f"line_arrow_{i}", left - gap + 10, box_top + box_h / 2, left - 10,
                               box_top + box_h / 2, p.ink))  # fmt: skip
     note_top = box_top + box_h + 20
-    if ctx.description and c.BOTTOM - note_top >= 46:
-        els.append(c.text_block("text_note", c.MARGIN, note_top, 900, c.BOTTOM - note_top, [ctx.description],
+    note = pick(ctx.lang, "Each step hands its result to the next.", "每一步的结果都是下一步的起点。")
+    if c.BOTTOM - note_top >= 46:
+        els.append(c.text_block("text_note", c.MARGIN, note_top, 900, c.BOTTOM - note_top, [note],
                                 "#475569", (18, 16, 14), align="center"))  # fmt: skip
     return els
 
@@ -325,16 +344,20 @@ def _summary_layout(ctx: Ctx) -> list[dict[str, Any]]:
     cols = 2 if n == 4 else n
     rows = 2 if n == 4 else 1
     gap = 20.0
-    w = (900 - gap * (cols - 1)) / cols
-    h = (c.BOTTOM - top - gap * (rows - 1)) / rows
+    # Whole pixels, rounded down, so rounding never pushes the last card past the margin.
+    w = int((900 - gap * (cols - 1)) / cols)
+    h = int((c.BOTTOM - top - gap * (rows - 1)) / rows)
     for i, point in enumerate(points):
         left = c.MARGIN + (i % cols) * (w + gap)
         tp = top + (i // cols) * (h + gap)
         els.append(c.shape(f"shape_card_{i + 1}", left, tp, w, h, p.tint))
-        els.append(c.shape(f"shape_badge_{i + 1}", left + 16, tp + 16, 36, 36, p.primary, path=c.CIRCLE,
+        block = c.text_block(f"text_card_{i + 1}", left + 60, tp + 12, w - 76, h - 24, [point], p.ink,
+                             (22, 20, 18, 16, 14))  # fmt: skip
+        # Badge and text sit together in the middle of the card.
+        block["top"] = c._n(tp + (h - block["height"]) / 2)
+        els.append(c.shape(f"shape_badge_{i + 1}", left + 16, block["top"] + 5, 36, 36, p.primary, path=c.CIRCLE,
                            label=c.paragraphs_html([str(i + 1)], 18, bold=True)))  # fmt: skip
-        els.append(c.text_block(f"text_card_{i + 1}", left + 60, tp + 12, w - 76, h - 24, [point], p.ink,
-                                (20, 18, 16, 14)))  # fmt: skip
+        els.append(block)
     return els
 
 
@@ -344,6 +367,12 @@ def _background(ctx: Ctx, layout: str) -> dict[str, Any]:
         return {"type": "gradient", "gradient": {"type": "linear", "rotate": 135,
                 "colors": [{"pos": 0, "color": p.page}, {"pos": 100, "color": p.page2}]}}  # fmt: skip
     return {"type": "solid", "color": p.page}
+
+
+_ZH_LAYOUTS = {
+    "title": "标题页", "video": "视频", "picture": "图文", "chart": "图表", "table": "表格", "formula": "公式",
+    "steps": "步骤", "timeline": "时间线", "summary": "总结卡片", "columns": "双栏", "card": "要点卡片",
+}  # fmt: skip
 
 
 def slide(brief: dict[str, Any]) -> dict[str, Any]:
@@ -370,5 +399,5 @@ def slide(brief: dict[str, Any]) -> dict[str, Any]:
         elements = _columns_layout(ctx)
     else:
         elements = _card_layout(ctx)
-    remark = pick(ctx.lang, f"Layout: {layout}. {ctx.description}", f"版式：{layout}。{ctx.description}").strip()
+    remark = pick(ctx.lang, f"Layout: {layout}. {ctx.description}", f"版式：{_ZH_LAYOUTS[layout]}。{ctx.description}")
     return {"background": _background(ctx, layout), "elements": elements, "remark": remark}

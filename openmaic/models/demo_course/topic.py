@@ -151,6 +151,15 @@ def topic_of(requirement: str) -> str:
     return topic if not has_han(topic) or is_chinese_text(topic) else ""
 
 
+def topic_phrase(requirement: str) -> str:
+    """The topic as it reads inside an English sentence: with "the" when the requirement says "the French
+    Revolution" (titles that start with the topic use :func:`topic_of`)."""
+    topic = topic_of(requirement)
+    if topic and not has_han(topic) and re.search(rf"\bthe\s+{re.escape(topic)}\b", requirement or "", re.I):
+        return "the " + topic
+    return topic
+
+
 _SMALL = frozenset("a an and as at by for in of on or the to vs with from into".split())
 
 
@@ -168,5 +177,8 @@ def title_case(text: str) -> str:
 
 
 def capital(text: str) -> str:
-    """The text with its first letter upper-cased (for the start of an English sentence or title)."""
-    return text[:1].upper() + text[1:]
+    """The text with its first letter upper-cased (for the start of an English sentence or title); a leading
+    ``[Chart]``-style marker is skipped."""
+    m = re.match(r"\s*\[\w+\]\s*", text)
+    head = m.end() if m else 0
+    return text[:head] + text[head : head + 1].upper() + text[head + 1 :]
