@@ -17,12 +17,25 @@ function svg(tag, attrs = {}) {
   return el;
 }
 
-/** The paragraphs of an element's HTML as plain text (parsed inert: nothing runs, nothing loads). */
+const ENTITIES = { amp: "&", lt: "<", gt: ">", quot: "\"", apos: "'", nbsp: " " };
+
+function unescape(text) {
+  return text.replace(/&(#x[0-9a-f]+|#\d+|\w+);/gi, (m, e) => {
+    if (e[0] === "#") {
+      const code = e[1] === "x" || e[1] === "X" ? parseInt(e.slice(2), 16) : Number(e.slice(1));
+      return Number.isFinite(code) && code > 0 && code < 0x110000 ? String.fromCodePoint(code) : m;
+    }
+    return ENTITIES[e.toLowerCase()] ?? m;
+  });
+}
+
+/** The paragraphs of an element's HTML as plain text: the markup is read as text and never becomes DOM (the
+ * classroom player is the one place that renders the document's HTML). */
 export function paragraphs(html) {
-  const doc = new DOMParser().parseFromString(`<body>${html || ""}</body>`, "text/html");
-  const blocks = [...doc.body.querySelectorAll("p, li, h1, h2, h3, h4, div")].filter((b) => !b.querySelector("p, li, div"));
-  const texts = (blocks.length ? blocks : [doc.body]).map((b) => b.textContent.trim()).filter(Boolean);
-  return texts;
+  return String(html || "")
+    .split(/<\/(?:p|li|h\d|div)\s*>|<br\s*\/?>/i)
+    .map((chunk) => unescape(chunk.replace(/<[^>]*>/g, " ")).replace(/\s+/g, " ").trim())
+    .filter(Boolean);
 }
 
 /** The URL of a picture or video an element names: a generated one by its ref once done, else the src itself. */
