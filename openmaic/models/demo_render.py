@@ -112,7 +112,10 @@ def picture(text: str, *, width: int = 640, height: int = 360) -> bytes:
         canvas[y] = row
     scale = 4
     columns = (width - 40) // (6 * scale)
-    lines = _wrap(" ".join(text.split()), columns, 4) or [""]
+    # Only what the bitmap font can draw: a prompt in another script (a Chinese course's) would come out as rows of
+    # "?"; the picture then shows no words at all, and the slide's own text, drawn by the browser, says what it is.
+    drawable = "".join(ch for ch in text if ch.upper() in _GLYPHS or ch.isspace())
+    lines = _wrap(" ".join(drawable.split()), columns, 4) or [""]
     top_y = (height - len(lines) * 9 * scale) // 2
     for n, line in enumerate(lines):
         left = (width - len(line) * 6 * scale) // 2

@@ -79,7 +79,7 @@ def outline_items(outlines: Sequence[Any]) -> list[fmt.SceneOutline]:
             elif element_id in placed:
                 raise _refuse(f"{mat}.elementId", f"{element_id!r} is used twice in the outline")
             placed.add(element_id)
-            media.append({**m, "prompt": m["prompt"].strip(), "elementId": element_id})
+            media.append({"aspectRatio": "16:9", **m, "prompt": m["prompt"].strip(), "elementId": element_id})
         if media:
             o["mediaGenerations"] = media
         else:

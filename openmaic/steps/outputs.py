@@ -83,9 +83,8 @@ def _media(raw: Any, salt: str, refs: dict[str, str], *, image: bool, video: boo
         given = _text(m.get("elementId")) or f"{m['type']}-{len(refs) + 1}"
         if given not in refs:
             refs[given] = _ref(salt, m["type"], given)
-        item = {"type": m["type"], "prompt": _text(m["prompt"]), "elementId": refs[given]}
-        if m.get("aspectRatio") in fmt.ASPECT_RATIOS:
-            item["aspectRatio"] = m["aspectRatio"]
+        ratio = m.get("aspectRatio") if m.get("aspectRatio") in fmt.ASPECT_RATIOS else "16:9"
+        item = {"type": m["type"], "prompt": _text(m["prompt"]), "elementId": refs[given], "aspectRatio": ratio}
         if any(o["elementId"] == item["elementId"] for o in out):
             continue
         out.append(item)

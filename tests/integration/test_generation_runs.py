@@ -8,6 +8,8 @@ import random
 
 import httpx
 import pytest
+
+from openmaic.courses import format as fmt
 import trio
 import trio_websocket
 
@@ -107,9 +109,10 @@ async def test_a_run_started_reviewed_edited_and_completed_through_the_routes(se
     assert done["progress"] == {"scenesTotal": 3, "scenesCompleted": 3}
     classroom = (await client.get(f"/api/classrooms/{done['stageId']}")).json()["classroom"]
     assert classroom["generatingRunId"] is None and classroom["scenes"][0]["title"] == "What a fraction is"
-    assert all(sc["status"] == "ready" and sc["content"]["kind"] == sc["kind"] and sc["keyPoints"]
-               for sc in classroom["scenes"])
-    assert {a["agentId"] for sc in classroom["scenes"] for a in sc["actions"]["actions"]} <= {"teacher", "classmate_1"}
+    assert not classroom["pendingScenes"] and all(sc["content"]["type"] == sc["type"] and sc["actions"]
+                                                  for sc in classroom["scenes"])
+    assert fmt.validate_document({"stage": classroom["stage"], "scenes": classroom["scenes"]}) == []
+    assert [a["id"] for a in classroom["stage"]["generatedAgentConfigs"]] == ["teacher", "classmate_1"]
     assert [sc["id"] for sc in classroom["scenes"]] == [o["id"] for o in done["outline"]["outlines"]]
     api_error(await client.delete(url), 409, "RUN_STATE_CONFLICT")
     assert run["id"] not in [x["id"] for x in (await client.get("/api/generation-runs?active=1")).json()["runs"]]

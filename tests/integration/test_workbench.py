@@ -12,9 +12,12 @@ import trio
 from openmaic import errors
 from openmaic.actors.commands import create_session
 from openmaic.config import Config, ProviderSpec, Secret
+from openmaic.courses import format as fmt
+from openmaic.courses.document import document_of
 from openmaic.courses.events import CourseCreated, CourseRetitled, CourseUnlocked
 from openmaic.events.core import LeaseClaimed, ModelTurnCompleted, ToolCalled
 from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.models.provider import ModelRouter
 from openmaic.models.types import ToolCall
 from openmaic.workbench import WorkbenchKind, WorkbenchSessions
 from openmaic.workbench.kind import OVER_CAP_ERROR
@@ -116,7 +119,8 @@ async def test_a_message_reads_the_course_edits_it_replies_and_goes_idle(db_url,
         await wait_status(sessions, snap.id, "idle")
     doc = await fold_course(log, snap.course_id)
     (scene,) = doc.scenes
-    assert scene.status == "ready" and scene.content is not None and scene.content.slide is not None
+    assert scene.id in doc.ready and isinstance(scene.content, fmt.SlideContent) and scene.content.canvas.elements
+    assert scene.actions and fmt.validate_document(fmt.to_json(document_of(snap.course_id, doc))) == []
     final = await sessions.snapshot("o", snap.id)
     assert (final.status, final.turns, final.error, final.pending_messages) == ("idle", 6, None, 0)
     with pytest.raises(errors.StreamNotFound):
@@ -151,7 +155,7 @@ async def test_a_locked_course_refuses_sessions_and_edits_with_a_tool_error(db_u
 async def test_a_course_edit_is_reapplied_when_another_writer_moved_the_course(log):
     await log.append(StreamAppend(stream_id="c1", create=NewStream("course", "o"),
                                   events=[CourseCreated(title="Physics")]))
-    env = ToolEnv(session_id="s1", course_id="c1", log=log, models=None)
+    env = ToolEnv(session_id="s1", course_id="c1", log=log, models=ModelRouter(make_config()))
     commits: list[int] = []
 
     async def commit(events: Any, also: Any) -> None:

@@ -76,3 +76,23 @@ async def test_demo_media_serves_every_capability():
     sources = await demo.search("Teach 8th graders about photosynthesis", max_results=2)
     assert len(sources) == 2 and all("hotosynthesis" in s.title and s.url.startswith("https://example.org/")
                                      for s in sources)
+
+
+def _white_pixels(data: bytes) -> int:
+    """How many pure white pixels a picture of demo_render has (only its caption's glyphs are pure white)."""
+    import struct
+    import zlib
+
+    at = data.index(b"IDAT") - 4
+    (size,) = struct.unpack(">I", data[at:at + 4])
+    raw = zlib.decompress(data[at + 8:at + 8 + size])
+    return raw.count(b"\xff\xff\xff")
+
+
+def test_a_picture_draws_only_what_its_font_can_and_never_question_marks():
+    from openmaic.models.demo_render import picture
+
+    assert _white_pixels(picture("A leaf in the sun")) > 0
+    assert _white_pixels(picture("光合作用的示意图")) == 0  # a Chinese prompt: no rows of "?"
+    latin_only = _white_pixels(picture("CO2 光合作用"))
+    assert 0 < latin_only < _white_pixels(picture("CO2 CO2 CO2 CO2"))
