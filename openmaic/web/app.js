@@ -293,6 +293,7 @@ function newCourseView() {
     h("option", { value: "" }, t("Detect from the request")),
     h("option", { value: "en" }, "English"), h("option", { value: "zh-CN" }, "中文（简体）"));
   const interactive = h("input", { id: "interactive", type: "checkbox", "aria-describedby": "interactive-hint" });
+  const webSearch = h("input", { id: "web-search", type: "checkbox", checked: true, "aria-describedby": "web-search-hint" });
   const agentIds = h("input", { id: "agent-ids", type: "text", autocomplete: "off", placeholder: "default-1, default-2", disabled: true });
   const agentChoices = [["auto", "Chosen for the topic"], ["preset", "The usual classroom"], ["custom", "These agents (by id)"]]
     .map(([value, text], i) => h("div", { class: "choice" },
@@ -310,6 +311,8 @@ function newCourseView() {
     h("div", { class: "field" }, h("label", { for: "course-language" }, t("Course language")), courseLanguage),
     h("div", { class: "field" }, h("span", { class: "check" }, interactive, h("label", { for: "interactive" }, t("Interactive scenes"))),
       h("p", { class: "hint", id: "interactive-hint" }, t("Add interactive pages (simulations, exercises) where they help."))),
+    h("div", { class: "field" }, h("span", { class: "check" }, webSearch, h("label", { for: "web-search" }, t("Search the web"))),
+      h("p", { class: "hint", id: "web-search-hint" }, t("Look the topic up on the web before writing the outline (when your settings give a web search)."))),
     h("fieldset", { class: "field" }, h("legend", {}, t("Teachers and classmates")), agentChoices,
       h("div", { class: "field" }, h("label", { for: "agent-ids" }, t("Agent ids, separated by commas")), agentIds)),
     h("fieldset", { class: "field" }, h("legend", {}, t("Outline review")), radios),
@@ -352,7 +355,7 @@ function newCourseView() {
       const started = await api("POST", "/api/generation-runs", {
         json: {
           requirement: text, outlineReview: review, materialIds, language: courseLanguage.value,
-          interactive: interactive.checked, agents: agentsInput(),
+          interactive: interactive.checked, agents: agentsInput(), enableWebSearch: webSearch.checked,
         },
       });
       location.hash = `#/runs/${encodeURIComponent(started.run.id)}`;

@@ -34,6 +34,8 @@ export const ZH = {
   "Describe what the course should teach.": "请描述这门课要教什么。", "Uploading {name}…": "正在上传 {name}…",
   "Course language": "课程语言", "Detect from the request": "根据描述自动判断", "Interactive scenes": "互动场景",
   "Add interactive pages (simulations, exercises) where they help.": "在合适的地方加入互动页面（模拟、练习）。",
+  "Search the web": "联网搜索",
+  "Look the topic up on the web before writing the outline (when your settings give a web search).": "撰写大纲前先在网上查找该主题（需在设置中配置网络搜索）。",
   "Teachers and classmates": "老师和同学", "Chosen for the topic": "根据主题自动选择", "The usual classroom": "常规课堂",
   "These agents (by id)": "指定的智能体（按 ID）", "Agent ids, separated by commas": "智能体 ID，用逗号分隔",
   // run

@@ -258,6 +258,7 @@ async def test_the_creation_forms_options_reach_the_run(base_url):  # noqa: F811
         page.get_by_label("What should the course teach?").fill("Fractions for beginners")
         page.get_by_label("Course language").select_option("zh-CN")
         page.get_by_label("Interactive scenes").check()
+        page.get_by_label("Search the web").uncheck()
         page.get_by_label("These agents (by id)").check()
         page.get_by_label("Agent ids, separated by commas").fill("default-1, default-4")
         page.get_by_label("Write the whole course straight away").check()
@@ -271,7 +272,7 @@ async def test_the_creation_forms_options_reach_the_run(base_url):  # noqa: F811
     async with client(base_url) as c:
         detail = (await c.get(f"/api/generation-runs/{at[0]}")).json()["run"]
         inp = detail["input"]
-        assert (inp["language"], inp["interactive"]) == ("zh-CN", True)
+        assert (inp["language"], inp["interactive"], inp["enableWebSearch"]) == ("zh-CN", True, False)
         assert inp["agents"]["mode"] == "preset" and inp["agents"]["agentIds"] == ["default-1", "default-4"]
 
 
