@@ -282,6 +282,7 @@ function newCourseView() {
     id: "materials", type: "file", multiple: true, "aria-describedby": "materials-hint",
     accept: ".pdf,.txt,.md,.markdown,image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain,text/markdown",
   });
+  const materialList = h("ul", { class: "material-list", "aria-live": "polite" });
   const status = h("p", { class: "form-status", role: "status" });
   const problem = h("div", {});
   const submit = h("button", { type: "submit", class: "button primary" }, t("Create course"));
@@ -307,7 +308,8 @@ function newCourseView() {
     h("div", { class: "field" },
       h("label", { for: "materials" }, t("Materials (optional)")),
       h("p", { class: "hint", id: "materials-hint" }, t("PDF, text, Markdown or images. The course is written from what they say.")),
-      files),
+      files,
+      materialList),
     h("div", { class: "field" }, h("label", { for: "course-language" }, t("Course language")), courseLanguage),
     h("div", { class: "field" }, h("span", { class: "check" }, interactive, h("label", { for: "interactive" }, t("Interactive scenes"))),
       h("p", { class: "hint", id: "interactive-hint" }, t("Add interactive pages (simulations, exercises) where they help."))),
@@ -321,6 +323,32 @@ function newCourseView() {
     status);
   fill(main, h("div", { class: "view-head" }, heading(t("New course"))), form);
 
+  // Each file is read as soon as it is chosen: the teacher sees what was understood (pages, the first words) or
+  // why it could not be read, before starting the course.
+  let uploads = []; // {name, promise -> materialId | null}
+  files.addEventListener("change", () => {
+    fill(materialList);
+    uploads = [...files.files].map((file) => {
+      const item = h("li", { class: "material" }, h("strong", {}, file.name), " — ", h("span", {}, t("Reading…")));
+      materialList.append(item);
+      const body = new FormData();
+      body.append("file", file, file.name);
+      const promise = api("POST", "/api/materials", { form: body }).then((m) => {
+        const what = [
+          m.pages ? tn(m.pages, "{count} page", "{count} pages") : null,
+          m.characters ? tn(m.characters, "{count} character read", "{count} characters read") : t("a picture"),
+        ].filter(Boolean).join(", ");
+        item.lastChild.replaceWith(h("span", {}, `✓ ${what}`), m.excerpt ? h("p", { class: "hint excerpt" }, `“${m.excerpt}”`) : "");
+        item.classList.add("material-ok");
+        return m.materialId;
+      }, (err) => {
+        item.lastChild.replaceWith(h("span", { class: "tool-error" }, `✗ ${t("Not read: {reason}", { reason: explain(err) })}`));
+        item.classList.add("material-refused");
+        return null;
+      });
+      return { name: file.name, promise };
+    });
+  });
   form.addEventListener("change", () => {
     agentIds.disabled = !form.querySelector("#agents-custom").checked;
   });
@@ -342,14 +370,16 @@ function newCourseView() {
     }
     submit.disabled = true;
     try {
-      const materialIds = [];
-      for (const file of files.files) {
-        status.textContent = t("Uploading {name}…", { name: file.name });
-        const body = new FormData();
-        body.append("file", file, file.name);
-        const material = await api("POST", "/api/materials", { form: body });
-        materialIds.push(material.materialId);
+      status.textContent = t("Reading the materials…");
+      const ids = await Promise.all(uploads.map((u) => u.promise));
+      const refused = uploads.filter((u, i) => ids[i] === null).map((u) => u.name);
+      if (refused.length) {
+        status.textContent = "";
+        submit.disabled = false;
+        fill(problem, errorBox(t("Some materials could not be read ({names}). Remove or replace them, then create the course.", { names: refused.join(", ") })));
+        return;
       }
+      const materialIds = ids;
       status.textContent = t("Starting…");
       const review = form.querySelector("input[name=outline_review]:checked").value;
       const started = await api("POST", "/api/generation-runs", {

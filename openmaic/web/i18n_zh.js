@@ -36,6 +36,10 @@ export const ZH = {
   "Add interactive pages (simulations, exercises) where they help.": "在合适的地方加入互动页面（模拟、练习）。",
   "Search the web": "联网搜索",
   "Look the topic up on the web before writing the outline (when your settings give a web search).": "撰写大纲前先在网上查找该主题（需在设置中配置网络搜索）。",
+  "Reading…": "读取中…", "{count} page": "{count} 页", "{count} pages": "{count} 页",
+  "{count} character read": "已读取 {count} 个字符", "{count} characters read": "已读取 {count} 个字符", "a picture": "一张图片",
+  "Not read: {reason}": "未能读取：{reason}", "Reading the materials…": "正在读取资料…",
+  "Some materials could not be read ({names}). Remove or replace them, then create the course.": "部分资料无法读取（{names}）。请移除或替换后再创建课程。",
   "Teachers and classmates": "老师和同学", "Chosen for the topic": "根据主题自动选择", "The usual classroom": "常规课堂",
   "These agents (by id)": "指定的智能体（按 ID）", "Agent ids, separated by commas": "智能体 ID，用逗号分隔",
   // run

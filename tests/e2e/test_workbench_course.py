@@ -256,6 +256,13 @@ async def test_the_creation_forms_options_reach_the_run(base_url):  # noqa: F811
     def scenario(page: Page) -> None:
         page.goto("/#/new")
         page.get_by_label("What should the course teach?").fill("Fractions for beginners")
+        # A damaged PDF is refused, saying why, and keeps the course from starting until it is removed.
+        page.get_by_label("Materials (optional)").set_input_files(
+            files=[{"name": "lesson.pdf", "mimeType": "application/pdf", "buffer": b"not really a pdf"}])
+        expect(page.locator(".material-refused")).to_contain_text("could not be read as a PDF")
+        page.get_by_role("button", name="Create course").click()
+        expect(page.get_by_role("alert")).to_contain_text("Some materials could not be read (lesson.pdf)")
+        page.get_by_label("Materials (optional)").set_input_files(files=[])
         page.get_by_label("Course language").select_option("zh-CN")
         page.get_by_label("Interactive scenes").check()
         page.get_by_label("Search the web").uncheck()
@@ -268,7 +275,7 @@ async def test_the_creation_forms_options_reach_the_run(base_url):  # noqa: F811
         page.wait_for_url(re.compile(r"#/runs/"))
         at.append(page.url.rsplit("/", 1)[-1])
 
-    await in_browser(scenario, base_url)
+    await in_browser(scenario, base_url, expected_errors=r"status of 400")
     async with client(base_url) as c:
         detail = (await c.get(f"/api/generation-runs/{at[0]}")).json()["run"]
         inp = detail["input"]

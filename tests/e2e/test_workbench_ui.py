@@ -139,6 +139,9 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
         page.get_by_label("Materials (optional)").set_input_files(
             files=[{"name": "notes.txt", "mimeType": "text/plain", "buffer": notes}]
         )
+        # The material is read at once: how much, and its first words.
+        expect(page.locator(".material")).to_contain_text("characters read")
+        expect(page.locator(".material .excerpt")).to_contain_text("Plants make glucose")
         shot(page, "new-course")
         page.get_by_role("button", name="Create course").click()
 
