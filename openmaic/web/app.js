@@ -108,6 +108,15 @@ function classroomUrl(courseId) {
   return `/classroom/${encodeURIComponent(courseId)}`;
 }
 
+/** A language tag's name in the page's language ("Chinese (China)", "中文（中国）"). */
+function languageName(tag) {
+  try {
+    return new Intl.DisplayNames([language()], { type: "language" }).of(tag) || tag;
+  } catch {
+    return tag;
+  }
+}
+
 function cardTarget(card) {
   if (card.label === "ready" || !card.runId) return `#/courses/${encodeURIComponent(card.id)}`;
   return `#/runs/${encodeURIComponent(card.runId)}`;
@@ -193,10 +202,11 @@ function courseCard(card, feed, problem) {
   const del = h("button", { type: "button", class: "button small danger-outline" }, t("Delete"));
   const picture = h("a", { class: "card-picture", tabindex: "-1", "aria-hidden": "true" });
   const resume = h("a", { class: "button small primary" }, t("Resume the review"));
+  const languageNote = h("span", { class: "kind card-language" });
   const el = h("li", { class: "card" },
     picture,
     h("h2", { class: "card-title" }, link),
-    h("div", { class: "card-status" }, label, progress),
+    h("div", { class: "card-status" }, label, languageNote, progress),
     updated,
     h("div", { class: "card-actions" }, resume, open, enter, pro, del));
   let pictureAt = null;
@@ -208,6 +218,7 @@ function courseCard(card, feed, problem) {
       const { classroom: doc } = await api("GET", `/api/classrooms/${encodeURIComponent(c.id)}`);
       const slide = doc.scenes.find((x) => x.content?.type === "slide");
       fill(picture, slide ? slideCanvas(slide.content.canvas, doc.media, { small: true, label: slide.title }) : null);
+      languageNote.textContent = doc.language ? languageName(doc.language) : "";
     } catch {
       pictureAt = null; // tried again on the next change
     }

@@ -297,6 +297,7 @@ async def test_the_library_searches_sorts_draws_first_slides_and_resumes_a_waiti
         done = cards.filter(has_text="ready")
         expect(done.locator(".card-picture svg.canvas")).to_be_visible()
         expect(done.locator(".meta")).to_contain_text(re.compile(r"\d+ scenes"))
+        expect(done.locator(".card-language")).to_have_text("English")
         page.get_by_label("Search by title").fill("volcano")
         expect(cards).to_have_count(1)
         page.get_by_label("Search by title").fill("nothing like this")
