@@ -20,6 +20,7 @@ ideal, and the machine's load.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from typing import Any
@@ -30,7 +31,6 @@ import trio
 from benchmarks._cluster import benchmark_database
 from openmaic.actors.worker import Worker
 from openmaic.config import default_config
-from openmaic.courses.schema import MediaRequest, Outline, OutlineItem
 from openmaic.events.log import EventLog
 from openmaic.events.wakeups import Wakeups
 from openmaic.media.lane import MediaKind
@@ -38,7 +38,9 @@ from openmaic.media.slots import MediaRouter
 from openmaic.models.demo_render import narration, picture
 from openmaic.models.media import CAPABILITIES, GeneratedMedia
 from openmaic.models.demo import DemoProvider
+from openmaic.models.demo_course.brief import read_brief
 from openmaic.models.demo_media import DemoMedia
+from openmaic.models.types import TurnResult
 from openmaic.runs.events import RunInput
 from openmaic.runs.kind import GenerationKind
 from openmaic.runs.service import RunService
@@ -48,7 +50,7 @@ from openmaic.store.database import open_database
 
 class SlowChat:
     """The demo's answers, each after a fixed latency; the outline has ``scenes`` slides, one picture each, and
-    one video."""
+    one video, and each scene's script is one speech (so its narration is one speech call, as the formula says)."""
 
     def __init__(self, latency: float, scenes: int) -> None:
         self.name = "slow"
@@ -57,18 +59,28 @@ class SlowChat:
         self.calls = 0
         self._demo = DemoProvider("slow")
 
-    async def complete(self, model: str, messages: list[Any], output_type: type[Any], **kw: Any) -> Any:
+    def outline(self) -> dict[str, Any]:
+        """The outline as a model writes it (OpenMAIC's format): the run gives the media its own refs."""
+        items = [{"type": "slide", "title": f"Part {i + 1}", "description": f"Understand part {i + 1}.",
+                  "keyPoints": ["one", "two"],
+                  "mediaGenerations": [{"type": "image", "prompt": f"Part {i + 1}", "elementId": f"img_{i + 1}"}]
+                  + ([{"type": "video", "prompt": "The whole", "elementId": "vid_1"}] if i == 0 else [])}
+                 for i in range(self.scenes)]  # fmt: skip
+        return {"languageDirective": "Teach in English.", "courseTitle": "Benchmark course", "outlines": items}
+
+    async def stream_turn(self, model: str, messages: list[Any], tools: list[Any], *, on_delta: Any,
+                          on_retry: Any = None) -> TurnResult:
         self.calls += 1
         await trio.sleep(self.latency)
-        if output_type is Outline:
-            items = [OutlineItem(title=f"Part {i + 1}", goal=f"Understand part {i + 1}.", kind="slide",
-                                 key_points=["one", "two"],
-                                 media=[MediaRequest(kind="image", prompt=f"Part {i + 1}", element_id=f"gen_img_{i}")]
-                                 + ([MediaRequest(kind="video", prompt="The whole", element_id="gen_vid_1")]
-                                    if i == 0 else []))
-                     for i in range(self.scenes)]  # fmt: skip
-            return Outline(title="Benchmark course", items=items)
-        return await self._demo.complete(model, messages, output_type)
+        step = (read_brief(messages) or {}).get("step")
+        if step == "outline":
+            text = json.dumps(self.outline())
+        elif step == "actions":
+            text = json.dumps([{"type": "text", "content": "Here is this part, in one breath."}])
+        else:
+            return await self._demo.stream_turn(model, messages, tools, on_delta=on_delta, on_retry=on_retry)
+        on_delta(text)
+        return TurnResult(text=text, tool_calls=[], stop_reason="end_turn")
 
 
 class SlowMedia:

@@ -49,6 +49,7 @@ from openmaic.materials import images_for_model, material_texts
 from openmaic.media.assets import DEFAULT_QUOTA_BYTES
 from openmaic.media.lane import open_lane
 from openmaic.media.slots import MediaRouter
+from openmaic.models.errors import ModelNotReady
 from openmaic.models.incremental import StreamedArray
 from openmaic.models.provider import ModelRouter, fallback_events
 from openmaic.models.types import Image
@@ -314,9 +315,9 @@ class GenerationKind:
                   for t, d in await images_for_model(services.log.db, state.owner_id, state.material_images)]
         revision = state.proposed_revision + 1
         salt = f"{ctx.stream_id}\x1f{revision}"
-        # Pictures and videos are always asked for: a slot that is off settles its elements "disabled" in the media
-        # lane, and they are generated once the owner assigns it and retries (OpenMAIC's run does the same).
-        media = {"image": True, "video": True}
+        # The outline asks for pictures and videos only when their slots serve this owner, as OpenMAIC's generation
+        # switches its media instructions on and off: a course is never promised media nobody can make.
+        media = {slot: await _media_on(services.media, state.owner_id, slot) for slot in ("image", "video")}
         streamed = StreamedArray("outlines", dict)
         refs: dict[str, str] = {}
         pump = _Pump(ctx)
@@ -446,3 +447,14 @@ class GenerationKind:
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+async def _media_on(media: MediaRouter | None, owner: str, slot: str) -> bool:
+    """Whether the outline may ask for ``slot``'s media: the slot serves this owner. One assigned but unusable
+    counts as on: the media lane then settles its elements with the reason, which the owner can fix and retry."""
+    if media is None:
+        return False
+    try:
+        return await media.for_owner(owner, slot) is not None
+    except ModelNotReady:
+        return True

@@ -1,25 +1,35 @@
-"""A provider that answers the least each schema allows must not stall a run (see openmaic.steps.outputs).
+"""A provider that answers the least the format allows must not stall a run (see openmaic.steps.outputs and
+openmaic.steps.contents).
 
-Every chat slot is routed to the fake OpenAI server, which answers: an outline with no scenes (refused by the
-schema, so asked again), then one scene whose every string is empty; an empty roster; a slide with nothing on
-it; no actions. The run completes: the built-in teacher stands in, the scene gets a title, and the teacher
-presents it.
+Every chat slot is routed to the fake OpenAI server, which answers in plain text: an outline with no scenes
+(refused, so asked again with what was wrong), then one scene whose every string is empty; an empty roster; a
+slide with no element (refused, asked again), then one text box with only its place and size; a script with no
+action. The run completes: the preset agents stand in, the scene gets a title, and a default script presents it.
 """
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 
 from openmaic.config import ProviderSpec, Secret
-from openmaic.runs.agents import BUILTIN_AGENTS
+from openmaic.courses import format as fmt
 from openmaic.runs.events import RunInput
 from openmaic.runs.service import RunService
-from tests.fakes.provider_server import Json, open_fake_provider
+from openmaic.steps.outputs import preset_roster
+from tests.fakes.provider_server import Text, open_fake_provider
 from tests.integration.test_generation import (
     KEY, OWNER, assert_complete_course, config, open_generation_worker, wait_state,
 )  # fmt: skip
 
-BLANK_ITEM = {"title": "", "goal": "", "kind": "slide", "key_points": []}
+BLANK_ITEM = {"type": "slide", "title": "", "description": "", "keyPoints": []}
+BARE_TEXT = {"type": "text", "left": 0, "top": 0, "width": 100, "height": 50}
+
+
+def said(request: object) -> str:
+    """The last thing the server said to the model in a chat request."""
+    return request.body["messages"][-1]["content"]  # type: ignore[attr-defined]
 
 
 async def test_bare_minimum_answers_complete_the_run(db_url, db):
@@ -33,11 +43,12 @@ async def test_bare_minimum_answers_complete_the_run(db_url, db):
                                                             options={"maxRetries": 0, "timeoutS": 5.0})}
         cfg = msgspec.structs.replace(base, providers=providers, slots={"llm": "fake:gpt-min", "agent": "demo:agent"})
         fake.push(
-            Json({"title": "", "items": []}),  # breaks the schema's minItems: asked again
-            Json({"title": "", "items": [BLANK_ITEM]}),
-            Json({"agents": []}),
-            Json({"title": "", "bullets": [], "notes": ""}),
-            Json({"actions": []}),
+            Text(json.dumps({"courseTitle": "", "outlines": []})),  # no scene: asked again
+            Text(json.dumps({"courseTitle": "", "outlines": [BLANK_ITEM]})),
+            Text(json.dumps({"agents": []})),
+            Text(json.dumps({"elements": []})),  # no element: asked again
+            Text(json.dumps({"elements": [BARE_TEXT]})),
+            Text(json.dumps([])),
         )
         svc = RunService(log, cfg)
         snap = await svc.create_run(OWNER, "c1", RunInput(requirement="Teach fractions", outline_review="auto"))
@@ -46,10 +57,14 @@ async def test_bare_minimum_answers_complete_the_run(db_url, db):
         assert fake.pending == 0 and not fake.errors
         doc = await assert_complete_course(log, svc, snap.id)
         assert [s.title for s in doc.scenes] == ["Scene 1"]
-        assert list(doc.agents) == [BUILTIN_AGENTS["default-1"].profile()]
+        assert list(doc.agents) == preset_roster()
         (scene,) = doc.scenes
-        assert scene.content is not None and scene.content.slide is not None
-        assert [(a.kind, a.agent_id) for a in scene.actions.actions] == [("speech", doc.agents[0].id)]
-        outline_schema = fake.requests[0].body["response_format"]["json_schema"]["schema"]
-        assert outline_schema["properties"]["items"]["minItems"] == 1
-        assert "Expected `array` of length >= 1" in fake.requests[1].body["messages"][-1]["content"]
+        assert isinstance(scene.content, fmt.SlideContent)
+        (text,) = scene.content.canvas.elements
+        assert isinstance(text, fmt.TextElement) and (text.left, text.top, text.width, text.height) == (0, 0, 100, 50)
+        # The default script: the slide's text is pointed at while the scene's title is said.
+        assert [type(a) for a in scene.actions] == [fmt.SpotlightAction, fmt.SpeechAction]
+        assert scene.actions[0].elementId == text.id and scene.actions[1].text == "Scene 1"
+        assert len(fake.requests) == 6
+        assert "could not be used: the outline reply has no usable scene" in said(fake.requests[1])
+        assert "could not be used: the slide reply has no usable element" in said(fake.requests[4])

@@ -21,6 +21,7 @@ import trio
 from openmaic.events.log import EventLog
 from openmaic.owners.claims import claim_stream_id
 from openmaic.store.database import open_database
+from tests.classrooms import assert_classroom_ready
 from tests.serving import FAST_CONFIG, anonymous_then_signed_in, running_server, served_anonymous_owner, stderr_of
 
 SLOW_DEMO = FAST_CONFIG + """\
@@ -89,7 +90,9 @@ async def test_a_claim_while_the_run_generates_moves_it_and_loses_or_repeats_no_
             assert job["status"] == "succeeded", job
             assert job["result"]["scenesCount"] == total
             r = await browser.get(f"{user_url}/api/classrooms/{job['result']['classroomId']}")
-            assert r.status_code == 200 and all(s["status"] == "ready" for s in r.json()["classroom"]["scenes"])
+            assert r.status_code == 200, r.text
+            assert len(r.json()["classroom"]["scenes"]) == total
+            assert_classroom_ready(r.json()["classroom"])
             r = await browser.delete(f"{user_url}/api/materials/{material}")
             assert r.status_code == 200, r.text  # the material went with the rest
 

@@ -680,3 +680,57 @@ async def test_the_materials_images_are_shown_to_the_model_that_writes_the_outli
     assert await images_for_model(db, OWNER, [theirs.asset_id, leaf.asset_id]) == [("image/png", PNG)]
     # Only asset ids are in the log, never the bytes.
     assert all(base64.b64encode(PNG).decode() not in bytes(e.data).decode() for e in await events(log, snap.id))
+
+
+# -- model output is made valid, never trusted (a fake provider answering the broken shapes real models produce) --
+
+BROKEN_SLIDE = ('Sure! Here is the slide:\n```json\n{"background": {"type": "image", "image": {"src": "https://x.example/a.png"}},'
+                ' "elements": [{"id": "t", "type": "text", "left": 1400, "top": -30, "width": 3000, "height": 80,'
+                ' "content": "<p onmouseover=\\"steal()\\">Leaves<script>alert(1)</script></p>"},'
+                ' {"id": "i", "type": "image", "left": 500, "top": 100, "width": 300, "height": 200,'
+                ' "src": "https://tracker.example/pixel.png"},'
+                ' {"id": "h", "type": "hologram", "left": 0, "top": 0, "width": 10, "height": 10},'
+                ' {"id": "l", "type": "line", "left": 10, "top": 10, "width": "3", "start": [0, 0], "end": [9, 0]},'
+                ' {"id": "m", "type": "latex", "left": 60, "top": 300, "width": 300, "height": 80, "latex": "a^2+b^2=c^2"},'
+                ' {"id": "c", "type": "text", "left": 60, "top": 420, "width": 400, "heig')  # the answer was cut off
+
+
+async def test_broken_model_output_is_made_valid_and_never_stored_invalid(db_url, log):
+    async with open_fake_provider() as fake:
+        cfg = config(fake_url=fake.openai_url, fake_slot="course.content.slide")
+        svc = RunService(log, cfg)
+        fake.push(*[Text(BROKEN_SLIDE, chunks=4) for _ in range(12)])
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+        async with open_generation_worker(db_url, cfg):
+            await wait_state(svc, snap.id, "completed")
+    doc = await assert_complete_course(log, svc, snap.id)  # every scene passes the format's validator
+    slides = [s for s in doc.scenes if s.type == "slide"]
+    assert slides and len(fake.requests) == len(slides)
+    for scene in slides:
+        elements = scene.content.canvas.elements
+        assert [e.type for e in elements] == ["text", "latex"]  # the rest could not be made valid: left out
+        text = elements[0]
+        assert "script" not in text.content and "onmouseover" not in text.content and "Leaves" in text.content
+        assert 0 <= text.left and text.left + text.width <= 1000 and 0 <= text.top
+        assert "<math" in elements[1].html
+        assert scene.content.canvas.background == fmt.Background(type="solid", color="#ffffff")
+    # nothing invalid was ever written to the course, not even on the way
+    for e in await decoded(log, snap.course_id, "course.scene_set"):
+        assert fmt.validate_scene(fmt.to_json(e.scene), stage_id=snap.course_id) == []
+
+
+async def test_a_scene_that_cannot_be_made_valid_pauses_the_run_naming_the_problem(db_url, log):
+    async with open_fake_provider() as fake:
+        cfg = config(fake_url=fake.openai_url, fake_slot="course.content.slide", step_retries=1)
+        svc = RunService(log, cfg)
+        fake.push(*[Text('{"elements": [{"type": "hologram"}, {"typ')] * 6)
+        snap = await svc.create_run(OWNER, "c1", RunInput(requirement=requirement(), outline_review="auto"))
+        async with open_generation_worker(db_url, cfg):
+            s = await wait_state(svc, snap.id, "paused")
+    assert s.error == "the slide reply has no usable element (each needs a known type, a position and a size)"
+    assert len(fake.requests) == 6  # each attempt asked again twice, showing the model what was wrong
+    retried = fake.requests[1].body["messages"][-1]["content"]
+    assert "could not be used" in str(retried) and "no usable element" in str(retried)
+    doc = await course_doc(log, snap.course_id)
+    assert all(fmt.validate_scene(fmt.to_json(sc), stage_id=snap.course_id) == [] for sc in doc.scenes)
+    assert not [sc for sc in doc.scenes if sc.type == "slide"] or doc.pending

@@ -23,7 +23,8 @@ from tests.eventsource import EventSource, open_sse
 from tests.serving import FAST_CONFIG, running_server
 
 SLOW_DEMO = FAST_CONFIG + ("providers: {demo: {preset: demo, options: {latencyMs: 6}}}\n"
-                           "slots: {llm: demo:course, agent: demo:agent}\nlimits: {active_runs_per_owner: 4}\n")
+                           "slots: {llm: demo:course, agent: demo:agent, image: demo, video: demo}\n"
+                           "limits: {active_runs_per_owner: 4}\n")
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import signal
 import subprocess
 import sys
@@ -25,6 +26,9 @@ import trio
 
 from openmaic import errors
 from openmaic.config import Config, ProviderConfig, Secret
+from openmaic.courses import format as fmt
+from openmaic.courses.document import asset_url, document_of
+from openmaic.courses.events import CourseDocument
 from openmaic.events.log import EventLog
 from openmaic.media.assets import read_asset_head, read_asset_range
 from openmaic.media.commands import media_states, media_warning, retry_media
@@ -68,6 +72,38 @@ async def run_state(log: EventLog, run_id: str) -> RunState:
     return state
 
 
+def media_refs(state: RunState) -> tuple[str, str]:
+    """The run's one picture and one video, by the refs its confirmed outline gave them: ``gen_img_``/``gen_vid_``
+    and 8 hex digits, unique to the run."""
+    asked = [m for item in state.confirmed for m in item.mediaGenerations or []]
+    (image,) = [m.elementId for m in asked if m.type == "image"]
+    (video,) = [m.elementId for m in asked if m.type == "video"]
+    assert re.fullmatch(r"gen_img_[0-9a-f]{8}", image) and re.fullmatch(r"gen_vid_[0-9a-f]{8}", video)
+    return image, video
+
+
+def placed(course_id: str, doc: CourseDocument) -> dict[str, tuple[Any, Any]]:
+    """Each generated medium as the served document shows it, by its ref: ``(src, poster)`` of its element (the
+    stored scenes keep the ref: an image's ``src``, a video's ``mediaRef``)."""
+    def elements(scenes: Any) -> dict[tuple[str, str], Any]:
+        return {(s.id, e.id): e for s in scenes if isinstance(s.content, fmt.SlideContent)
+                for e in s.content.canvas.elements}
+
+    stored = elements(s for s in doc.scenes if s.id in doc.ready)
+    out: dict[str, tuple[Any, Any]] = {}
+    for key, e in elements(document_of(course_id, doc).scenes).items():
+        if isinstance(e, fmt.ImageElement) and stored[key].src.startswith("gen_img_"):
+            out[stored[key].src] = (e.src, None)
+        elif isinstance(e, fmt.VideoElement) and isinstance(e.mediaRef, str):
+            out[e.mediaRef] = (e.src, e.poster)
+    return out
+
+
+def speeches(doc: CourseDocument) -> list[fmt.SpeechAction]:
+    """Every speech action of the course's scenes that says something (each one is narrated by itself)."""
+    return [a for s in doc.scenes for a in s.actions or [] if isinstance(a, fmt.SpeechAction) and a.text.strip()]
+
+
 async def wait_media_pass(log: EventLog, run_id: str, n: int, timeout: float = 30.0) -> RunState:
     async def reached() -> bool:
         return (await run_state(log, run_id)).media_passes >= n
@@ -108,22 +144,29 @@ async def test_every_media_element_and_narration_is_done_through_the_real_protoc
         assert fake.of("search")[0].body["query"] == requirement()
         assert state.research_sources == tuple(done.sources)
         # media: one image and one video, done, their assets in the owner's store
-        assert {k: v["status"] for k, v in media_states(state).items()} == {"gen_img_1": "done", "gen_vid_1": "done"}
+        image, video_ref = media_refs(state)
+        assert {k: v["status"] for k, v in media_states(state).items()} == {image: "done", video_ref: "done"}
         assert media_warning(state, f"/api/generation-runs/{snap.id}") is None
         assert fake.counts["images"] == 1 and fake.counts["videos.submit"] == 1 and fake.counts["search"] == 1
-        video = state.media["gen_vid_1"]
+        video = state.media[video_ref]
         assert (await read_asset_head(db, OWNER, video.asset_id)).media_type == "video/mp4"
         assert (await read_asset_head(db, OWNER, video.poster_asset_id)).media_type == "image/png"
-        shown = {m.element_id: m for s in doc.scenes for m in s.media}
-        assert {k: (m.status, m.asset_id) for k, m in shown.items()} == \
+        assert {k: (m.status, m.asset_id) for k, m in doc.media.items()} == \
             {k: ("done", m.asset_id) for k, m in state.media.items()}
-        # narration: one clip per scene, in the course
-        assert fake.counts["speech"] == len(doc.scenes)
-        for scene in doc.scenes:
-            assert scene.narration_asset_id is not None
-            head = await read_asset_head(db, OWNER, scene.narration_asset_id)
+        # ... and put in their places in the document the course is served as
+        assert placed(snap.course_id, doc) == {
+            image: (asset_url(state.media[image].asset_id), None),
+            video_ref: (asset_url(video.asset_id), asset_url(video.poster_asset_id)),
+        }
+        # narration: one clip per speech action, named by its audioId, in the course
+        spoken = speeches(doc)
+        assert spoken and fake.counts["speech"] == len(spoken)
+        assert sorted(r.body["input"] for r in fake.of("speech")) == sorted(" ".join(a.text.split()) for a in spoken)
+        for action in spoken:
+            assert isinstance(action.audioId, str)
+            head = await read_asset_head(db, OWNER, action.audioId)
             assert head.media_type == "audio/mpeg" and head.course_id == snap.course_id
-            assert sniff(await read_asset_range(db, OWNER, scene.narration_asset_id, 0, 16)) == "audio/mpeg"
+            assert sniff(await read_asset_range(db, OWNER, action.audioId, 0, 16)) == "audio/mpeg"
         # the run completed only after the media pass
         types = [e.type for e in await events(log, snap.id)]
         assert types.index("run.media_pass_done") < types.index("session.ended")
@@ -149,7 +192,8 @@ async def test_the_runs_voice_speaks_when_it_names_the_speech_provider_and_is_le
         assert not fake.errors
         spoken = {(r.body["voice"], r.body["speed"]) for r in fake.of("speech")}
         assert spoken == {("nova", 1.5), ("alloy", 1.0)}, spoken
-        assert len(fake.of("speech")) == 2 * len((await course_doc(log, ours.course_id)).scenes)
+        said = [len(speeches(await course_doc(log, run.course_id))) for run in (ours, theirs)]
+        assert len(fake.of("speech")) == sum(said) and all(said)
 
 
 async def test_a_failing_image_is_a_placeholder_and_its_retry_regenerates_only_it(db_url, db):
@@ -162,9 +206,10 @@ async def test_a_failing_image_is_a_placeholder_and_its_retry_regenerates_only_i
         async with open_generation_worker(db_url, cfg, media=fake_routes(fake)):
             await wait_state(svc, snap.id, "completed")
             state = await run_state(log, snap.id)
-            assert media_states(state)["gen_img_1"] == {"mediaType": "image", "status": "failed",
-                                                        "message": "Image generation failed", "retryable": True}
-            assert media_states(state)["gen_vid_1"]["status"] == "done"
+            image, video = media_refs(state)
+            assert media_states(state)[image] == {"mediaType": "image", "status": "failed",
+                                                  "message": "Image generation failed", "retryable": True}
+            assert media_states(state)[video]["status"] == "done"
             path = f"/api/generation-runs/{snap.id}"
             assert media_warning(state, path) == f"1 of 2 images and videos could not be generated; see GET {path} " \
                                                  "for each one"
@@ -172,26 +217,26 @@ async def test_a_failing_image_is_a_placeholder_and_its_retry_regenerates_only_i
             assert (job.status, job.result.warning, job.message) == ("succeeded", media_warning(state, path),
                                                                      media_warning(state, path))
             doc = await course_doc(log, snap.course_id)
-            placeholder = next(m for s in doc.scenes for m in s.media if m.element_id == "gen_img_1")
-            assert (placeholder.status, placeholder.asset_id) == ("failed", None)
+            assert (doc.media[image].status, doc.media[image].asset_id) == ("failed", None)
+            assert placed(snap.course_id, doc)[image] == (image, None)  # the placeholder stays in its place
             before = Counter(fake.counts)
             with pytest.raises(errors.Conflict, match="only a failed element can be retried"):
-                await retry_media(log, OWNER, snap.id, "r0", "gen_vid_1")
+                await retry_media(log, OWNER, snap.id, "r0", video)
             with pytest.raises(errors.StreamNotFound):
-                await retry_media(log, "mallory", snap.id, "r0", "gen_img_1")
-            first = await retry_media(log, OWNER, snap.id, "r1", "gen_img_1")
-            assert (await retry_media(log, OWNER, snap.id, "r1", "gen_img_1")).seq == first.seq  # replayed
+                await retry_media(log, "mallory", snap.id, "r0", image)
+            first = await retry_media(log, OWNER, snap.id, "r1", image)
+            assert (await retry_media(log, OWNER, snap.id, "r1", image)).seq == first.seq  # replayed
             state = await wait_media_pass(log, snap.id, 2)
-        assert media_states(state)["gen_img_1"]["status"] == "done"
+        assert media_states(state)[image]["status"] == "done"
         assert media_warning(state, path) is None
         after = Counter(fake.counts)
         assert after - before == Counter({"images": 1})  # nothing else was generated again
         doc = await course_doc(log, snap.course_id)
-        placed = next(m for s in doc.scenes for m in s.media if m.element_id == "gen_img_1")
-        assert (placed.status, placed.asset_id) == ("done", state.media["gen_img_1"].asset_id)
+        assert (doc.media[image].status, doc.media[image].asset_id) == ("done", state.media[image].asset_id)
+        assert placed(snap.course_id, doc)[image] == (asset_url(state.media[image].asset_id), None)
         lane = await events(log, lane_id(snap.id))
         settled = Counter(log.decode(e).element_id for e in lane if e.type == "media.element_settled")
-        assert settled == Counter({"gen_img_1": 2, "gen_vid_1": 1})
+        assert settled == Counter({image: 2, video: 1})
 
 
 async def test_narration_failure_pauses_the_run_and_retry_resumes_that_step_only(db_url, db):
@@ -227,9 +272,12 @@ async def test_every_slot_off_gives_a_text_only_course_without_a_warning(db_url,
         await wait_state(svc, snap.id, "completed")
     doc = await assert_complete_course(log, svc, snap.id)
     state = await run_state(log, snap.id)
-    assert {m["status"] for m in media_states(state).values()} == {"disabled"}
+    # With no picture or video slot the outline asks for none (as OpenMAIC's does): no placeholder, no media lane.
+    assert state.confirmed and not any(item.mediaGenerations for item in state.confirmed)
+    assert media_states(state) == {} and placed(snap.course_id, doc) == {} and not doc.media
+    assert await log.stream_row(lane_id(snap.id)) is None
     assert media_warning(state, "/x") is None
-    assert all(s.narration_asset_id is None for s in doc.scenes)
+    assert speeches(doc) and not any(a.audioId for a in speeches(doc))
     (research,) = await decoded(log, snap.id, "run.research_done")
     assert research.skipped and not research.sources
 
@@ -294,7 +342,7 @@ async def test_a_worker_killed_while_a_video_task_is_in_flight_never_submits_it_
         async with open_generation_worker(db_url, cfg, media=fake_routes(fake)):
             await wait_state(svc, snap.id, "completed", timeout=60)
         state = await run_state(log, snap.id)
-        assert state.media["gen_vid_1"].status == "done"
+        assert state.media[media_refs(state)[1]].status == "done"
         assert fake.counts["videos.submit"] == 1  # paid for once
         assert fake.counts["images"] == 1  # the picture settled before the kill is not generated again
         polled = {r.path.rsplit("/", 1)[-1] for r in fake.of("videos.poll")}
@@ -331,12 +379,15 @@ async def test_a_full_asset_store_fails_the_media_not_reached_and_leaves_scenes_
             await wait_state(svc, snap.id, "completed")
     state = await run_state(log, snap.id)
     views = media_states(state)
+    image, video = media_refs(state)
     # The picture (73 bytes) fits; the video's poster (73 more) does not, nor does any narration clip.
-    assert views["gen_img_1"]["status"] == "done"
-    assert views["gen_vid_1"] == {"mediaType": "video", "status": "failed", "errorCode": "ASSET_QUOTA_EXCEEDED",
+    assert views[image]["status"] == "done"
+    assert views[video] == {"mediaType": "video", "status": "failed", "errorCode": "ASSET_QUOTA_EXCEEDED",
                                   "message": "Asset storage is full; the video was not generated", "retryable": True}
     n = len(state.scenes)
-    assert all(s.unvoiced and s.narration_asset_id is None for s in state.scenes)
+    assert all(s.unvoiced for s in state.scenes)
+    doc = await course_doc(log, snap.course_id)
+    assert speeches(doc) and not any(a.audioId for a in speeches(doc))
     path = f"/api/generation-runs/{snap.id}"
     assert media_warning(state, path) == (f"1 of 2 images and videos could not be generated; see GET {path} for "
                                           f"each one; {n} speech clip(s) were left without narration")

@@ -39,11 +39,11 @@ async def test_an_owner_who_assigns_the_picture_slot_gets_pictures_from_that_pro
         slots = {s["slot"]: s for s in view["slots"]}
         assert slots["image"]["locked"] is False and slots["video"]["locked"] is True
 
-        # Before: the picture slot is off for this owner, so the run's pictures are disabled.
+        # Before: the picture slot is off for this owner, so the run's outline asks for no pictures.
         run = (await client.post("/api/generation-runs", json={"requirement": "Volcanoes",
                                                                "outlineReview": "auto"})).json()["run"]
         before = await _completed(client, run["id"])
-        assert {m["status"] for m in before["media"].values()} == {"disabled"}
+        assert before["media"] == {} and fake.of("images") == []
 
         r = await client.put("/api/model-config", json={"revision": view["revision"], "change": {
             "kind": "slots", "set": {"image": "pics:gpt-image-1"}}})
@@ -58,7 +58,7 @@ async def test_an_owner_who_assigns_the_picture_slot_gets_pictures_from_that_pro
         pictures = {k: m for k, m in done["media"].items() if m["mediaType"] == "image"}
         videos = {k: m for k, m in done["media"].items() if m["mediaType"] == "video"}
         assert pictures and {m["status"] for m in pictures.values()} == {"done"}, done["media"]
-        assert {m["status"] for m in videos.values()} == {"disabled"}  # the deployment's null stays off
+        assert videos == {}  # the deployment's null stays off: no video is asked for
         calls = fake.of("images")
         assert len(calls) == len(pictures)
         assert {c.headers["authorization"] for c in calls} == {f"Bearer {KEY}"}

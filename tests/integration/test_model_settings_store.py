@@ -4,6 +4,7 @@ unreadable (and kept) under another instance secret, refused when damaged, and w
 from __future__ import annotations
 
 import base64
+import json
 
 import msgspec
 import pytest
@@ -18,7 +19,7 @@ from openmaic.models.provider import ModelRouter, check_run_for_owner, settings_
 from openmaic.runs.events import RunInput
 from openmaic.runs.kind import GenerationKind
 from openmaic.runs.service import RunService
-from tests.fakes.provider_server import Json, open_fake_provider
+from tests.fakes.provider_server import Text, open_fake_provider
 from tests.runtime import FAST, open_worker, wait_for
 
 KEY = "sk-workspace-LIVE-key-0123456789abcdef"
@@ -110,9 +111,9 @@ async def test_stale_revisions_are_refused(db):
 
 # --- a run uses its owner's own settings, as the deployment's policy allows ----------------------------------------
 
-OUTLINE = {"title": "Alice's own model", "items": [
-    {"title": "One", "goal": "g", "kind": "slide", "key_points": []},
-    {"title": "Two", "goal": "g", "kind": "quiz", "key_points": []},
+OUTLINE = {"languageDirective": "Teach in English.", "courseTitle": "Alice's own model", "outlines": [
+    {"type": "slide", "title": "One", "description": "g", "keyPoints": []},
+    {"type": "quiz", "title": "Two", "description": "g", "keyPoints": []},
 ]}  # fmt: skip
 
 
@@ -139,7 +140,7 @@ async def test_a_run_answers_from_its_owners_provider_when_the_policy_allows(db,
         base = default_config()
         cfg = msgspec.structs.replace(base, runtime=FAST, policy=Policy(allow_workspace_providers=allowed),
                                       server=msgspec.structs.replace(base.server, allow_local_endpoints=True))
-        fake.push(Json(OUTLINE))
+        fake.push(Text(json.dumps(OUTLINE)))
         log = EventLog(db)
         title = await _outline_of(db_url, log, cfg, "alice")
         if allowed:

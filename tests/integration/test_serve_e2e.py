@@ -8,6 +8,7 @@ import pytest
 import trio
 import trio_websocket
 
+from tests.classrooms import assert_classroom_ready
 from tests.serving import running_server
 
 @pytest.fixture
@@ -50,7 +51,8 @@ async def test_a_run_reviewed_over_its_websocket_completes_and_lands_in_the_libr
     done = (await client.get(f"/api/generation-runs/{run['id']}")).json()["run"]
     assert done["state"] == "completed" and done["progress"]["scenesCompleted"] == done["progress"]["scenesTotal"] >= 4
     classroom = (await client.get(f"/api/classrooms/{done['stageId']}")).json()["classroom"]
-    assert all(s["status"] == "ready" and s["content"] for s in classroom["scenes"])
+    assert len(classroom["scenes"]) == done["progress"]["scenesTotal"]
+    assert_classroom_ready(classroom)
     with trio.fail_after(20):
         while True:
             cards = (await client.get("/api/classrooms")).json()["classrooms"]

@@ -5,6 +5,7 @@ sockets, PostgreSQL, and a fake provider server speaking OpenAI's protocol."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -22,14 +23,14 @@ from openmaic.events.log import EventLog
 from openmaic.modelconfig.legacy import LEGACY_ROUTES_MESSAGE
 from openmaic.store.database import open_database
 from openmaic.store.postgres import free_port
-from tests.fakes.provider_server import Json, Status, open_fake_provider
+from tests.fakes.provider_server import Status, Text, open_fake_provider
 from tests.serving import FAST_CONFIG, wait_ready
 
 KEY = "sk-env-SECRET-0123456789abcdef"
-OUTLINE = {"title": "Tides from the fake", "items": [
-    {"title": "Why the sea rises", "goal": "Explain tides", "kind": "slide", "key_points": ["moon"]},
-    {"title": "Spring and neap", "goal": "Compare", "kind": "slide", "key_points": []},
-    {"title": "Check", "goal": "Test", "kind": "quiz", "key_points": []},
+OUTLINE = {"languageDirective": "Teach in English.", "courseTitle": "Tides from the fake", "outlines": [
+    {"type": "slide", "title": "Why the sea rises", "description": "Explain tides", "keyPoints": ["moon"]},
+    {"type": "slide", "title": "Spring and neap", "description": "Compare", "keyPoints": []},
+    {"type": "quiz", "title": "Check", "description": "Test", "keyPoints": []},
 ]}  # fmt: skip
 
 
@@ -122,12 +123,20 @@ policy: {{allowWorkspaceProviders: false}}
         assert [r.body["model"] for r in fake.requests] == ["gpt-broken"]
         settled = {e["data"]["element_id"]: e["data"] for e in events
                    if e["type"] == "run.media" and e["data"]["status"] != "generating"}
-        assert settled["gen_vid_1"]["status"] == "disabled"
-        assert settled["gen_img_1"]["status"] == "failed" and settled["gen_img_1"]["error_code"] == "MISSING_MODEL"
-        assert "minimax" in settled["gen_img_1"]["message"]
+        (proposed,) = [e["data"] for e in events if e["type"] == "run.outline_proposed"]
+        (confirmed,) = [e["data"] for e in events if e["type"] == "run.outline_confirmed"]
+        items = confirmed.get("items") or proposed["items"]  # confirmed as proposed
+        asked = {m["elementId"]: m["type"] for item in items for m in item.get("mediaGenerations", [])}
+        # The video slot is off: the outline asks for no video. The picture slot is on but unusable: each picture
+        # asked for fails with what to fix.
+        assert asked and set(asked.values()) == {"image"} and settled.keys() == asked.keys()
+        for image in settled.values():
+            assert image["status"] == "failed" and image["error_code"] == "MISSING_MODEL"
+            assert "minimax" in image["message"]
         (research,) = [e["data"] for e in events if e["type"] == "run.research_done"]
         assert research["skipped"] is True
-        assert all(e["data"]["asset_id"] is None for e in events if e["type"] == "run.scene_narrated")
+        narrated = [e["data"] for e in events if e["type"] == "run.scene_narrated"]
+        assert narrated and all(n.get("actions") is None and n.get("asset_id") is None for n in narrated)
         assert fake.requests[0].headers["authorization"] == f"Bearer {KEY}"
     used = [e for e in events if e["type"] == "model.fallback_used"]
     assert len(used) == 1 and used[0]["data"]["slot"] == "course.outline"
@@ -144,7 +153,7 @@ policy: {{allowWorkspaceProviders: false}}
 
 async def test_an_environment_only_deployment_answers_from_its_provider_never_the_demo(db_url, tmp_path):
     async with open_fake_provider() as fake:
-        fake.push(Json(OUTLINE), Status(400, {"error": {"type": "stop_here"}}))
+        fake.push(Text(json.dumps(OUTLINE)), Status(400, {"error": {"type": "stop_here"}}))
         env = {"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": fake.openai_url, "DEFAULT_MODEL": "openai:gpt-env"}
         async with serving(db_url, tmp_path, env=env,
                            config=None) as client:

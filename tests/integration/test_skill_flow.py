@@ -20,6 +20,7 @@ from openmaic.runs.events import RunInput
 from openmaic.runs.service import RunService
 from openmaic.config import default_config
 from openmaic.store.database import open_database
+from tests.classrooms import assert_classroom_ready
 from tests.serving import FAST_CONFIG, running_server
 
 ANONYMOUS = FAST_CONFIG + "identity: {mode: anonymous}\n"
@@ -114,8 +115,8 @@ async def run_the_skill(client: httpx.AsyncClient, base: str) -> dict:
     page = await client.get(result["url"])
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html"), page.text
     course = (await client.get(f"/api/classrooms/{result['classroomId']}")).json()["classroom"]
-    assert len(course["scenes"]) == result["scenesCount"] and course["generatingRunId"] is None
-    assert all(s["status"] == "ready" for s in course["scenes"])
+    assert len(course["scenes"]) == result["scenesCount"]
+    assert_classroom_ready(course)
 
     # the material goes; deleting it again is the plain 404
     r = await client.delete(f"/api/materials/{material['materialId']}")
@@ -146,13 +147,15 @@ async def test_the_skill_flow_in_anonymous_mode_with_its_refusals(anonymous, db_
     assert "set-cookie" not in r.headers  # no owner is made for the health check
     final = await run_the_skill(client, base)
 
-    # another owner (a second cookie jar) sees the job as unknown, and its classroom page as the plain 404
+    # another owner (a second cookie jar) sees the job as unknown, and its classroom page as an unknown one's 404 page
     async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=10) as stranger:
         r = await stranger.get(final["pollUrl"])
         assert api_error(r, 404, "INVALID_REQUEST") == "Classroom generation job not found"
         assert "set-cookie" in r.headers
         r = await stranger.get(final["result"]["url"])
-        assert (r.status_code, r.text) == (404, "Not found")
+        unknown = await stranger.get(f"{base}/classroom/c-nobody-has-this-one")
+        assert r.status_code == unknown.status_code == 404 and r.text == unknown.text
+        assert "Classroom not found" in r.text and r.headers["content-type"] == "text/html; charset=utf-8"
 
     async with open_database(db_url, max_size=2) as db:
         async def runs() -> int:

@@ -7,10 +7,26 @@ from __future__ import annotations
 
 import httpx
 
-from tests.integration.test_persistence_http import ALICE_KEY, BOUND, BROWSER, CONFIG, RUNTIME, SESSION, document
+from openmaic.courses import format as fmt
+from tests.integration.test_persistence_http import ALICE_KEY, BOUND, BROWSER, CONFIG, RUNTIME, SESSION
 from tests.serving import running_server
 
 N = 5
+
+
+def document(doc_id: str, name: str) -> dict:
+    """A course as OpenMAIC's document store holds it (valid to the format): one slide with its script."""
+    (text,), _ = fmt.normalize_elements([{"id": "t1", "type": "text", "left": 60, "top": 60, "width": 600,
+                                         "height": 80, "rotate": 0, "content": "<p>A part of a whole</p>"}])
+    canvas = fmt.Slide(id=f"{doc_id}-canvas", viewportSize=fmt.VIEWPORT_SIZE, viewportRatio=fmt.VIEWPORT_RATIO,
+                       theme=fmt.DEFAULT_THEME, elements=[text])
+    scene = fmt.Scene(id=f"{doc_id}-s1", stageId=doc_id, type="slide", title="What is a fraction", order=1,
+                      content=fmt.SlideContent(canvas=canvas),
+                      actions=[fmt.SpeechAction(id="a1", text="Today: fractions.")])
+    stage = fmt.Stage(id=doc_id, name=name, createdAt=1700000000000, updatedAt=1700000000000)
+    doc = fmt.to_json(fmt.Document(stage=stage, scenes=[scene]))
+    assert fmt.validate_document(doc, stage_id=doc_id) == []
+    return doc
 
 
 async def _pages(c: httpx.AsyncClient, path: str, key: str | None) -> list[str]:
