@@ -113,6 +113,8 @@ class Material(msgspec.Struct, frozen=True, kw_only=True):
     text: str
     asset_id: str | None
     created_at: dt.datetime
+    pages: int | None = None
+    """The pages read from a PDF, as the upload found them (not stored: None when read back)."""
 
     @property
     def format(self) -> str:
@@ -167,6 +169,13 @@ def _sniff(filename: str, media_type: str, data: bytes) -> str:
         return "image/webp"
     declared = media_type.split(";", 1)[0].strip().lower()
     name = filename.lower()
+    if declared == "application/pdf" or name.endswith(".pdf"):
+        # Named or sent as a PDF, but without the header every PDF starts with: damaged, or not a PDF at all.
+        raise UnreadableFile(
+            f"{filename!r} could not be read as a PDF: it does not start with the %PDF- header every PDF file has "
+            "(the file is damaged or is not really a PDF); export it as a PDF again and upload that",
+            filename=filename,
+        )
     if declared in _TEXT_TYPES or name.endswith(_TEXT_SUFFIXES):
         return "text/markdown" if name.endswith((".md", ".markdown")) or "markdown" in declared else "text/plain"
     shown = declared or "no type"
@@ -218,10 +227,12 @@ async def store_material(
     kind = _sniff(name, media_type, data)
     asset_id: str | None = None
     text = ""
+    pages: int | None = None
     if kind.startswith("image/"):
         asset_id = "asset_" + uuid.uuid4().hex
     elif kind == "application/pdf":
-        text = (await (extractor or Extractor()).pdf_text(data, owner=owner, filename=name)).text
+        extracted = await (extractor or Extractor()).pdf_text(data, owner=owner, filename=name)
+        text, pages = extracted.text, extracted.pages_read
     else:
         text = _text_of(name, data)
     text = text[:MAX_TEXT_CHARS]
@@ -232,7 +243,7 @@ async def store_material(
     ops.append((Q.material_insert, (material_id, owner, name, kind, len(data), text, asset_id)))
     if max_count is None and max_bytes is None:
         results = await db.transaction(ops)
-        return typed(Material, results[-1][0])
+        return msgspec.structs.replace(typed(Material, results[-1][0]), pages=pages)
     # The quota is read and the row written in one transaction under the owner's lock: two uploads at once
     # cannot both take the last place.
     async with quotas.within(db, owner, MATERIALS_QUOTA, max_count if max_count is not None else 2**62,
@@ -242,7 +253,7 @@ async def store_material(
         sql, args = ops[-1]
         stored = await conn.fetchrow_as(Material, sql, *args)
     assert stored is not None  # an INSERT … RETURNING returns its row
-    return stored
+    return msgspec.structs.replace(stored, pages=pages)
 
 
 async def delete_material(db: Database, owner: str, material_id: str) -> bool:

@@ -22,7 +22,7 @@ import datetime as dt
 import re
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import msgspec
@@ -36,6 +36,7 @@ from openmaic.api.pages import PageQuery, cursor_of, read_cursor
 from openmaic.api.routing import Call, api_route
 from openmaic.api.services import ApiServices
 from openmaic.api.wire import Success, Wire, encode
+from openmaic.courses.history import Version, course_versions, restore_course
 from openmaic.courses.views import ClassroomView, classroom_view
 from openmaic.events.log import RecordedEvent
 from openmaic.events.wakeups import owner_hint
@@ -122,6 +123,58 @@ async def delete_classroom(call: Call, id: str) -> Deleted:
     command_id = call.query.command_id or f"delete-{uuid.uuid4()}"
     result = await runs_of(call).delete_course(call.user, id, command_id)
     return Deleted(seq=result.seq)
+
+
+# -- versions ------------------------------------------------------------------------------------------------------
+
+
+class HistoryQuery(Wire):
+    limit: Annotated[int, msgspec.Meta(ge=1, le=500)] = 50
+    before: int = 0
+    """Versions older than this seq (the previous page's ``nextBefore``); 0: from the newest."""
+
+
+class HistoryAnswer(Success):
+    versions: list[Version]
+    """Newest first."""
+    next_before: int | None = None
+    """The ``before`` of the next (older) page; null on the last."""
+
+
+class RestoreBody(Wire):
+    seq: Annotated[int, msgspec.Meta(ge=1)]
+    command_id: str = ""
+    """Makes a repeated restore answer as the first did."""
+
+
+class Restored(Success):
+    seq: int
+    """The new version's seq (the restore itself)."""
+
+
+@api_route(bp, "GET", "/api/classrooms/{id}/history", query=HistoryQuery, response=HistoryAnswer,
+           plain_not_found=True)
+async def classroom_history(call: Call, id: str) -> HistoryAnswer:
+    """The course's versions, newest first: each change (a run's step, a Pro tool call, a browser save, a
+    restore) with who or what made it, when, and what it changed."""
+    q: HistoryQuery = call.query
+    doc = await runs_of(call).owned_course(call.user, id)
+    versions = await course_versions(call.services.log, id, to_seq=doc.seq)
+    versions = [v for v in versions if not q.before or v.seq < q.before]
+    versions.reverse()
+    page = versions[: q.limit]
+    return HistoryAnswer(versions=page, next_before=page[-1].seq if len(versions) > q.limit else None)
+
+
+@api_route(bp, "POST", "/api/classrooms/{id}/restore", body=RestoreBody, response=Restored, plain_not_found=True,
+           errors=(400, 409))
+async def restore_classroom(call: Call, id: str) -> Restored:
+    """Bring back the version at ``seq`` as the course's newest version (nothing is rewritten; the history shows
+    the restore). Refused (409) while a run writes the course."""
+    b: RestoreBody = call.body
+    await runs_of(call).owned_course(call.user, id)
+    seq = await restore_course(call.services.log, id, b.seq, b.command_id or f"restore-{uuid.uuid4()}")
+    return Restored(seq=seq)
 
 
 # -- exports ----------------------------------------------------------------------------------------------------------

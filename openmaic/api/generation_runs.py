@@ -93,6 +93,9 @@ class StartRun(Wire):
     """Accepted and ignored (uploaded materials are kept until deleted)."""
     language: str = ""
     """This server's addition: the course's language tag; inferred from the requirement when empty."""
+    enable_web_search: bool = True
+    """OpenMAIC's ``enableWebSearch``: false skips the research step's web search (true searches when the owner's
+    settings give a web search slot)."""
 
 
 class ConfirmOutline(Wire):
@@ -164,7 +167,7 @@ def start_input(body: StartRun) -> RunInput:
                             preset_agent_ids=list(agents.preset_agent_ids)),
         learner_profile=LearnerProfile(nickname=profile.nickname, bio=profile.bio),
         outline_review=body.outline_review, interactive=body.interactive, task_engine=body.task_engine,
-        voice=voice,
+        voice=voice, enable_web_search=body.enable_web_search,
     )  # fmt: skip
 
 

@@ -46,6 +46,12 @@ class UploadedMaterial(Wire):
     bytes: int
     mime: str
     extraction: Extraction
+    characters: int | None = None
+    """This server's addition: how many characters of text were read (0 for an image)."""
+    excerpt: str | None = None
+    """This server's addition: the first words read, so the uploader sees the file was understood."""
+    pages: int | None = None
+    """This server's addition, at upload only: the pages read from a PDF."""
 
 
 class MaterialView(UploadedMaterial):
@@ -78,18 +84,22 @@ class DeletedMaterial(Wire):
 
 def _full_view(m: materials.Material) -> MaterialView:
     return MaterialView(material_id=m.id, original_name=m.filename, bytes=m.size, mime=m.media_type,
-                        extraction=Extraction(status="done"), created_at=m.created_at)
+                        extraction=Extraction(status="done"), characters=len(m.text), excerpt=_excerpt(m.text),
+                        created_at=m.created_at)
 
 
 async def _in_session(call: Call, session_id: str) -> None:
+    """Materials are the owner's; a ``sessionId`` (OpenMAIC's Pro scope), when given, must be the owner's live
+    session."""
     if not session_id:
-        raise errors.MissingField("Missing required field: sessionId", path="sessionId")
+        return
     await owned_stream(call.services.log, call.user, session_id, "workbench", live=True)
 
 
 @api_route(bp, "GET", "/api/materials", query=ListQuery, response=MaterialsAnswer, plain_not_found=True)
 async def list_materials(call: Call) -> MaterialsAnswer:
-    """Your materials in a session's scope, newest first; page on with before=<the last materialId>."""
+    """Your materials, newest first (in a session's scope with ``sessionId``); page on with before=<the last
+    materialId>."""
     q: ListQuery = call.query
     await _in_session(call, q.session_id)
     found = await materials.list_materials(call.services.db, call.user, q.limit, q.before or None)
@@ -98,14 +108,23 @@ async def list_materials(call: Call) -> MaterialsAnswer:
 
 @api_route(bp, "GET", "/api/materials/{id}", query=ScopeQuery, response=MaterialAnswer, plain_not_found=True)
 async def get_material(call: Call, id: str) -> MaterialAnswer:
-    """One of your materials, in a session's scope."""
+    """One of your materials (in a session's scope with ``sessionId``)."""
     await _in_session(call, call.query.session_id)
     return MaterialAnswer(material=_full_view(await materials.get_material(call.services.db, call.user, id)))
 
 
+def _excerpt(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS].rsplit(" ", 1)[0] + "…"
+
+
+EXCERPT_CHARS = 240
+
+
 def material_view(m: materials.Material) -> UploadedMaterial:
     return UploadedMaterial(material_id=m.id, original_name=m.filename, bytes=m.size, mime=m.media_type,
-                            extraction=Extraction(status="done"))
+                            extraction=Extraction(status="done"), characters=len(m.text), excerpt=_excerpt(m.text),
+                            pages=m.pages)
 
 
 async def _upload(call: Call) -> tuple[str, str, bytes]:

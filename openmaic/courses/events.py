@@ -75,6 +75,9 @@ class CourseCreated(Event, tag="course.created"):
 @register
 class CourseRetitled(Event, tag="course.retitled"):
     title: str
+    by: str = ""
+    """The Pro session that made this change (empty: a run, a browser or an older log): the course's history
+    names it, and undoing that session finds its edits by it."""
 
 
 @register
@@ -136,6 +139,9 @@ class CourseSceneSet(Event, tag="course.scene_set"):
     """When it was written (epoch ms): the stage's ``updatedAt`` moves on with it."""
     outline: fmt.SceneOutline | None = None
     """What the scene is meant to teach (its outline entry), when it changes with it (a Pro tool's new scene)."""
+    by: str = ""
+    """The Pro session that made this change (empty: a run, a browser or an older log): the course's history
+    names it, and undoing that session finds its edits by it."""
 
 
 @registry.upcaster("course.scene_set", 1)
@@ -159,11 +165,17 @@ class CourseMediaSet(Event, tag="course.media_set"):
 @register
 class CourseSceneDeleted(Event, tag="course.scene_deleted"):
     scene_id: str
+    by: str = ""
+    """The Pro session that made this change (empty: a run, a browser or an older log): the course's history
+    names it, and undoing that session finds its edits by it."""
 
 
 @register
 class CourseScenesReordered(Event, tag="course.scenes_reordered"):
     scene_ids: list[str]
+    by: str = ""
+    """The Pro session that made this change (empty: a run, a browser or an older log): the course's history
+    names it, and undoing that session finds its edits by it."""
 
 
 @register
@@ -258,6 +270,16 @@ class CourseDocument(msgspec.Struct, frozen=True, kw_only=True):
         if outline is None or not outline.mediaGenerations:
             return []
         return [self.media[m.elementId] for m in outline.mediaGenerations if m.elementId in self.media]
+
+
+@register
+class CourseRestored(Event, tag="course.restored"):
+    """An earlier version brought back as the newest one (nothing before it is rewritten): ``document`` is the
+    course as it was folded at ``from_seq``. Media finished since stay finished (their assets exist)."""
+
+    from_seq: int
+    document: CourseDocument
+    at_ms: int = 0
 
 
 def _sorted(scenes: list[fmt.Scene]) -> tuple[fmt.Scene, ...]:
@@ -373,6 +395,10 @@ def evolve_course(doc: CourseDocument, event: Event, seq: int) -> CourseDocument
             return r(doc, locked_by=None if doc.locked_by == run_id else doc.locked_by, seq=seq)
         case CourseDeleted():
             return r(doc, deleted=True, seq=seq)
+        case CourseRestored(document=old, at_ms=at):
+            done = {k: m for k, m in doc.media.items() if m.status == "done"}
+            return r(old, media={**old.media, **done}, locked_by=doc.locked_by, deleted=doc.deleted,
+                     updated_ms=max(doc.updated_ms, at), seq=seq)
         case CourseDocumentSet(document=d):
             return r(doc, stage=d.stage, title=d.stage.name, scenes=_sorted(list(d.scenes)),
                      ready=tuple(sorted({s.id for s in d.scenes})), pending=(), outline=d.outline, browser=True,

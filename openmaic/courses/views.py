@@ -56,6 +56,8 @@ class ClassroomView(Wire, omit_defaults=True):
     seq: int
     """The course stream's seq this view is at."""
     outline: Any = msgspec.UNSET
+    language: str = ""
+    """This server's addition: the language tag the course is written in (empty for a browser's document)."""
 
 
 def _scene_of(doc: CourseDocument) -> dict[str, str]:
@@ -80,5 +82,5 @@ def classroom_view(course_id: str, doc: CourseDocument) -> ClassroomView:
     return ClassroomView(
         id=course_id, stage=document.stage, scenes=document.scenes, dsl_version=document.dslVersion,
         created_at=created, generating_run_id=doc.locked_by, pending_scenes=sorted(pending, key=lambda p: p.order),
-        media=media, seq=doc.seq, outline=document.outline,
+        media=media, seq=doc.seq, outline=document.outline, language="" if doc.browser else doc.language,
     )

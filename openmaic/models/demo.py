@@ -226,6 +226,11 @@ def _decide(request: str, course: Any, available: set[str]) -> tuple[str, dict[s
         if len(scenes) < 2:
             return "There is nothing to reorder yet."
         return "reorder_scenes", {"scene_ids": [_scene_id(s) for s in reversed(scenes)]}
+    if words & {"rename", "retitle"} and "scene" in words and "update_scene" in available and scenes:
+        title = _quoted(request) or _after(request, "to|called|titled|named|as")
+        if not title:
+            return "What should the scene be called?"
+        return "update_scene", {"scene_id": _scene_id(scenes[0]), "ops": [{"op": "set_title", "value": _cap(title)}]}
     renaming = "retitle_course" in available and bool(words & {"rename", "retitle"})
     if renaming or (words & {"title"} and not words & {"add", "new"} and "retitle_course" in available):
         title = _quoted(request) or _after(request, "to|called|titled|named|as")

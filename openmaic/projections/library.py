@@ -103,6 +103,18 @@ class _DocumentSet(msgspec.Struct):
     document: _Document
 
 
+class _RestoredDoc(msgspec.Struct):
+    title: str = ""
+    scenes: list[_Id] = []
+    ready: list[str] = []
+
+
+class _Restored(msgspec.Struct):
+    """``course.restored``: an earlier version of the course brought back whole."""
+
+    document: _RestoredDoc
+
+
 class _SceneDeleted(msgspec.Struct):
     scene_id: str
 
@@ -126,6 +138,7 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "course.outline_set": msgspec.json.Decoder(_Outline),
     "course.scene_set": msgspec.json.Decoder(_SceneSet),
     "course.scene_deleted": msgspec.json.Decoder(_SceneDeleted),
+    "course.restored": msgspec.json.Decoder(_Restored),
     "run.created": msgspec.json.Decoder(_RunCreated),
     "run.state_changed": msgspec.json.Decoder(_RunState),
     "stream.owner_changed": msgspec.json.Decoder(_OwnerChanged),
@@ -295,6 +308,10 @@ class LibraryCards(Projection):
                     card.scenes = {s.id: "ready" for s in ev.document.scenes}
                 case "course.scene_deleted":
                     card.scenes.pop(ev.scene_id, None)
+                case "course.restored":
+                    ready = set(ev.document.ready)
+                    card.title = ev.document.title or card.title
+                    card.scenes = {x.id: "ready" if x.id in ready else "pending" for x in ev.document.scenes}
                 case "course.deleted":
                     card.deleted = True
                     newly_deleted.append(card.course_id)

@@ -83,7 +83,7 @@ from openmaic.runs.events import (
     RunStepStarted,
 )
 from openmaic.runs.fold import COUNTDOWN_WAIT, RunState, evolve, next_step
-from openmaic.steps.narration import narrate, research
+from openmaic.steps.narration import Research, narrate, research
 from openmaic.steps.outputs import outline_entry, preset_roster
 from openmaic.steps.scenes import CourseBrief, cast_agents, plan_outline, write_scene_actions, write_scene_content
 from openmaic.store.queries import Q
@@ -420,7 +420,10 @@ class GenerationKind:
 
     async def _research(self, ctx: StepContext, state: RunState) -> Outcome:
         services = self._services(ctx)
-        found = await research(services.media, state.owner_id, self._input(state).requirement)
+        inp = self._input(state)
+        # The teacher may turn web search off for a run; the step still records that research is done (skipped).
+        found = (await research(services.media, state.owner_id, inp.requirement) if inp.enable_web_search
+                 else Research(skipped=True))
         done = RunResearchDone(sources=found.sources, skipped=found.skipped, error=found.error)
         return Outcome(events=[done, RunStepCompleted(step="research")])
 

@@ -71,6 +71,8 @@ class RunInputView(Wire, omit_defaults=True):
     outline_review: str
     voice: VoiceView | None = None
     language: str = "en"
+    enable_web_search: bool = True
+    """Shown only when false (the research step searched nothing)."""
 
 
 class OutlineView(Wire):
@@ -186,7 +188,7 @@ def _input_view(s: RunState) -> RunInputView | None:
         outline_review=inp.outline_review,
         voice=VoiceView(provider_id=inp.voice.provider_id, voice_id=inp.voice.voice_id, speed=inp.voice.speed)
         if inp.voice is not None else None,
-        language=inp.language,
+        language=inp.language, enable_web_search=inp.enable_web_search,
     )  # fmt: skip
 
 

@@ -47,6 +47,9 @@ class RunInput(msgspec.Struct, frozen=True, kw_only=True):
     interactive: bool = False
     task_engine: bool = False
     voice: Voice | None = None
+    enable_web_search: bool = True
+    """Whether the research step searches the web (when the owner's settings give a web search slot); runs
+    started before the choice existed searched whenever they could."""
 
 
 class ResearchSource(msgspec.Struct, frozen=True, kw_only=True):

@@ -3,12 +3,15 @@
 import {
   SIGN_IN_NEEDED, accessToken, api, clearAccessToken, commandId, explain, fill, h, setAccessToken,
 } from "./api.js";
+import { courseAgents, courseScenes, sceneBody, sceneScript, slideCanvas } from "./doc.js";
 import {
-  foldRun, foldSession, runFromSnapshot, runLabel, runOutline, sceneInProgress, scenesCompleted, sessionBusy,
+  foldRun, foldSession, runFromSnapshot, runLabel, runOutline, sceneIdInProgress, scenesCompleted, sessionBusy,
   sessionFromMeta, sessionLabel,
 } from "./fold.js";
-import { sceneFrame } from "./sandbox.js";
+import { LANGUAGES, dateTime, language, number, setLanguage, t, tn, translatePage } from "./i18n.js";
+import { outlineEditor, outlineToSend, readDraft, SCENE_TYPES } from "./outline_editor.js";
 import { LibraryFeed, StreamSocket } from "./stream.js";
+import { toolDetails, toolProblem, toolSentence } from "./tool_words.js";
 
 const main = document.getElementById("main");
 const announcer = document.getElementById("announcer");
@@ -38,17 +41,17 @@ function batched(fn) {
 }
 
 const CONNECTION_TEXT = {
-  connecting: "Connecting…",
-  live: "Live",
-  reconnecting: "Reconnecting…",
-  gone: "No longer available",
-  error: "Offline",
+  connecting: t("Connecting…"),
+  live: t("Live"),
+  reconnecting: t("Reconnecting…"),
+  gone: t("No longer available"),
+  error: t("Offline"),
 };
 
 /** A small "Live / Reconnecting…" indicator. */
 function connectionIndicator() {
   const text = h("span", {}, CONNECTION_TEXT.connecting);
-  const el = h("span", { class: "connection connecting", title: "Connection to the server" }, h("span", { class: "dot", "aria-hidden": "true" }), text);
+  const el = h("span", { class: "connection connecting", title: t("Connection to the server") }, h("span", { class: "dot", "aria-hidden": "true" }), text);
   return {
     el,
     set(status) {
@@ -68,68 +71,34 @@ function stateClass(label) {
   return `state-${label.replace(/[^a-z]+/g, "-")}`;
 }
 
+/** A state's words in the page's language ("generating 3/8" keeps its numbers). */
+function labelText(label) {
+  const m = /^generating (\d+)\/(\d+)$/.exec(label || "");
+  return m ? t("generating {done}/{total}", { done: Number(m[1]), total: Number(m[2]) }) : t(label || "");
+}
+
 function badge(label) {
-  return h("span", { class: `badge ${stateClass(label)}` }, label);
+  return h("span", { class: `badge ${stateClass(label)}` }, labelText(label));
 }
 
 function setBadge(el, label) {
   el.className = `badge ${stateClass(label)}`;
-  el.textContent = label;
+  el.textContent = labelText(label);
 }
 
 function errorBox(message, ...extra) {
   return h("div", { class: "notice error", role: "alert" }, h("p", {}, message), ...extra);
 }
 
-const KIND_NAMES = { slide: "Slide", quiz: "Quiz", interactive: "Interactive page" };
-const LETTERS = "ABCDEFGHIJ";
+const KIND_NAMES = Object.fromEntries(SCENE_TYPES);
 
-function sceneContent(content, sceneTitle) {
-  if (!content) return null;
-  const titled = (t) => (t && t !== sceneTitle ? h("p", { class: "slide-title" }, t) : null);
-  if (content.kind === "slide" && content.slide) {
-    const s = content.slide;
-    return h("div", { class: "slide" },
-      titled(s.title),
-      h("ul", { class: "bullets" }, s.bullets.map((b) => h("li", {}, b))),
-      s.notes ? h("details", {}, h("summary", {}, "Speaker notes"), h("p", {}, s.notes)) : null);
-  }
-  if (content.kind === "quiz" && content.quiz) {
-    const q = content.quiz;
-    return h("div", { class: "quiz" },
-      titled(q.title),
-      h("ol", { class: "questions" }, q.questions.map((x) => h("li", {},
-        h("p", { class: "question" }, x.question),
-        h("ul", { class: "options" }, x.options.map((o, i) => h("li", { class: i === x.answer ? "correct" : "" },
-          h("span", { class: "letter", "aria-hidden": "true" }, LETTERS[i] || "•"),
-          h("span", {}, o),
-          i === x.answer ? h("strong", { class: "answer-mark" }, " ✓ correct answer") : null))),
-        x.explanation ? h("p", { class: "explanation" }, h("strong", {}, "Why: "), x.explanation) : null))));
-  }
-  if (content.kind === "interactive" && content.interactive) {
-    const it = content.interactive;
-    return h("div", { class: "interactive" },
-      h("p", { class: "slide-title" }, it.title),
-      h("p", {}, it.instructions),
-      sceneFrame(it.html, `Interactive page: ${it.title}`));
-  }
-  return null;
+function kindName(type) {
+  return t(KIND_NAMES[type] || type);
 }
 
-function sceneStatus(status) {
-  return status === "pending" ? "not written yet" : status;
-}
-
-function sceneScript(actions, agents) {
-  const list = actions?.actions || [];
-  if (!list.length) return null;
-  const names = new Map((agents || []).map((a) => [a.id, a.name]));
-  return h("details", { class: "script" },
-    h("summary", {}, `Classroom script (${list.length} steps)`),
-    h("ol", {}, list.map((a) => h("li", {},
-      h("strong", {}, names.get(a.agentId) || a.agentId || "Teacher"),
-      a.kind && a.kind !== "speech" ? h("span", { class: "action-kind" }, ` (${a.kind})`) : null,
-      `: ${a.text || ""}`))));
+/** The description the outline gives a scene (the document's outline, by the scene's id). */
+function outlineOf(classroom, id) {
+  return (classroom?.outline?.outlines || []).find((o) => o.id === id) || null;
 }
 
 // -- library ------------------------------------------------------------------------------------------------------
@@ -139,26 +108,42 @@ function classroomUrl(courseId) {
   return `/classroom/${encodeURIComponent(courseId)}`;
 }
 
+/** A language tag's name in the page's language ("Chinese (China)", "中文（中国）"). */
+function languageName(tag) {
+  try {
+    return new Intl.DisplayNames([language()], { type: "language" }).of(tag) || tag;
+  } catch {
+    return tag;
+  }
+}
+
 function cardTarget(card) {
   if (card.label === "ready" || !card.runId) return `#/courses/${encodeURIComponent(card.id)}`;
   return `#/runs/${encodeURIComponent(card.runId)}`;
 }
 
 function libraryView() {
-  document.title = "Your courses · openmaic";
+  document.title = t("Your courses · openmaic");
   const conn = connectionIndicator();
-  const list = h("ul", { class: "cards", "aria-label": "Courses" });
+  const list = h("ul", { class: "cards", "aria-label": t("Courses") });
   const empty = h("div", { class: "empty", hidden: true },
-    h("p", {}, "No courses yet."),
-    h("a", { class: "button primary", href: "#/new" }, "Create your first course"));
+    h("p", {}, t("No courses yet.")),
+    h("a", { class: "button primary", href: "#/new" }, t("Create your first course")));
   const problem = h("div", {});
+  const search = h("input", { id: "library-search", type: "search", autocomplete: "off" });
+  const sort = h("select", { id: "library-sort" },
+    h("option", { value: "date" }, t("Newest first")), h("option", { value: "name" }, t("Name")));
+  const noMatch = h("p", { class: "hint", hidden: true });
   fill(main,
-    h("div", { class: "view-head" }, heading("Your courses"), conn.el),
+    h("div", { class: "view-head" }, heading(t("Your courses")), conn.el),
     h("div", { class: "toolbar" },
-      h("p", { class: "lead" }, "Each card is one course. Courses being written update here by themselves."),
-      h("a", { class: "button primary", href: "#/new" }, "New course")),
-    problem, empty, list);
-
+      h("p", { class: "lead" }, t("Each card is one course. Courses being written update here by themselves.")),
+      h("a", { class: "button primary", href: "#/new" }, t("New course"))),
+    h("div", { class: "library-tools" },
+      h("div", { class: "field" }, h("label", { for: "library-search" }, t("Search by title")), search),
+      h("div", { class: "field" }, h("label", { for: "library-sort" }, t("Sort by")), sort)),
+    problem, empty, noMatch, list);
+  let latest = [];
   const shown = new Map(); // classroom id -> {el, update}
   const feed = new LibraryFeed({
     onConnection(status, err) {
@@ -167,28 +152,41 @@ function libraryView() {
       else if (status === "live") fill(problem);
     },
     onCards(cards) {
-      const ids = new Set(cards.map((c) => c.id));
-      for (const [id, c] of shown) {
-        if (!ids.has(id)) {
-          c.el.remove();
-          shown.delete(id);
-        }
-      }
-      let before = null;
-      for (let i = cards.length - 1; i >= 0; i--) {
-        const card = cards[i];
-        let c = shown.get(card.id);
-        if (!c) {
-          c = courseCard(card, feed, problem);
-          shown.set(card.id, c);
-        } else c.update(card);
-        // Move a card only when it is out of place: moving the element that holds the focus would drop it.
-        if (c.el.nextElementSibling !== before || c.el.parentNode !== list) list.insertBefore(c.el, before);
-        before = c.el;
-      }
-      empty.hidden = cards.length > 0;
+      latest = cards;
+      feedCards(cards);
     },
   });
+  function feedCards(all) {
+    const q = search.value.trim().toLocaleLowerCase();
+    const collator = new Intl.Collator(language());
+    const cards = all.filter((c) => !q || (c.title || "").toLocaleLowerCase().includes(q));
+    if (sort.value === "name") cards.sort((a, b) => collator.compare(a.title || "", b.title || ""));
+    noMatch.hidden = !(q && all.length && !cards.length);
+    noMatch.textContent = t("No course matches “{q}”.", { q: search.value.trim() });
+    const ids = new Set(cards.map((c) => c.id));
+    for (const [id, c] of shown) {
+      if (!ids.has(id)) {
+        c.el.remove();
+        shown.delete(id);
+      }
+    }
+    let before = null;
+    for (let i = cards.length - 1; i >= 0; i--) {
+      const card = cards[i];
+      let c = shown.get(card.id);
+      if (!c) {
+        c = courseCard(card, feed, problem);
+        shown.set(card.id, c);
+      } else c.update(card);
+      // Move a card only when it is out of place: moving the element that holds the focus would drop it.
+      if (c.el.nextElementSibling !== before || c.el.parentNode !== list) list.insertBefore(c.el, before);
+      before = c.el;
+    }
+    empty.hidden = all.length > 0;
+  }
+
+  search.addEventListener("input", () => feedCards(latest));
+  sort.addEventListener("change", () => feedCards(latest));
   feed.start();
   return () => feed.stop();
 }
@@ -196,17 +194,35 @@ function libraryView() {
 function courseCard(card, feed, problem) {
   const link = h("a", { class: "card-link" });
   const label = h("span", {});
-  const progress = h("progress", { "aria-label": "Scenes written" });
+  const progress = h("progress", { "aria-label": t("Scenes written") });
   const updated = h("p", { class: "meta" });
-  const open = h("a", { class: "button small primary" }, "Open");
-  const enter = h("a", { class: "button small" }, "Enter the classroom");
-  const pro = h("a", { class: "button small" }, "Ask the agent");
-  const del = h("button", { type: "button", class: "button small danger-outline" }, "Delete");
+  const open = h("a", { class: "button small primary" }, t("Open"));
+  const enter = h("a", { class: "button small" }, t("Enter the classroom"));
+  const pro = h("a", { class: "button small" }, t("Ask the agent"));
+  const del = h("button", { type: "button", class: "button small danger-outline" }, t("Delete"));
+  const picture = h("a", { class: "card-picture", tabindex: "-1", "aria-hidden": "true" });
+  const resume = h("a", { class: "button small primary" }, t("Resume the review"));
+  const languageNote = h("span", { class: "kind card-language" });
   const el = h("li", { class: "card" },
+    picture,
     h("h2", { class: "card-title" }, link),
-    h("div", { class: "card-status" }, label, progress),
+    h("div", { class: "card-status" }, label, languageNote, progress),
     updated,
-    h("div", { class: "card-actions" }, open, enter, pro, del));
+    h("div", { class: "card-actions" }, resume, open, enter, pro, del));
+  let pictureAt = null;
+  /** The first slide, drawn small from the course document (read again when the course changed). */
+  async function drawPicture(c) {
+    if (pictureAt === c.updatedAt || c.scenesCompleted < 1) return;
+    pictureAt = c.updatedAt;
+    try {
+      const { classroom: doc } = await api("GET", `/api/classrooms/${encodeURIComponent(c.id)}`);
+      const slide = doc.scenes.find((x) => x.content?.type === "slide");
+      fill(picture, slide ? slideCanvas(slide.content.canvas, doc.media, { small: true, label: slide.title }) : null);
+      languageNote.textContent = doc.language ? languageName(doc.language) : "";
+    } catch {
+      pictureAt = null; // tried again on the next change
+    }
+  }
   let current = card;
   del.addEventListener("click", async () => {
     if (!window.confirm(`Delete the course “${current.title}”? This cannot be undone.`)) return;
@@ -223,24 +239,36 @@ function courseCard(card, feed, problem) {
   });
   function update(c) {
     current = c;
-    link.textContent = c.title || "Untitled course";
+    link.textContent = c.title || t("Untitled course");
     link.href = cardTarget(c);
     open.href = link.href;
-    open.setAttribute("aria-label", `Open “${c.title || "Untitled course"}”`);
+    const name = c.title || t("Untitled course");
+    open.setAttribute("aria-label", t("Open “{name}”", { name }));
     setBadge(label, c.label);
     const generating = c.label.startsWith("generating");
     progress.hidden = !generating;
     progress.max = Math.max(1, c.scenesTotal);
     progress.value = c.scenesCompleted;
-    updated.textContent = c.updatedAt ? `Updated ${new Date(c.updatedAt).toLocaleString()}` : "";
+    updated.textContent = [
+      c.scenesTotal ? tn(c.scenesTotal, "{count} scene", "{count} scenes") : "",
+      c.updatedAt ? t("Updated {date}", { date: dateTime(c.updatedAt) }) : "",
+    ].filter(Boolean).join(" · ");
+    // A run waiting for its outline to be confirmed: resume the review, or discard it (Delete).
+    const awaiting = c.runState === "awaiting_outline_confirmation" || c.label === "waiting for confirmation";
+    resume.hidden = !awaiting;
+    open.hidden = awaiting;
+    resume.href = link.href;
+    del.textContent = awaiting ? t("Discard") : t("Delete");
+    picture.href = link.href;
+    drawPicture(c);
     // The classroom opens as soon as its first scene is written (the rest arrive while the learner is in it).
     enter.hidden = c.scenesCompleted < 1;
     enter.href = classroomUrl(c.id);
-    enter.setAttribute("aria-label", `Enter the classroom of “${c.title || "Untitled course"}”`);
+    enter.setAttribute("aria-label", t("Enter the classroom of “{name}”", { name }));
     pro.hidden = c.label !== "ready";
     pro.href = `#/courses/${encodeURIComponent(c.id)}`;
-    pro.setAttribute("aria-label", `Ask the agent to change “${c.title || "Untitled course"}”`);
-    del.setAttribute("aria-label", `Delete “${c.title || "Untitled course"}”`);
+    pro.setAttribute("aria-label", t("Ask the agent to change “{name}”", { name }));
+    del.setAttribute("aria-label", t(awaiting ? "Discard “{name}”" : "Delete “{name}”", { name }));
     el.dataset.courseId = c.id;
   }
   update(card);
@@ -250,66 +278,126 @@ function courseCard(card, feed, problem) {
 // -- new course ---------------------------------------------------------------------------------------------------
 
 const REVIEW_CHOICES = [
-  ["wait", "Let me review the outline first", "Writing stops after the outline until you confirm it. You can change titles and goals."],
-  ["countdown", "Show me the outline, then continue by itself", "You get a few seconds to look at the outline before the scenes are written."],
-  ["auto", "Write the whole course straight away", "No stop after the outline."],
+  ["wait", t("Let me review the outline first"), t("Writing stops after the outline until you confirm it. You can change titles and goals.")],
+  ["countdown", t("Show me the outline, then continue by itself"), t("You get a few seconds to look at the outline before the scenes are written.")],
+  ["auto", t("Write the whole course straight away"), t("No stop after the outline.")],
 ];
 
 function newCourseView() {
-  document.title = "New course · openmaic";
+  document.title = t("New course · openmaic");
   const requirement = h("textarea", {
     id: "requirement", name: "requirement", rows: 5, required: true, "aria-describedby": "requirement-hint",
-    placeholder: "For example: Photosynthesis for 12-year-olds, with a short quiz at the end",
+    placeholder: t("For example: Photosynthesis for 12-year-olds, with a short quiz at the end"),
   });
   const files = h("input", {
     id: "materials", type: "file", multiple: true, "aria-describedby": "materials-hint",
     accept: ".pdf,.txt,.md,.markdown,image/png,image/jpeg,image/gif,image/webp,application/pdf,text/plain,text/markdown",
   });
+  const materialList = h("ul", { class: "material-list", "aria-live": "polite" });
   const status = h("p", { class: "form-status", role: "status" });
   const problem = h("div", {});
-  const submit = h("button", { type: "submit", class: "button primary" }, "Create course");
+  const submit = h("button", { type: "submit", class: "button primary" }, t("Create course"));
   const radios = REVIEW_CHOICES.map(([value, text, hint], i) => h("div", { class: "choice" },
     h("input", { type: "radio", name: "outline_review", id: `review-${value}`, value, checked: i === 0, "aria-describedby": `review-${value}-hint` }),
     h("label", { for: `review-${value}` }, text),
     h("p", { class: "hint", id: `review-${value}-hint` }, hint)));
+  const courseLanguage = h("select", { id: "course-language" },
+    h("option", { value: "" }, t("Detect from the request")),
+    h("option", { value: "en" }, "English"), h("option", { value: "zh-CN" }, "中文（简体）"));
+  const interactive = h("input", { id: "interactive", type: "checkbox", "aria-describedby": "interactive-hint" });
+  const webSearch = h("input", { id: "web-search", type: "checkbox", checked: true, "aria-describedby": "web-search-hint" });
+  const agentIds = h("input", { id: "agent-ids", type: "text", autocomplete: "off", placeholder: "default-1, default-2", disabled: true });
+  const agentChoices = [["auto", "Chosen for the topic"], ["preset", "The usual classroom"], ["custom", "These agents (by id)"]]
+    .map(([value, text], i) => h("div", { class: "choice" },
+      h("input", { type: "radio", name: "agents", id: `agents-${value}`, value, checked: i === 0 }),
+      h("label", { for: `agents-${value}` }, t(text))));
   const form = h("form", { class: "stack", novalidate: false },
     h("div", { class: "field" },
-      h("label", { for: "requirement" }, "What should the course teach?"),
-      h("p", { class: "hint", id: "requirement-hint" }, "Describe the topic and who it is for. A sentence or two is enough."),
+      h("label", { for: "requirement" }, t("What should the course teach?")),
+      h("p", { class: "hint", id: "requirement-hint" }, t("Describe the topic and who it is for. A sentence or two is enough.")),
       requirement),
     h("div", { class: "field" },
-      h("label", { for: "materials" }, "Materials (optional)"),
-      h("p", { class: "hint", id: "materials-hint" }, "PDF, text, Markdown or images. The course is written from what they say."),
-      files),
-    h("fieldset", { class: "field" }, h("legend", {}, "Outline review"), radios),
+      h("label", { for: "materials" }, t("Materials (optional)")),
+      h("p", { class: "hint", id: "materials-hint" }, t("PDF, text, Markdown or images. The course is written from what they say.")),
+      files,
+      materialList),
+    h("div", { class: "field" }, h("label", { for: "course-language" }, t("Course language")), courseLanguage),
+    h("div", { class: "field" }, h("span", { class: "check" }, interactive, h("label", { for: "interactive" }, t("Interactive scenes"))),
+      h("p", { class: "hint", id: "interactive-hint" }, t("Add interactive pages (simulations, exercises) where they help."))),
+    h("div", { class: "field" }, h("span", { class: "check" }, webSearch, h("label", { for: "web-search" }, t("Search the web"))),
+      h("p", { class: "hint", id: "web-search-hint" }, t("Look the topic up on the web before writing the outline (when your settings give a web search)."))),
+    h("fieldset", { class: "field" }, h("legend", {}, t("Teachers and classmates")), agentChoices,
+      h("div", { class: "field" }, h("label", { for: "agent-ids" }, t("Agent ids, separated by commas")), agentIds)),
+    h("fieldset", { class: "field" }, h("legend", {}, t("Outline review")), radios),
     problem,
-    h("div", { class: "actions" }, submit, h("a", { class: "button", href: "#/" }, "Back to the library")),
+    h("div", { class: "actions" }, submit, h("a", { class: "button", href: "#/" }, t("Back to the library"))),
     status);
-  fill(main, h("div", { class: "view-head" }, heading("New course")), form);
+  fill(main, h("div", { class: "view-head" }, heading(t("New course"))), form);
 
+  // Each file is read as soon as it is chosen: the teacher sees what was understood (pages, the first words) or
+  // why it could not be read, before starting the course.
+  let uploads = []; // {name, promise -> materialId | null}
+  files.addEventListener("change", () => {
+    fill(materialList);
+    uploads = [...files.files].map((file) => {
+      const item = h("li", { class: "material" }, h("strong", {}, file.name), " — ", h("span", {}, t("Reading…")));
+      materialList.append(item);
+      const body = new FormData();
+      body.append("file", file, file.name);
+      const promise = api("POST", "/api/materials", { form: body }).then((m) => {
+        const what = [
+          m.pages ? tn(m.pages, "{count} page", "{count} pages") : null,
+          m.characters ? tn(m.characters, "{count} character read", "{count} characters read") : t("a picture"),
+        ].filter(Boolean).join(", ");
+        item.lastChild.replaceWith(h("span", {}, `✓ ${what}`), m.excerpt ? h("p", { class: "hint excerpt" }, `“${m.excerpt}”`) : "");
+        item.classList.add("material-ok");
+        return m.materialId;
+      }, (err) => {
+        item.lastChild.replaceWith(h("span", { class: "tool-error" }, `✗ ${t("Not read: {reason}", { reason: explain(err) })}`));
+        item.classList.add("material-refused");
+        return null;
+      });
+      return { name: file.name, promise };
+    });
+  });
+  form.addEventListener("change", () => {
+    agentIds.disabled = !form.querySelector("#agents-custom").checked;
+  });
+  /** The run's `agents` input: chosen for the topic, the preset classroom, or the agents named by id. */
+  function agentsInput() {
+    const mode = form.querySelector("input[name=agents]:checked").value;
+    if (mode === "auto") return { mode: "auto" };
+    if (mode === "preset") return { mode: "preset", agentIds: ["default-1", "default-2", "default-3"] };
+    return { mode: "preset", agentIds: agentIds.value.split(",").map((x) => x.trim()).filter(Boolean) };
+  }
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     fill(problem);
     const text = requirement.value.trim();
     if (!text) {
-      fill(problem, errorBox("Describe what the course should teach."));
+      fill(problem, errorBox(t("Describe what the course should teach.")));
       requirement.focus();
       return;
     }
     submit.disabled = true;
     try {
-      const materialIds = [];
-      for (const file of files.files) {
-        status.textContent = `Uploading ${file.name}…`;
-        const body = new FormData();
-        body.append("file", file, file.name);
-        const material = await api("POST", "/api/materials", { form: body });
-        materialIds.push(material.materialId);
+      status.textContent = t("Reading the materials…");
+      const ids = await Promise.all(uploads.map((u) => u.promise));
+      const refused = uploads.filter((u, i) => ids[i] === null).map((u) => u.name);
+      if (refused.length) {
+        status.textContent = "";
+        submit.disabled = false;
+        fill(problem, errorBox(t("Some materials could not be read ({names}). Remove or replace them, then create the course.", { names: refused.join(", ") })));
+        return;
       }
-      status.textContent = "Starting…";
+      const materialIds = ids;
+      status.textContent = t("Starting…");
       const review = form.querySelector("input[name=outline_review]:checked").value;
       const started = await api("POST", "/api/generation-runs", {
-        json: { requirement: text, outlineReview: review, materialIds },
+        json: {
+          requirement: text, outlineReview: review, materialIds, language: courseLanguage.value,
+          interactive: interactive.checked, agents: agentsInput(), enableWebSearch: webSearch.checked,
+        },
       });
       location.hash = `#/runs/${encodeURIComponent(started.run.id)}`;
     } catch (err) {
@@ -328,22 +416,24 @@ function draftKey(runId, revision) {
 }
 
 function runView(runId) {
-  document.title = "Course in progress · openmaic";
+  document.title = t("Course in progress · openmaic");
   const conn = connectionIndicator();
-  const title = heading("Loading…");
+  const title = heading(t("Loading…"));
   const requirement = h("p", { class: "requirement" });
   const label = badge("preparing");
-  const progress = h("progress", { hidden: true, "aria-label": "Scenes written" });
+  const progress = h("progress", { hidden: true, "aria-label": t("Scenes written") });
   const progressText = h("span", { class: "progress-text" });
   const alerts = h("div", {});
-  const outlineHead = h("h2", { id: "outline-heading" }, "Outline");
+  const outlineHead = h("h2", { id: "outline-heading" }, t("Outline"));
   const outlineBody = h("div", {});
   const done = h("div", {});
+  const otherDevice = h("div", {});
   fill(main,
     h("div", { class: "view-head" }, title, conn.el),
     requirement,
     h("div", { class: "status-row" }, label, progress, progressText),
     alerts,
+    otherDevice,
     done,
     h("section", { "aria-labelledby": "outline-heading" }, outlineHead, outlineBody));
 
@@ -353,7 +443,9 @@ function runView(runId) {
   let caughtUp = false;
   let lastState = null;
   let countdownTimer = null;
-  const sceneCache = new Map(); // index -> {key, el}
+  const sceneCache = new Map(); // scene id -> {key, el}
+  let confirmedHere = false; // this page sent the confirmation (else another device did)
+  let otherDeviceShown = false;
   let classroom = null; // the course being written: the scenes' content comes from it
   let classroomSeq = -1;
 
@@ -404,9 +496,9 @@ function runView(runId) {
   const render = batched(() => {
     const s = state;
     if (!s) return;
-    title.textContent = s.title || "New course";
-    document.title = `${s.title || "New course"} · openmaic`;
-    requirement.textContent = s.requirement ? `You asked for: ${s.requirement}` : "";
+    title.textContent = s.title || t("New course");
+    document.title = `${s.title || t("New course")} · openmaic`;
+    requirement.textContent = s.requirement ? t("You asked for: {requirement}", { requirement: s.requirement }) : "";
     const text = runLabel(s);
     setBadge(label, text);
     main.dataset.runState = s.state;
@@ -416,14 +508,14 @@ function runView(runId) {
     progress.hidden = !total;
     progress.max = Math.max(1, total);
     progress.value = completed;
-    progressText.textContent = total ? `${completed} of ${total} scenes written` : "";
+    progressText.textContent = total ? t("{completed} of {total} scenes written", { completed, total }) : "";
     renderAlerts(s);
     renderOutline(s);
     renderDone(s);
     if (caughtUp && lastState !== null && lastState !== s.state) {
-      if (s.state === "awaiting_outline_confirmation") announce("The outline is ready for your review.");
-      else if (s.state === "completed") announce("The course is ready.");
-      else if (s.state === "paused") announce("Writing paused after a failure.");
+      if (s.state === "awaiting_outline_confirmation") announce(t("The outline is ready for your review."));
+      else if (s.state === "completed") announce(t("The course is ready."));
+      else if (s.state === "paused") announce(t("Writing paused after a failure."));
     }
     if (caughtUp) lastState = s.state;
   });
@@ -434,26 +526,26 @@ function runView(runId) {
     alertKey = key;
     if (s.state === "paused") {
       const retry = h("button", { type: "button", class: "button primary", disabled: s.retryRequested },
-        s.retryRequested ? "Retrying…" : "Retry");
+        s.retryRequested ? t("Retrying…") : t("Retry"));
       const note = h("p", { class: "form-status", role: "status" });
       retry.addEventListener("click", async () => {
         retry.disabled = true;
-        retry.textContent = "Retrying…";
+        retry.textContent = t("Retrying…");
         try {
           await sock.send({ type: "retry" });
         } catch (err) {
           retry.disabled = false;
-          retry.textContent = "Retry";
+          retry.textContent = t("Retry");
           note.textContent = explain(err);
         }
       });
       fill(alerts, h("div", { class: "notice error", role: "alert" },
         h("p", {}, h("strong", {}, "Writing paused after a failure. ")),
-        h("p", {}, s.error || "A step failed."),
+        h("p", {}, s.error || t("A step failed.")),
         s.failedStep ? h("p", { class: "hint" }, `Failed step: ${stepName(s.failedStep)}. Retry runs only that step again.`) : null,
         h("div", { class: "actions" }, retry), note));
     } else if (s.state === "ended" || s.stopRequested) {
-      fill(alerts, h("div", { class: "notice" }, h("p", {}, "This course was deleted, so writing stopped.")));
+      fill(alerts, h("div", { class: "notice" }, h("p", {}, t("This course was deleted, so writing stopped."))));
     } else {
       fill(alerts);
     }
@@ -461,9 +553,10 @@ function runView(runId) {
 
   function renderOutline(s) {
     if (s.confirmedRevision) {
+      if (caughtUp) confirmedElsewhere(s);
       if (shownKey !== "scenes") {
         shownKey = "scenes";
-        outlineHead.textContent = "Scenes";
+        outlineHead.textContent = t("Scenes");
         fill(outlineBody, h("ol", { class: "scenes" }));
         sceneCache.clear();
       }
@@ -474,7 +567,7 @@ function runView(runId) {
       const key = `review:${s.proposedRevision}`;
       if (shownKey !== key) {
         shownKey = key;
-        outlineHead.textContent = "Review the outline";
+        outlineHead.textContent = t("Review the outline");
         fill(outlineBody, reviewForm(s));
       }
       return;
@@ -484,69 +577,79 @@ function runView(runId) {
     const key = `list:${items.length}:${busy}:${s.proposedRevision}`;
     if (shownKey === key) return;
     shownKey = key;
-    outlineHead.textContent = "Outline";
+    outlineHead.textContent = t("Outline");
     fill(outlineBody,
       h("ol", { class: "outline", "aria-busy": busy ? "true" : "false" }, items.map((item) => outlineEntry(item))),
       busy ? h("p", { class: "working" }, h("span", { class: "spinner", "aria-hidden": "true" }),
-        s.state === "preparing" ? "Getting ready…" : "Writing the outline…") : null);
+        s.state === "preparing" ? t("Getting ready…") : t("Writing the outline…")) : null);
   }
 
   function outlineEntry(item) {
     return h("li", { class: "outline-item" },
-      h("p", { class: "item-title" }, item.title, " ", h("span", { class: "kind" }, KIND_NAMES[item.kind] || item.kind)),
-      h("p", { class: "item-goal" }, item.goal));
+      h("p", { class: "item-title" }, item.title, " ", h("span", { class: "kind" }, kindName(item.type))),
+      h("p", { class: "item-goal" }, item.description || ""));
+  }
+
+  /** The outline was confirmed on another device while this page held unsaved changes: say so, and let the
+   * teacher keep those changes (shown here, to reuse) or drop them. */
+  function confirmedElsewhere(s) {
+    if (confirmedHere || otherDeviceShown) return;
+    const key = draftKey(runId, s.proposedRevision);
+    const draft = readDraft(key);
+    if (!draft || JSON.stringify(draft) === JSON.stringify(s.proposed)) return;
+    otherDeviceShown = true;
+    const keep = h("button", { type: "button", class: "button" }, t("Keep my changes"));
+    const drop = h("button", { type: "button", class: "button danger-outline" }, t("Drop my changes"));
+    const kept = h("ol", { class: "kept-draft", hidden: true }, draft.map((o) => h("li", {},
+      h("strong", {}, o.title), ` (${kindName(o.type)})`, o.description ? ` — ${o.description}` : "")));
+    const actions = h("div", { class: "actions" }, keep, drop);
+    fill(otherDevice, h("div", { class: "notice warning", role: "alert" },
+      h("p", {}, h("strong", {}, s.confirmedEdited ? t("The outline was confirmed with changes on another device.")
+        : t("The outline was confirmed on another device."))),
+      h("p", {}, t("Your unsaved changes on this page were not used. The course is being written from the confirmed outline.")),
+      actions, kept));
+    keep.addEventListener("click", () => {
+      kept.hidden = false;
+      actions.replaceWith(h("p", { class: "hint" }, t("Your changes are kept below: you can ask the agent to apply them once the course is ready.")));
+    });
+    drop.addEventListener("click", () => {
+      sessionStorage.removeItem(key);
+      fill(otherDevice);
+      announce(t("Your changes were dropped."));
+    });
   }
 
   function reviewForm(s) {
     const key = draftKey(runId, s.proposedRevision);
-    let draft = null;
-    try {
-      draft = JSON.parse(sessionStorage.getItem(key) || "null");
-    } catch {
-      draft = null;
-    }
-    const fields = s.proposed.map((item, i) => {
-      const t = h("input", { id: `item-${i}-title`, type: "text", required: true, value: draft?.[i]?.title ?? item.title });
-      const g = h("textarea", { id: `item-${i}-goal`, rows: 2, required: true }, draft?.[i]?.goal ?? item.goal);
-      return { item, t, g };
-    });
     const status = h("p", { class: "form-status", role: "status" });
-    const confirm = h("button", { type: "submit", class: "button primary" }, "Confirm outline and write the course");
+    const confirm = h("button", { type: "submit", class: "button primary" }, t("Confirm outline and write the course"));
     const countdown = h("p", { class: "countdown", hidden: true });
+    const editor = outlineEditor(s.proposed, key);
     const form = h("form", { class: "review" },
-      h("p", {}, "Check the outline. Change any title or goal, then confirm: the scenes are written after that."),
+      h("p", {}, t("Check the outline. Add, remove or reorder scenes and change any of them, then confirm: the scenes are written after that.")),
       countdown,
-      h("ol", { class: "outline-edit" }, fields.map(({ item, t, g }, i) => h("li", {},
-        h("fieldset", {},
-          h("legend", {}, `Scene ${i + 1} · ${KIND_NAMES[item.kind] || item.kind}`),
-          h("div", { class: "field" }, h("label", { for: t.id }, "Title"), t),
-          h("div", { class: "field" }, h("label", { for: g.id }, "Goal"), g),
-          item.key_points?.length ? h("p", { class: "hint" }, `Key points: ${item.key_points.join(" · ")}`) : null)))),
+      editor.el,
       h("div", { class: "actions" }, confirm),
       status);
-    form.addEventListener("input", () => {
-      sessionStorage.setItem(key, JSON.stringify(fields.map(({ t, g }) => ({ title: t.value, goal: g.value }))));
-    });
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       if (!form.reportValidity()) return;
-      const edited = fields.map(({ item, t, g }) => ({ ...item, title: t.value.trim(), goal: g.value.trim() }));
-      const changed = edited.some((x, i) => x.title !== s.proposed[i].title || x.goal !== s.proposed[i].goal);
+      const outlines = outlineToSend(editor.items().map((o) => ({ ...o, title: o.title.trim() })));
+      const changed = JSON.stringify(outlines) !== JSON.stringify(outlineToSend(s.proposed));
       confirm.disabled = true;
-      status.textContent = "Confirming…";
+      status.textContent = t("Confirming…");
+      confirmedHere = true;
       try {
         const command = { type: "confirm_outline", outlineRevision: s.proposedRevision };
-        if (changed) {
-          command.outlines = edited.map((x, i) => ({
-            id: x.id, type: x.kind, title: x.title, description: x.goal, keyPoints: x.key_points || [], order: i + 1,
-          }));
-        }
+        // The entries go back whole (media requests, quiz settings and all): only what was edited changes.
+        if (changed) command.outlines = outlines;
         await sock.send(command);
         sessionStorage.removeItem(key);
-        status.textContent = "Confirmed. Writing the scenes…";
+        status.textContent = t("Confirmed. Writing the scenes…");
       } catch (err) {
+        confirmedHere = false;
         confirm.disabled = false;
-        status.textContent = `Not confirmed: ${explain(err)}`;
+        status.textContent = t("Not confirmed: {reason}", { reason: explain(err) });
       }
     });
     clearInterval(countdownTimer);
@@ -556,8 +659,8 @@ function runView(runId) {
         const left = Math.ceil((until - Date.now()) / 1000);
         countdown.hidden = false;
         countdown.textContent = left > 0
-          ? `Continues by itself in ${left} s unless you confirm first.`
-          : "Continuing with this outline…";
+          ? tn(left, "Continues by itself in {count} second unless you confirm first.", "Continues by itself in {count} seconds unless you confirm first.")
+          : t("Continuing with this outline…");
       };
       tick();
       countdownTimer = setInterval(tick, 1000);
@@ -565,30 +668,45 @@ function runView(runId) {
     return form;
   }
 
+  /** The scenes as the course document has them, by id and in its order (an agent may have reordered, renamed,
+   * added or removed scenes since this run wrote them); the run's confirmed outline until the course exists. */
   function renderScenes(s, list) {
-    const current = sceneInProgress(s);
-    s.confirmed.forEach((item, i) => {
-      const scene = s.scenes[i] || {};
-      const written = classroom?.scenes[i];
-      const status = scene.ready ? "ready" : i === current ? (s.step?.endsWith(":actions") ? "finishing" : "writing") : "waiting";
-      const key = `${status}:${s.state}:${written ? classroomSeq : -1}`;
-      const cached = sceneCache.get(i);
-      if (cached && cached.key === key) return;
-      const failed = s.state === "paused" && i === current && !scene.ready;
-      const el = h("li", { class: `scene scene-${failed ? "failed" : status}`, dataset: { status: failed ? "failed" : status } },
-        h("div", { class: "scene-head" },
-          h("h3", {}, `${i + 1}. ${item.title}`),
-          h("span", { class: "kind" }, KIND_NAMES[item.kind] || item.kind),
-          h("span", { class: `scene-status ${failed ? "failed" : status}` },
-            failed ? "✗ failed" :
-            status === "ready" ? "✓ ready" :
-            status === "finishing" ? "writing the script…" :
-            status === "writing" ? "writing…" : "waiting")),
-        h("p", { class: "item-goal" }, item.goal),
-        sceneContent(written?.content, item.title));
-      if (cached && cached.el.parentNode === list) cached.el.replaceWith(el);
-      else list.append(el);
-      sceneCache.set(i, { key, el });
+    const entries = classroom ? courseScenes(classroom)
+      : s.confirmed.map((o) => ({ id: o.id, title: o.title, type: o.type, order: o.order, scene: null }));
+    const working = sceneIdInProgress(s);
+    const ids = new Set(entries.map((e) => e.id));
+    for (const [id, c] of sceneCache) {
+      if (!ids.has(id)) {
+        c.el.remove();
+        sceneCache.delete(id);
+      }
+    }
+    entries.forEach((e, i) => {
+      const ready = Boolean(e.scene);
+      const failed = s.state === "paused" && e.id === working && !ready;
+      const status = ready ? "ready" : e.id === working && s.state === "generating"
+        ? (s.step?.endsWith(":actions") ? "finishing" : "writing") : "waiting";
+      const key = [i, status, failed, e.title, e.type, ready ? classroomSeq : -1].join("\u001f");
+      let cached = sceneCache.get(e.id);
+      if (!cached || cached.key !== key) {
+        const description = (outlineOf(classroom, e.id) || s.confirmed.find((o) => o.id === e.id))?.description;
+        const el = h("li", { class: `scene scene-${failed ? "failed" : status}`, dataset: { status: failed ? "failed" : status, sceneId: e.id } },
+          h("div", { class: "scene-head" },
+            h("h3", {}, `${number(i + 1)}. ${e.title}`),
+            h("span", { class: "kind" }, kindName(e.type)),
+            h("span", { class: `scene-status ${failed ? "failed" : status}` },
+              failed ? `✗ ${t("failed")}` :
+              status === "ready" ? `✓ ${t("ready")}` :
+              status === "finishing" ? t("writing the script…") :
+              status === "writing" ? t("writing…") : t("waiting"))),
+          description ? h("p", { class: "item-goal" }, description) : null,
+          ready ? sceneBody(e.scene, classroom.media) : null,
+          ready ? sceneScript(e.scene, courseAgents(classroom)) : null);
+        if (cached) cached.el.replaceWith(el);
+        cached = { key, el };
+        sceneCache.set(e.id, cached);
+      }
+      if (list.children[i] !== cached.el) list.insertBefore(cached.el, list.children[i] || null);
     });
   }
 
@@ -598,20 +716,20 @@ function runView(runId) {
     const key = `${s.state}:${s.courseId}:${enterable}`;
     if (done.dataset.key === key) return;
     done.dataset.key = key;
-    const enter = enterable ? h("a", { class: "button", href: classroomUrl(s.courseId) }, "Enter the classroom") : null;
+    const enter = enterable ? h("a", { class: "button", href: classroomUrl(s.courseId) }, t("Enter the classroom")) : null;
     if (s.state !== "completed") {
       fill(done, enter && h("div", { class: "notice" },
-        h("p", {}, "The first scenes are ready: learners can start while the rest are written."),
+        h("p", {}, t("The first scenes are ready: learners can start while the rest are written.")),
         h("div", { class: "actions" }, enter)));
       return;
     }
     const course = `#/courses/${encodeURIComponent(s.courseId)}`;
     fill(done, h("div", { class: "notice success" },
-      h("p", {}, h("strong", {}, "The course is ready.")),
+      h("p", {}, h("strong", {}, t("The course is ready."))),
       h("div", { class: "actions" },
-        h("a", { class: "button primary", href: course }, "Open the course"),
+        h("a", { class: "button primary", href: course }, t("Open the course")),
         enter,
-        h("a", { class: "button", href: "#/" }, "Back to the library"))));
+        h("a", { class: "button", href: "#/" }, t("Back to the library")))));
   }
 
   // An HTTP call first: the snapshot to fold events onto, a missing run is a clear message, and an anonymous
@@ -629,9 +747,9 @@ function runView(runId) {
     (err) => {
       if (stopped) return;
       conn.set(err.status === 404 ? "gone" : "error");
-      title.textContent = err.status === 404 ? "Course not found" : "Could not load this course";
-      fill(alerts, errorBox(err.status === 404 ? "There is no such course in your library. It may have been deleted." : explain(err),
-        h("a", { href: "#/" }, "Back to the library")));
+      title.textContent = err.status === 404 ? t("Course not found") : "Could not load this course";
+      fill(alerts, errorBox(err.status === 404 ? t("There is no such course in your library. It may have been deleted.") : explain(err),
+        h("a", { href: "#/" }, t("Back to the library"))));
     },
   );
   return () => {
@@ -649,24 +767,50 @@ function stepName(step) {
 
 // -- a course -----------------------------------------------------------------------------------------------------
 
+const SESSION_WORDS = { queued: "starting…", running: "working…", idle: "waiting for you", waiting: "waiting for you", succeeded: "waiting for you", cancelled: "cancelled", failed: "stopped after an error" };
+const BY_WORDS = { run: "course writing", agent: "the agent", browser: "a browser save", restore: "a restore", teacher: "a manual edit" };
+
+/** A version in one line: what changed, about which scene. */
+function versionSummary(v) {
+  const title = v.title || "";
+  switch (v.change) {
+    case "created": return t("Created the course “{title}”", { title });
+    case "retitled": return t("Renamed the course to “{title}”", { title });
+    case "outline": return t("Set the outline");
+    case "agents": return t("Chose the classroom's teachers");
+    case "scene_written": return t("Wrote the scene “{title}”", { title });
+    case "scene_finished": return t("Finished the scene “{title}” (script and narration)", { title });
+    case "scene_added": return t("Added the scene “{title}”", { title });
+    case "scene_changed": return t("Changed the scene “{title}”", { title });
+    case "scene_deleted": return t("Removed the scene “{title}”", { title });
+    case "reordered": return t("Reordered the scenes");
+    case "media_done": return t("Added a picture or video to “{title}”", { title });
+    case "media_failed": return t("A picture or video for “{title}” could not be made", { title });
+    case "document": return t("Saved the whole course");
+    case "stage": return t("Saved the course settings");
+    case "restored": return v.fromAt ? t("Restored the version of {date}", { date: dateTime(v.fromAt) }) : t("Restored an earlier version");
+    default: return v.change;
+  }
+}
+
 function courseView(courseId) {
-  document.title = "Course · openmaic";
+  document.title = t("Course · openmaic");
   const conn = connectionIndicator();
-  const title = heading("Loading…");
+  const title = heading(t("Loading…"));
   const meta = h("div", { class: "course-meta" });
   const body = h("div", {});
   const problem = h("div", {});
   const message = h("textarea", {
     id: "pro-message", rows: 3, required: true, "aria-describedby": "pro-hint",
-    placeholder: "For example: add a quiz about chlorophyll after the second scene",
+    placeholder: t("For example: add a quiz about chlorophyll after the second scene"),
   });
-  const start = h("button", { type: "submit", class: "button primary" }, "Start");
+  const start = h("button", { type: "submit", class: "button primary" }, t("Start"));
   const startStatus = h("p", { class: "form-status", role: "status" });
   const proForm = h("form", { class: "panel stack", "aria-labelledby": "pro-heading" },
-    h("h2", { id: "pro-heading" }, "Change it with the agent"),
+    h("h2", { id: "pro-heading" }, t("Change it with the agent")),
     h("div", { class: "field" },
-      h("label", { for: "pro-message" }, "What should change?"),
-      h("p", { class: "hint", id: "pro-hint" }, "The agent edits this course: it can add, rewrite, reorder or remove scenes. You can follow its work and stop it."),
+      h("label", { for: "pro-message" }, t("What should change?")),
+      h("p", { class: "hint", id: "pro-hint" }, t("The agent edits this course: it can add, rewrite, reorder or remove scenes. You can follow its work and stop it.")),
       message),
     h("div", { class: "actions" }, start),
     startStatus);
@@ -676,12 +820,12 @@ function courseView(courseId) {
     ev.preventDefault();
     const text = message.value.trim();
     if (!text) {
-      startStatus.textContent = "Write what the agent should do first.";
+      startStatus.textContent = t("Write what the agent should do first.");
       message.focus();
       return;
     }
     start.disabled = true;
-    startStatus.textContent = "Starting…";
+    startStatus.textContent = t("Starting…");
     try {
       const session = await api("POST", "/api/agent/sessions", { json: { prompt: text, stageId: courseId } });
       location.hash = `#/sessions/${encodeURIComponent(session.id)}`;
@@ -702,9 +846,9 @@ function courseView(courseId) {
       course = (await api("GET", `/api/classrooms/${encodeURIComponent(courseId)}`)).classroom;
     } catch (err) {
       if (stopped) return;
-      title.textContent = err.status === 404 ? "Course not found" : "Could not load the course";
-      fill(problem, errorBox(err.status === 404 ? "There is no such course in your library. It may have been deleted." : explain(err),
-        h("a", { href: "#/" }, "Back to the library")));
+      title.textContent = err.status === 404 ? t("Course not found") : t("Could not load the course");
+      fill(problem, errorBox(err.status === 404 ? t("There is no such course in your library. It may have been deleted.") : explain(err),
+        h("a", { href: "#/" }, t("Back to the library"))));
       proForm.hidden = true;
       conn.set(err.status === 404 ? "gone" : "error");
       return;
@@ -728,34 +872,124 @@ function courseView(courseId) {
   }
 
   function render(doc) {
-    title.textContent = doc.title || "Untitled course";
-    document.title = `${doc.title || "Course"} · openmaic`;
-    const ready = doc.scenes.filter((s) => s.status === "ready").length;
+    const name = doc.stage.name || t("Untitled course");
+    title.textContent = name;
+    document.title = `${name} · openmaic`;
+    const entries = courseScenes(doc);
+    const agents = courseAgents(doc);
+    const ready = doc.scenes.length;
     fill(meta,
-      doc.requirement ? h("p", { class: "requirement" }, `You asked for: ${doc.requirement}`) : null,
-      h("p", { class: "meta" }, `${doc.scenes.length} scenes${ready < doc.scenes.length ? ` (${ready} ready)` : ""}`,
-        doc.agents?.length ? ` · Classroom: ${doc.agents.map((a) => `${a.name} (${a.role})`).join(", ")}` : ""));
+      doc.stage.description ? h("p", { class: "requirement" }, doc.stage.description) : null,
+      h("p", { class: "meta" }, tn(entries.length, "{count} scene", "{count} scenes"),
+        ready < entries.length ? ` (${t("{count} ready", { count: ready })})` : "",
+        agents.length ? ` · ${t("Classroom: {names}", { names: agents.map((a) => `${a.name} (${a.role})`).join(", ") })}` : ""),
+      h("p", {}, h("a", { class: "button small", href: classroomUrl(courseId) }, t("Enter the classroom"))));
     // While a run writes the course it is read-only to the agent: point to the run instead.
     proForm.hidden = Boolean(doc.generatingRunId);
     fill(problem, doc.generatingRunId ? h("div", { class: "notice" },
-      h("p", {}, "This course is still being written. You can change it with the agent once it is ready."),
-      h("p", {}, h("a", { href: `#/runs/${encodeURIComponent(doc.generatingRunId)}` }, "Follow its progress"))) : null);
+      h("p", {}, t("This course is still being written. You can change it with the agent once it is ready.")),
+      h("p", {}, h("a", { href: `#/runs/${encodeURIComponent(doc.generatingRunId)}` }, t("Follow its progress")))) : null);
     fill(body,
       h("section", { "aria-labelledby": "course-outline-heading" },
-        h("h2", { id: "course-outline-heading" }, "Outline"),
-        h("ol", { class: "toc" }, doc.scenes.map((s, i) => h("li", {},
-          h("a", { href: `#/courses/${encodeURIComponent(courseId)}`, onclick: (ev) => { ev.preventDefault(); document.getElementById(`scene-${i}`)?.focus(); } }, s.title),
-          " ", h("span", { class: "kind" }, KIND_NAMES[s.kind] || s.kind))))),
+        h("h2", { id: "course-outline-heading" }, t("Outline")),
+        h("ol", { class: "toc" }, entries.map((e, i) => h("li", {},
+          h("a", { href: `#/courses/${encodeURIComponent(courseId)}`, onclick: (ev) => { ev.preventDefault(); document.getElementById(`scene-${i}`)?.focus(); } }, e.title),
+          " ", h("span", { class: "kind" }, kindName(e.type)))))),
       h("section", { "aria-labelledby": "course-scenes-heading" },
-        h("h2", { id: "course-scenes-heading" }, "Scenes"),
-        h("ol", { class: "scenes" }, doc.scenes.map((s, i) => h("li", { class: `scene scene-${s.status}` },
+        h("h2", { id: "course-scenes-heading" }, t("Scenes")),
+        h("ol", { class: "scenes" }, entries.map((e, i) => h("li", { class: `scene scene-${e.scene ? "ready" : "pending"}`, dataset: { sceneId: e.id } },
           h("div", { class: "scene-head" },
-            h("h3", { id: `scene-${i}`, tabindex: "-1" }, `${i + 1}. ${s.title}`),
-            h("span", { class: "kind" }, KIND_NAMES[s.kind] || s.kind),
-            s.status !== "ready" ? h("span", { class: "scene-status waiting" }, sceneStatus(s.status)) : null),
-          h("p", { class: "item-goal" }, s.goal),
-          sceneContent(s.content, s.title),
-          sceneScript(s.actions, doc.agents))))));
+            h("h3", { id: `scene-${i}`, tabindex: "-1" }, `${number(i + 1)}. ${e.title}`),
+            h("span", { class: "kind" }, kindName(e.type)),
+            e.scene ? null : h("span", { class: "scene-status waiting" }, t("not written yet"))),
+          outlineOf(doc, e.id)?.description ? h("p", { class: "item-goal" }, outlineOf(doc, e.id).description) : null,
+          sceneBody(e.scene, doc.media),
+          sceneScript(e.scene, agents))))),
+      sessionsPanel,
+      historyPanel);
+    loadSessions();
+    loadHistory();
+  }
+
+  // -- the course's Pro sessions and its versions -------------------------------------------------------------
+
+  const sessionsPanel = h("section", { class: "panel", "aria-labelledby": "sessions-heading" },
+    h("h2", { id: "sessions-heading" }, t("Earlier sessions with the agent")), h("div", {}));
+  const historyPanel = h("section", { class: "panel history", "aria-labelledby": "history-heading" },
+    h("h2", { id: "history-heading" }, t("Version history")),
+    h("p", { class: "hint" }, t("Every change to the course is a version. Restoring one adds it again as the newest version: nothing is lost.")),
+    h("div", {}));
+  let versions = [];
+
+  async function restore(seq, what) {
+    try {
+      await api("POST", `/api/classrooms/${encodeURIComponent(courseId)}/restore`, { json: { seq, commandId: commandId() } });
+      announce(t("Restored {what}.", { what }));
+      reload();
+    } catch (err) {
+      fill(problem, errorBox(t("Could not restore: {reason}", { reason: explain(err) })));
+    }
+  }
+
+  async function loadSessions() {
+    let list;
+    try {
+      list = await api("GET", "/api/agent/sessions?limit=100");
+    } catch {
+      return; // the course is shown without its sessions
+    }
+    const mine = (Array.isArray(list) ? list : list.sessions || []).filter((x) => x.stageId === courseId);
+    const box = sessionsPanel.lastChild;
+    if (!mine.length) {
+      fill(box, h("p", { class: "hint" }, t("No sessions yet.")));
+      return;
+    }
+    fill(box, h("ul", { class: "session-list" }, mine.map((x) => {
+      const undo = h("button", { type: "button", class: "button small" }, t("Undo this session"));
+      undo.hidden = !versions.some((v) => v.sessionId === x.id);
+      undo.addEventListener("click", () => {
+        // Read when clicked: the versions may have loaded after this list.
+        const edits = versions.filter((v) => v.sessionId === x.id);
+        if (!edits.length) return;
+        const first = Math.min(...edits.map((v) => v.seq));
+        const before = versions.filter((v) => v.seq < first).sort((a, b) => b.seq - a.seq)[0];
+        if (before) restore(before.seq, t("the course as it was before this session"));
+      });
+      return h("li", {},
+        h("a", { href: `#/sessions/${encodeURIComponent(x.id)}` }, x.title || t("Session of {date}", { date: dateTime(x.createdAt) })),
+        " ", h("span", { class: "meta" }, `${labelText(SESSION_WORDS[x.status] || x.status)} · ${dateTime(x.createdAt)}`),
+        " ", undo);
+    })));
+  }
+
+  async function loadHistory() {
+    const box = historyPanel.lastChild;
+    try {
+      versions = (await api("GET", `/api/classrooms/${encodeURIComponent(courseId)}/history?limit=200`)).versions;
+    } catch (err) {
+      fill(box, h("p", { class: "hint" }, explain(err)));
+      return;
+    }
+    const newest = versions[0]?.seq;
+    for (const v of versions) if (v.fromSeq) v.fromAt = versions.find((x) => x.seq === v.fromSeq)?.at;
+    fill(box, h("ol", { class: "versions" }, versions.map((v) => {
+      const back = h("button", { type: "button", class: "button small", hidden: v.seq === newest }, t("Restore"));
+      back.setAttribute("aria-label", t("Restore the version of {date}", { date: dateTime(v.at) }));
+      back.addEventListener("click", () => restore(v.seq, t("the version of {date}", { date: dateTime(v.at) })));
+      return h("li", { dataset: { seq: String(v.seq) } },
+        h("span", { class: "version-summary" }, versionSummary(v)),
+        h("span", { class: "meta" }, ` · ${t(BY_WORDS[v.by] || v.by)} · ${dateTime(v.at)}`),
+        v.seq === newest ? h("span", { class: "badge state-ready" }, t("current")) : back);
+    })));
+    if (sessionsPanel.isConnected) loadSessionsUndo();
+  }
+
+  function loadSessionsUndo() {
+    for (const li of sessionsPanel.querySelectorAll("li")) {
+      const id = decodeURIComponent(li.querySelector("a")?.getAttribute("href")?.split("/").pop() || "");
+      const undo = li.querySelector("button");
+      if (undo) undo.hidden = !versions.some((v) => v.sessionId === id);
+    }
   }
 
   load();
@@ -767,57 +1001,32 @@ function courseView(courseId) {
 
 // -- a Pro workbench session --------------------------------------------------------------------------------------
 
-const TOOL_NAMES = {
-  read_course: "Reading the course",
-  read_outline: "Reading the outline",
-  add_scene: "Adding a scene",
-  update_scene: "Changing a scene",
-  delete_scene: "Removing a scene",
-  reorder_scenes: "Reordering the scenes",
-  retitle_course: "Renaming the course",
-  retitle: "Renaming the course",
-  generate_scene: "Writing a scene",
-  ask_user: "Asking you a question",
-};
+const TOOL_STATES = { planned: "about to run", running: "running…", ok: "done", error: "failed", interrupted: "stopped" };
 
-const TOOL_STATES = { planned: "about to run", running: "running…", ok: "done", error: "failed", interrupted: "interrupted" };
-
-function argumentSummary(args) {
-  const parts = Object.entries(args || {})
-    .filter(([, v]) => v !== null && v !== undefined && v !== "")
-    .map(([k, v]) => `${k.replace(/_/g, " ")}: ${typeof v === "string" ? v : JSON.stringify(v)}`);
-  const text = parts.join(" · ");
-  return text.length > 160 ? `${text.slice(0, 157)}…` : text;
-}
-
-function sessionItem(item) {
+function sessionItem(item, titles) {
   switch (item.kind) {
     case "user":
       return h("li", { class: "msg user" },
-        h("p", { class: "who" }, "You", item.delivered ? null : h("span", { class: "pending" }, " · not read yet")),
+        h("p", { class: "who" }, t("You"), item.delivered ? null : h("span", { class: "pending" }, ` · ${t("not read yet")}`)),
         h("p", { class: "text" }, item.text));
     case "assistant":
-      return h("li", { class: "msg assistant" }, h("p", { class: "who" }, "Agent"), h("p", { class: "text" }, item.text));
+      return h("li", { class: "msg assistant" }, h("p", { class: "who" }, t("Agent")), h("p", { class: "text" }, item.text));
     case "notice":
-      return h("li", { class: `msg ended ${item.status}` }, h("p", { class: "text" }, item.text));
+      return h("li", { class: `msg ended ${item.status}` }, h("p", { class: "text" },
+        item.status === "cancelled" ? t("Stopped because you cancelled. Anything the agent had not finished was not applied.") : t(item.text)));
     case "tool": {
       if (item.name === "ask_user" && item.state === "ok") {
         const q = item.result?.question || item.arguments?.question || "";
-        return h("li", { class: "msg assistant question" }, h("p", { class: "who" }, "Agent asks"), h("p", { class: "text" }, q));
+        return h("li", { class: "msg assistant question" }, h("p", { class: "who" }, t("Agent asks")), h("p", { class: "text" }, q));
       }
-      const detail = [
-        `arguments: ${JSON.stringify(item.arguments ?? {}, null, 2)}`,
-        item.state === "ok" ? `result: ${JSON.stringify(item.result, null, 2)}` : null,
-        item.error ? `error: ${item.error}` : null,
-      ].filter(Boolean).join("\n");
+      const problem = item.state === "error" || item.state === "interrupted" ? toolProblem(item) : "";
       return h("li", { class: `msg tool tool-${item.state}`, dataset: { tool: item.name || "", state: item.state } },
         h("p", { class: "tool-head" },
-          h("span", { class: "tool-icon", "aria-hidden": "true" }, item.state === "ok" ? "✓" : item.state === "error" ? "✗" : "⚙"),
-          h("span", { class: "tool-name" }, TOOL_NAMES[item.name] || item.name),
-          h("span", { class: "tool-state" }, ` — ${TOOL_STATES[item.state] || item.state}`)),
-        argumentSummary(item.arguments) ? h("p", { class: "tool-args" }, argumentSummary(item.arguments)) : null,
-        item.error ? h("p", { class: "tool-error" }, item.error) : null,
-        h("details", {}, h("summary", {}, "Details"), h("pre", {}, detail)));
+          h("span", { class: "tool-icon", "aria-hidden": "true" }, item.state === "ok" ? "✓" : item.state === "error" || item.state === "interrupted" ? "✗" : "⚙"),
+          h("span", { class: "tool-name" }, toolSentence(item, titles)),
+          item.state === "ok" ? null : h("span", { class: "tool-state" }, ` — ${t(TOOL_STATES[item.state] || item.state)}`)),
+        problem ? h("p", { class: "tool-error" }, problem) : null,
+        toolDetails(item));
     }
     default:
       return h("li", {});
@@ -829,30 +1038,30 @@ function itemKey(item) {
 }
 
 function sessionView(sessionId) {
-  document.title = "Agent workbench · openmaic";
+  document.title = t("Agent workbench · openmaic");
   const conn = connectionIndicator();
-  const title = heading("Agent workbench");
+  const title = heading(t("Agent workbench"));
   const courseLink = h("a", {}, "the course");
   const status = badge("starting…");
-  const log = h("ol", { class: "log", role: "log", "aria-label": "Conversation with the agent", tabindex: "0" });
+  const log = h("ol", { class: "log", role: "log", "aria-label": t("Conversation with the agent"), tabindex: "0" });
   const draft = h("div", { class: "msg assistant draft", hidden: true, "aria-hidden": "true" },
     h("p", { class: "who" }, "Agent ", h("span", { class: "typing" }, "is writing…")), h("p", { class: "text" }));
-  const working = h("p", { class: "working", hidden: true }, h("span", { class: "spinner", "aria-hidden": "true" }), "The agent is working…");
+  const working = h("p", { class: "working", hidden: true }, h("span", { class: "spinner", "aria-hidden": "true" }), t("The agent is working…"));
   const input = h("textarea", {
     id: "composer-input", rows: 3, "aria-describedby": "composer-hint",
-    placeholder: "Ask for a change, for example: add a scene about chlorophyll",
+    placeholder: t("Ask for a change, for example: add a scene about chlorophyll"),
   });
-  const send = h("button", { type: "submit", class: "button primary" }, "Send");
-  const cancel = h("button", { type: "button", class: "button danger" }, "Cancel");
+  const send = h("button", { type: "submit", class: "button primary" }, t("Send"));
+  const cancel = h("button", { type: "button", class: "button danger" }, t("Cancel"));
   const composerStatus = h("p", { class: "form-status", role: "status" });
   const problem = h("div", {});
   const scenes = h("ol", { class: "scene-list" });
   const storeKey = `openmaic:composer:${sessionId}`;
   input.value = sessionStorage.getItem(storeKey) || "";
   const composer = h("form", { class: "composer" },
-    h("label", { for: "composer-input" }, "Message to the agent"),
+    h("label", { for: "composer-input" }, t("Message to the agent")),
     input,
-    h("p", { class: "hint", id: "composer-hint" }, "Enter sends, Shift+Enter starts a new line. You can write while the agent works: it reads your message at its next step."),
+    h("p", { class: "hint", id: "composer-hint" }, t("Enter sends, Shift+Enter starts a new line. You can write while the agent works: it reads your message at its next step.")),
     h("div", { class: "actions" }, send, cancel),
     composerStatus);
   fill(main,
@@ -861,10 +1070,10 @@ function sessionView(sessionId) {
     problem,
     h("div", { class: "workbench" },
       h("section", { class: "chat", "aria-labelledby": "chat-heading" },
-        h("h2", { id: "chat-heading", class: "visually-hidden" }, "Conversation"),
+        h("h2", { id: "chat-heading", class: "visually-hidden" }, t("Conversation")),
         log, draft, working, composer),
       h("aside", { class: "panel course-panel", "aria-labelledby": "scenes-heading" },
-        h("h2", { id: "scenes-heading" }, "Scenes of the course"), scenes)));
+        h("h2", { id: "scenes-heading" }, t("Scenes of the course")), scenes)));
 
   let state = null;
   let caughtUp = false;
@@ -872,6 +1081,8 @@ function sessionView(sessionId) {
   let lastEdited = -1;
   let lastStatus = null;
   const cache = []; // index -> {key, el}
+  const titles = new Map(); // every scene id the course has had -> its latest title (a deleted scene keeps its name)
+  let titlesVersion = 0;
   let stick = true; // keep the newest message in view, unless the reader scrolled up
   log.addEventListener("scroll", () => {
     stick = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
@@ -901,9 +1112,9 @@ function sessionView(sessionId) {
     main.dataset.seq = String(s.seq);
     setBadge(status, sessionLabel(s));
     s.items.forEach((item, i) => {
-      const key = itemKey(item);
+      const key = item.kind === "tool" ? `${itemKey(item)}:${titlesVersion}` : itemKey(item);
       if (cache[i]?.key === key) return;
-      const el = sessionItem(item);
+      const el = sessionItem(item, titles);
       if (cache[i]) cache[i].el.replaceWith(el);
       else log.append(el);
       cache[i] = { key, el };
@@ -911,7 +1122,7 @@ function sessionView(sessionId) {
     draft.hidden = !s.draft;
     draft.lastChild.textContent = s.draft;
     working.hidden = !(sessionBusy(s) && !s.draft);
-    working.lastChild.textContent = s.cancelRequested ? "Cancelling…" : "The agent is working…";
+    working.lastChild.textContent = s.cancelRequested ? t("Cancelling…") : t("The agent is working…");
     cancel.disabled = !sessionBusy(s) || s.cancelRequested;
     if (stick) log.scrollTop = log.scrollHeight;
     if (s.courseId && (courseSeq < 0 || (caughtUp && (s.editedAt !== lastEdited || s.status !== lastStatus)))) {
@@ -919,9 +1130,9 @@ function sessionView(sessionId) {
       refreshCourse(s.courseId);
     }
     if (caughtUp && lastStatus !== null && lastStatus !== s.status) {
-      if (s.status === "succeeded") announce("The agent is done and waiting for you.");
-      else if (s.status === "cancelled") announce("The agent was cancelled.");
-      else if (s.status === "failed") announce("The agent stopped after an error.");
+      if (s.status === "succeeded") announce(t("The agent is done and waiting for you."));
+      else if (s.status === "cancelled") announce(t("The agent was cancelled."));
+      else if (s.status === "failed") announce(t("The agent stopped after an error."));
     }
     if (caughtUp) lastStatus = s.status;
   });
@@ -933,10 +1144,16 @@ function sessionView(sessionId) {
       const course = (await api("GET", `/api/classrooms/${encodeURIComponent(courseId)}`)).classroom;
       if (course.seq === courseSeq) return;
       courseSeq = course.seq;
-      courseLink.textContent = `“${course.title || "Untitled course"}”`;
-      fill(scenes, course.scenes.map((sc) => h("li", {},
-        h("span", {}, sc.title), " ", h("span", { class: "kind" }, KIND_NAMES[sc.kind] || sc.kind),
-        sc.status !== "ready" ? h("span", { class: "scene-status waiting" }, ` ${sceneStatus(sc.status)}`) : null)));
+      courseLink.textContent = `“${course.stage.name || t("Untitled course")}”`;
+      const entries = courseScenes(course);
+      for (const e of entries) {
+        if (titles.get(e.id) !== e.title) titlesVersion += 1;
+        titles.set(e.id, e.title);
+      }
+      fill(scenes, entries.map((sc) => h("li", { dataset: { sceneId: sc.id } },
+        h("span", {}, sc.title), " ", h("span", { class: "kind" }, kindName(sc.type)),
+        sc.scene ? null : h("span", { class: "scene-status waiting" }, ` ${t("not written yet")}`))));
+      render(); // tool calls name scenes by id: they are redrawn with the titles now known
     } catch (err) {
       fill(scenes, h("li", {}, explain(err)));
     }
@@ -945,13 +1162,13 @@ function sessionView(sessionId) {
   async function post() {
     const text = input.value.trim();
     if (!text) {
-      composerStatus.textContent = "Write a message first.";
+      composerStatus.textContent = t("Write a message first.");
       input.focus();
       return;
     }
     input.value = "";
     sessionStorage.removeItem(storeKey);
-    composerStatus.textContent = "Sending…";
+    composerStatus.textContent = t("Sending…");
     try {
       await sock.send({ type: "message", text }); // the server decides: steer the turn in flight, or queue
       composerStatus.textContent = "";
@@ -974,7 +1191,7 @@ function sessionView(sessionId) {
   input.addEventListener("input", () => sessionStorage.setItem(storeKey, input.value));
   cancel.addEventListener("click", async () => {
     cancel.disabled = true;
-    composerStatus.textContent = "Cancelling…";
+    composerStatus.textContent = t("Cancelling…");
     try {
       await sock.send({ type: "cancel" });
       state = { ...state, cancelRequested: true };
@@ -997,7 +1214,7 @@ function sessionView(sessionId) {
     (err) => {
       if (stopped) return;
       conn.set(err.status === 404 ? "gone" : "error");
-      fill(problem, errorBox(err.status === 404 ? "There is no such session." : explain(err), h("a", { href: "#/" }, "Back to the library")));
+      fill(problem, errorBox(err.status === 404 ? "There is no such session." : explain(err), h("a", { href: "#/" }, t("Back to the library"))));
     },
   );
   return () => {
@@ -1012,24 +1229,24 @@ function sessionView(sessionId) {
 let signingIn = false; // the sign-in form is showing: the 401s it causes itself must not re-open it
 
 function signInView(expired) {
-  document.title = "Sign in · openmaic";
+  document.title = t("Sign in · openmaic");
   const input = h("input", {
     id: "access-token", name: "access-token", type: "password", autocomplete: "off", spellcheck: "false",
     required: true, "aria-describedby": "access-token-hint",
   });
   const problem = h("div", {});
-  const submit = h("button", { type: "submit", class: "button primary" }, "Sign in");
+  const submit = h("button", { type: "submit", class: "button primary" }, t("Sign in"));
   const form = h("form", { class: "stack" },
     h("div", { class: "field" },
-      h("label", { for: "access-token" }, "Access token"),
+      h("label", { for: "access-token" }, t("Access token")),
       h("p", { class: "hint", id: "access-token-hint" },
-        "This server asks for an access token. Paste the one your administrator made for you (it begins with tok_)."),
+        t("This server asks for an access token. Paste the one your administrator made for you (it begins with tok_).")),
       input),
     problem,
     h("div", { class: "actions" }, submit));
   fill(main,
-    h("div", { class: "view-head" }, heading("Sign in")),
-    expired ? h("p", { class: "lead" }, "The access token this browser used is no longer accepted.") : null,
+    h("div", { class: "view-head" }, heading(t("Sign in"))),
+    expired ? h("p", { class: "lead" }, t("The access token this browser used is no longer accepted.")) : null,
     form);
   input.focus();
 
@@ -1038,7 +1255,7 @@ function signInView(expired) {
     fill(problem);
     const token = input.value.trim();
     if (!token) {
-      fill(problem, errorBox("Paste your access token."));
+      fill(problem, errorBox(t("Paste your access token.")));
       input.focus();
       return;
     }
@@ -1050,12 +1267,12 @@ function signInView(expired) {
       clearAccessToken();
       submit.disabled = false;
       fill(problem, errorBox(err.status === 401
-        ? "That token is unknown or has been revoked. Ask your administrator for a new one."
+        ? t("That token is unknown or has been revoked. Ask your administrator for a new one.")
         : explain(err)));
       input.focus();
       return;
     }
-    announce("Signed in.");
+    announce(t("Signed in."));
     route();
   });
   return null;
@@ -1070,7 +1287,7 @@ function showSignOut() {
 signOut.addEventListener("click", () => {
   clearAccessToken();
   showSignOut();
-  announce("Signed out.");
+  announce(t("Signed out."));
   if (location.hash && location.hash !== "#/") location.hash = "#/";
   else route();
 });
@@ -1089,8 +1306,8 @@ window.addEventListener(SIGN_IN_NEEDED, () => {
 // -- routing ------------------------------------------------------------------------------------------------------
 
 function notFoundView() {
-  document.title = "Not found · openmaic";
-  fill(main, heading("Page not found"), h("p", {}, h("a", { href: "#/" }, "Go to your courses")));
+  document.title = t("Not found · openmaic");
+  fill(main, heading(t("Page not found")), h("p", {}, h("a", { href: "#/" }, t("Go to your courses"))));
   return null;
 }
 
@@ -1132,6 +1349,14 @@ function route() {
   if (navigated) main.querySelector("h1")?.focus();
   navigated = true;
 }
+
+const languageSelect = document.getElementById("language");
+for (const [code, name] of LANGUAGES) languageSelect.append(h("option", { value: code, lang: code, selected: code === language() }, name));
+languageSelect.addEventListener("change", () => {
+  setLanguage(languageSelect.value);
+  location.reload(); // every view and constant is built again in the new language
+});
+translatePage();
 
 document.getElementById("skip-link").addEventListener("click", (ev) => {
   ev.preventDefault();

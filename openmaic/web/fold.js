@@ -24,6 +24,7 @@ export function initialRun() {
     confirmed: [],
     confirmedRevision: 0,
     confirmedBy: null,
+    confirmedEdited: false,
     scenes: [], // {ready} per confirmed outline item; their content is read from the classroom
     failedStep: null,
     retryRequested: false,
@@ -32,9 +33,10 @@ export function initialRun() {
   };
 }
 
-/** An outline item as this page shows it, from OpenMAIC's SceneOutline. */
+/** An outline entry: OpenMAIC's SceneOutline kept whole (media requests, quiz settings, widget and all), so that
+ * sending it back after an edit changes only what the teacher changed. */
 export function outlineItem(o) {
-  return { id: o.id, title: o.title, goal: o.description || "", kind: o.type, key_points: o.keyPoints || [] };
+  return structuredClone(o);
 }
 
 function setScene(scenes, index, change) {
@@ -107,6 +109,7 @@ export function foldRun(s, e) {
         confirmed: items,
         confirmedRevision: d.revision,
         confirmedBy: d.by || "user",
+        confirmedEdited: Boolean(d.edited),
         countdownUntil: null,
         scenes: items.map(() => ({ ready: false })),
       };
@@ -114,7 +117,7 @@ export function foldRun(s, e) {
     case "course_created":
       return { ...s, courseId: d.stageId };
     case "scene_ready":
-      return { ...s, scenes: setScene(s.scenes, d.index, { ready: true }) };
+      return { ...s, scenes: setScene(s.scenes, d.index, { ready: true, id: d.sceneId }) };
     case "completed":
     case "ended":
       return { ...s, ended: e.type };
@@ -130,6 +133,12 @@ export function runOutline(s) {
 
 export function scenesCompleted(s) {
   return s.scenes.filter((x) => x.ready).length;
+}
+
+/** The id of the scene being written now (or the one a paused run failed on), or null. */
+export function sceneIdInProgress(s) {
+  const i = sceneInProgress(s);
+  return i >= 0 ? s.confirmed[i]?.id ?? null : null;
 }
 
 /** The index of the scene being written now (or the one a paused run failed on), or -1. */

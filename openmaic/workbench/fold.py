@@ -64,6 +64,9 @@ class SessionState(msgspec.Struct, frozen=True, kw_only=True):
     """Open calls whose ``tool.called`` was committed (the tool began running)."""
     to_repair: tuple[str, ...] = ()
     """Open call ids found open when a lease was claimed: their attempt is gone and they get interrupted results."""
+    cancelled_calls: bool = False
+    """The open calls were stopped by the teacher's cancel (the last end was ``cancelled`` and no turn has been
+    committed since): their repair says so, instead of blaming a stopped worker."""
     needs_model: bool = False
     """Every tool call of the last turn has its result and the model has not answered them yet."""
     question: str | None = None
@@ -135,7 +138,8 @@ def evolve(state: SessionState, event: Event, seq: int) -> SessionState:
             # A waiting session is queued by the cancel so that a worker settles it.
             return r(state, status="queued" if state.status == "idle" else state.status, seq=seq)
         case SessionEnded(status=status, error=error):
-            return r(state, status=status, error=error, seq=seq)
+            cancelled = state.cancelled_calls or (status == "cancelled" and bool(state.open_calls))
+            return r(state, status=status, error=error, cancelled_calls=cancelled, seq=seq)
         case ModelOutputDelta():
             return r(state, partial_output=True, seq=seq)
         case ModelOutputReset():
@@ -164,6 +168,7 @@ def _turn(state: SessionState, event: ModelTurnCompleted, text: str, delivered: 
         open_calls=tuple(calls),
         started=frozenset(),
         to_repair=(),
+        cancelled_calls=False,
         needs_model=False,
         question=None if users or calls else state.question,
         turns=state.turns + 1,

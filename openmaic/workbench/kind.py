@@ -185,7 +185,8 @@ class WorkbenchKind:
 
         async def repair(ctx: StepContext) -> Outcome:
             # Not progress: a worker that dies on every resume must still reach the unattended cap.
-            return Outcome(events=[interrupted_result(c) for c in calls], progress=False)
+            events = [interrupted_result(c, cancelled=state.cancelled_calls) for c in calls]
+            return Outcome(events=events, progress=False)
 
         return Step(name="repair", handler=repair, deadline=_QUICK_TOOL_S)
 

@@ -44,6 +44,7 @@ Text = Annotated[str, msgspec.Meta(max_length=2000)]
 SceneType = Literal["slide", "quiz", "interactive"]
 
 INTERRUPTED = "interrupted: the worker stopped before this tool finished; it was not applied"
+CANCELLED = "stopped because you cancelled before this tool finished; it was not applied"
 
 
 class ToolFailure(Exception):
@@ -530,9 +531,10 @@ def result_event(call: ToolCall, *, ok: bool, result: Any = None, error: str | N
     return ToolResult(call_id=call.id, name=call.name, ok=ok, result=result, error=error, interrupted=interrupted)
 
 
-def interrupted_result(call: ToolCall) -> ToolResult:
-    """The explicit result that repairs a call whose attempt stopped before its result was committed."""
-    return result_event(call, ok=False, error=INTERRUPTED, interrupted=True)
+def interrupted_result(call: ToolCall, *, cancelled: bool = False) -> ToolResult:
+    """The explicit result that repairs a call whose attempt stopped before its result was committed: by the
+    teacher's cancel (``cancelled``), or because the worker running it stopped."""
+    return result_event(call, ok=False, error=CANCELLED if cancelled else INTERRUPTED, interrupted=True)
 
 
 async def run_tool(env: ToolEnv, call: ToolCall, commit: Commit) -> ToolResult | None:
@@ -552,6 +554,9 @@ async def run_tool(env: ToolEnv, call: ToolCall, commit: Commit) -> ToolResult |
             ok = result_event(call, ok=True, result=result)
             if not course_events:
                 return ok
+            # Signed with the session, so the course's history names it and the session can be undone whole.
+            course_events = [msgspec.structs.replace(e, by=env.session_id) if hasattr(e, "by") else e
+                             for e in course_events]
             course = StreamAppend(stream_id=env.course_id, events=course_events, expected_seq=doc.seq)
             await commit([ok], [course])  # WrongExpectedSeq: another writer moved the course; apply again
             return None

@@ -112,6 +112,20 @@ async def wait_media_pass(log: EventLog, run_id: str, n: int, timeout: float = 3
     return await run_state(log, run_id)
 
 
+async def test_a_run_started_without_web_search_searches_nothing_though_a_search_slot_is_set(db_url, db):
+    log = EventLog(db)
+    cfg = config()
+    svc = RunService(log, cfg)
+    async with open_fake_media() as fake:
+        inp = RunInput(requirement=requirement(), outline_review="auto", enable_web_search=False)
+        snap = await svc.create_run(OWNER, "c-no-search", inp)
+        async with open_generation_worker(db_url, cfg, media=fake_routes(fake)):
+            await wait_state(svc, snap.id, "completed")
+    (done,) = await decoded(log, snap.id, "run.research_done")
+    assert done.skipped and not done.sources
+    assert fake.counts["search"] == 0
+
+
 async def test_every_media_element_and_narration_is_done_through_the_real_protocols(db_url, db):
     log = EventLog(db)
     cfg = config()

@@ -29,6 +29,7 @@ from openmaic.workbench import fold
 from openmaic.workbench.events import ModelOutputReset
 from openmaic.workbench.kind import MAX_ROUNDS, OVER_CAP_ERROR, WorkbenchKind, deliverable
 from openmaic.workbench.tools import (
+    CANCELLED,
     INTERRUPTED,
     TOOL_SPECS,
     AddScene,
@@ -143,6 +144,20 @@ async def test_calls_open_at_a_new_claim_are_repaired_before_the_next_model_call
     assert f.decide().name == "turn:2"
     results = [m for m in f.state.history if isinstance(m, ToolResultMessage)]
     assert [(m.call_id, m.is_error) for m in results] == [("c1", True), ("c2", True)]
+
+
+async def test_calls_stopped_by_a_cancel_are_repaired_as_cancelled_not_as_a_stopped_worker():
+    f = created().add(LeaseClaimed(attempt=1, worker="w", reason="queued"))
+    f.add(ModelTurnCompleted(tool_calls=[call("c1", "add_scene", title="x")], delivered=[2]))
+    f.add(ToolCalled(call_id="c1", name="add_scene"), SessionCancelRequested(),
+          SessionEnded(status="cancelled"), LeaseReleased(attempt=1, reason="idle"))
+    f.add(SessionMessagePosted(text="go on"), LeaseClaimed(attempt=2, worker="w", reason="queued"))
+    d = f.decide()
+    assert isinstance(d, Step) and d.name == "repair"
+    outcome = await d.handler(None)  # type: ignore[arg-type]
+    assert [(e.call_id, e.interrupted, e.error) for e in outcome.events] == [("c1", True, CANCELLED)]
+    f.add(*outcome.events, ModelTurnCompleted(text="ok", delivered=[7]))
+    assert not f.state.cancelled_calls  # a later crash is a stopped worker again
 
 
 def test_ask_user_ends_the_exchange_and_the_next_message_answers_it():
