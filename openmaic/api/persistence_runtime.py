@@ -31,7 +31,7 @@ from typing import Annotated, Any
 import msgspec
 from quart import Blueprint, Response
 
-from openmaic.api.pages import WholeByDefault, cursor_of, next_page_headers, read_cursor
+from openmaic.api.pages import MAX_LIMIT, WholeByDefault, cursor_of, next_page_headers, read_cursor
 from openmaic.api.persistence import import_fence, owner_writes
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire, encode
@@ -48,7 +48,9 @@ Body = dict[str, Any]
 
 class RecordsQuery(Wire):
     scene_id: str | None = None
-    limit: Annotated[int, msgspec.Meta(ge=1, le=100_000)] | None = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_LIMIT)] | None = None
+    """A page of at most :data:`~openmaic.api.pages.MAX_LIMIT` records, as every list pages; without it, the whole
+    session within ``limits.runtime_list_bytes``."""
     cursor: str = ""
 
 

@@ -86,8 +86,11 @@ async def run_the_skill(client: httpx.AsyncClient, base: str) -> dict:
     assert r.status_code == 201, r.text
     material = r.json()
     assert MATERIAL_ID.fullmatch(material["materialId"])
-    assert material == {"materialId": material["materialId"], "originalName": "notes on plants.md",
-                        "bytes": len(NOTES), "mime": "text/markdown", "extraction": {"status": "done"}}
+    assert {k: material[k] for k in ("materialId", "originalName", "bytes", "mime", "extraction")} == {
+        "materialId": material["materialId"], "originalName": "notes on plants.md", "bytes": len(NOTES),
+        "mime": "text/markdown", "extraction": {"status": "done"}}
+    # what was read, shown to the teacher: the characters and the first words
+    assert material["characters"] > 0 and material["excerpt"] == " ".join(NOTES.decode().split())
 
     r = await client.post("/api/generate-classroom", json={
         "requirement": "Photosynthesis for 12-year-olds", "materialIds": [material["materialId"]],

@@ -59,7 +59,7 @@ async def test_persistence_lists_page_through_every_item_once(db_url, tmp_path):
             assert (await c.post("/api/folders", json={"name": f"Folder {i}"}, headers=BOUND)).status_code == 201
             session = {**SESSION, "id": f"chat-{i}", "stageId": "stage-0"}
             assert (await c.post(f"{RUNTIME}/sessions", json=session, headers=BOUND)).status_code == 201
-            record = {"id": f"r-{i}", "sessionId": "chat-0", "createdAt": SESSION["createdAt"], "payload": {"i": i}}
+            record = {"id": f"r-{i}", "sessionId": "chat-0", "createdAt": SESSION["createdAt"], "payload": {"role": "user", "content": f"message {i}"}}
             r = await c.post(f"{RUNTIME}/sessions/chat-0/records", json=record, headers=BOUND)
             assert r.status_code == 201, r.text
 
