@@ -1,135 +1,19 @@
-"""Course content types, also used as the structured outputs the models are asked for.
+"""JSON Schemas for structured outputs and tool arguments: ``json_schema(tp)`` of a msgspec Struct.
 
-Every type is a frozen, keyword-only msgspec Struct. Their docstrings end up in the JSON Schema sent to the
-model (as ``description``), so they are written for the model as much as for the reader.
-
-``json_schema(tp)`` turns one of these types into a self-contained JSON Schema that OpenAI's strict
-``json_schema`` mode and Anthropic's tool ``input_schema`` both accept: references are inlined, every object
-lists all its properties as required and forbids others, and ``default`` keywords are dropped (a field with a
-default is still required in the schema; the model fills it, and msgspec accepts it either way).
+The course itself has one set of types, OpenMAIC's format (:mod:`openmaic.courses.format`); this module only turns
+a Struct (a Pro tool's arguments, a structured output a driver is asked for) into a self-contained JSON Schema that
+OpenAI's strict ``json_schema`` mode and Anthropic's tool ``input_schema`` both accept: references are inlined,
+every object lists all its properties as required and forbids others, and ``default`` keywords are dropped (a
+field with a default is still required in the schema; the model fills it, and msgspec accepts it either way).
 """
 
 from __future__ import annotations
 
-import re
-from typing import Annotated, Any, Literal, get_args
+from typing import Any
 
 import msgspec
 
-SceneKind = Literal["slide", "quiz", "interactive"]
-AspectRatio = Literal["16:9", "4:3", "1:1", "9:16"]
-ASPECT_RATIOS: tuple[str, ...] = get_args(AspectRatio)
-ELEMENT_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
-"""The shape of a media element id: unique within an outline and safe in a URL."""
-
-MAX_SCENES = 30
-"""The most scenes an outline may have (the outline's schema says so to the model)."""
-
-
-class MediaRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """A picture or a short video the scene shows: what it depicts (prompt), and an element id unique within
-    the outline (gen_img_1, gen_vid_1 …)."""
-
-    kind: Literal["image", "video"]
-    prompt: str
-    element_id: str
-    aspect_ratio: AspectRatio = "16:9"
-
-
-class OutlineItem(msgspec.Struct, frozen=True, kw_only=True):
-    """One scene of the outline: what it is called, what the learner should get from it, its form, and the
-    pictures or videos it shows (usually none or one)."""
-
-    title: str
-    goal: str
-    kind: SceneKind = "slide"
-    key_points: list[str] = []
-    media: list[MediaRequest] = []
-
-
-class Outline(msgspec.Struct, frozen=True, kw_only=True):
-    """A course outline: a title and 4 to 8 scenes in teaching order."""
-
-    title: str
-    items: Annotated[list[OutlineItem], msgspec.Meta(min_length=1, max_length=MAX_SCENES)]
-
-
-class Slide(msgspec.Struct, frozen=True, kw_only=True):
-    """A slide: a title, 3 to 5 short bullets, and optional speaker notes."""
-
-    title: str
-    bullets: list[str]
-    notes: str = ""
-
-
-class QuizQuestion(msgspec.Struct, frozen=True, kw_only=True):
-    """A multiple-choice question; answer is the 0-based index of the correct option."""
-
-    question: str
-    options: list[str]
-    answer: int
-    explanation: str = ""
-
-
-class Quiz(msgspec.Struct, frozen=True, kw_only=True):
-    """A short quiz."""
-
-    title: str
-    questions: list[QuizQuestion]
-
-
-class QuizOutput(msgspec.Struct, frozen=True, kw_only=True):
-    """A short quiz: at least one multiple-choice question."""
-
-    title: str
-    questions: Annotated[list[QuizQuestion], msgspec.Meta(min_length=1)]
-
-
-class Interactive(msgspec.Struct, frozen=True, kw_only=True):
-    """An interactive page: one self-contained HTML document (inline CSS and JS, no external resources)."""
-
-    title: str
-    html: str
-    instructions: str
-
-
-class SceneContent(msgspec.Struct, frozen=True, kw_only=True):
-    """The content of one scene; exactly the member named by kind is set, the others are null."""
-
-    kind: SceneKind
-    slide: Slide | None = None
-    quiz: Quiz | None = None
-    interactive: Interactive | None = None
-
-
-class SceneAction(msgspec.Struct, frozen=True, kw_only=True):
-    """One step of a scene's performance, by one agent (agent_id is an id from the roster)."""
-
-    kind: Literal["speech", "highlight", "ask", "pause"]
-    agent_id: str
-    text: str = ""
-
-
-class SceneActions(msgspec.Struct, frozen=True, kw_only=True):
-    """The ordered actions that present one scene."""
-
-    actions: list[SceneAction]
-
-
-class AgentProfile(msgspec.Struct, frozen=True, kw_only=True):
-    """A classroom agent."""
-
-    id: str
-    name: str
-    role: Literal["teacher", "assistant", "classmate"]
-    persona: str
-
-
-class AgentRoster(msgspec.Struct, frozen=True, kw_only=True):
-    """The agents of a classroom: one teacher, usually an assistant, and a few classmates."""
-
-    agents: list[AgentProfile]
-
+__all__ = ["json_schema"]
 
 _COMBINATORS = ("anyOf", "oneOf", "allOf", "prefixItems")
 

@@ -2,9 +2,9 @@
 
 A text completion (a turn with no tools, or ``complete`` asked for ``str``) whose last user message carries a
 generation brief (a ``Brief (JSON):`` line) is answered by ``demo_course.answer``: the outline, agents, slide,
-quiz, interactive page or actions the brief asks for, as a real model would write them. Structured outputs come
-from ``demo_course``'s structured functions (a real, small course built from the requirement in the last user
-message). Both stream as text in small chunks, ``latency_ms`` apart. Tool turns follow a fixed policy that
+quiz, interactive page or actions the brief asks for, as a real model would write them, streamed as text in small
+chunks, ``latency_ms`` apart; a structured output of any type is refused (nothing asks the demo for one). Tool
+turns follow a fixed policy that
 suits the workbench: read the course first, then make the one edit the user's words ask for, then say what was
 done. Any model name is accepted.
 """
@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 import msgspec
 import trio
 
-from openmaic.courses import schema
 from openmaic.models import demo_course
 from openmaic.models.errors import OutputInvalid
 from openmaic.models.types import (
@@ -137,26 +136,13 @@ class DemoProvider:
             text = demo_course.answer(messages)
             await self._stream(text, on_delta)
             return text  # type: ignore[return-value]
-        fields = demo_course.read_prompt(_last_user_text(messages))
-        makers: dict[Any, Callable[[dict[str, Any]], Any]] = {
-            schema.Outline: demo_course.outline,
-            schema.SceneContent: demo_course.scene_content,
-            schema.Slide: demo_course.slide,
-            schema.Quiz: demo_course.quiz,
-            schema.QuizOutput: lambda f: schema.QuizOutput(**msgspec.structs.asdict(demo_course.quiz(f))),
-            schema.Interactive: demo_course.interactive,
-            schema.SceneActions: demo_course.scene_actions,
-            schema.AgentRoster: demo_course.roster,
-        }
-        make = makers.get(output_type)
-        if make is None:
-            raise OutputInvalid(
-                f"the demo provider {self.name!r} cannot produce {getattr(output_type, '__name__', output_type)}",
-                provider=self.name,
-            )
-        result = make(fields)
-        await self._stream(msgspec.json.encode(result).decode(), on_delta)
-        return result
+        # Course content is asked for as text (the format's JSON, openmaic.steps.prompts); a structured output of
+        # any other type is nothing the demo writes.
+        raise OutputInvalid(
+            f"the demo provider {self.name!r} cannot produce {getattr(output_type, '__name__', output_type)}: it "
+            "answers generation briefs as text",
+            provider=self.name,
+        )
 
     async def stream_turn(
         self,
@@ -205,13 +191,6 @@ class DemoProvider:
         if isinstance(decided, str):
             return await say(decided)
         return call(*decided)
-
-
-def _last_user_text(messages: list[Message]) -> str:
-    for m in reversed(messages):
-        if isinstance(m, UserMessage):
-            return m.text
-    return ""
 
 
 def _decide(request: str, course: Any, available: set[str]) -> tuple[str, dict[str, Any]] | str | None:

@@ -8,6 +8,7 @@ import json
 import logging
 import time
 import traceback
+from typing import Annotated, Literal
 
 import httpx
 import msgspec
@@ -15,7 +16,7 @@ import pytest
 import trio
 
 from openmaic.config import Config, ProviderConfig, ProviderSpec, Secret
-from openmaic.courses.schema import Outline, OutlineItem, json_schema
+from openmaic.courses.schema import json_schema
 from openmaic.models import (
     AssistantMessage,
     OutputInvalid,
@@ -42,6 +43,22 @@ from tests.fakes.provider_server import (
 )
 
 KEY = "sk-test-SECRET-xyz"
+
+class OutlineItem(msgspec.Struct, frozen=True, kw_only=True):
+    """One item of the structured output the drivers are asked for here (any Struct would do)."""
+
+    title: str
+    goal: str
+    kind: Literal["slide", "quiz", "interactive"] = "slide"
+    key_points: list[str] = []
+
+
+class Outline(msgspec.Struct, frozen=True, kw_only=True):
+    """A structured output with a list of objects, so that a driver's validation names a nested path."""
+
+    title: str
+    items: Annotated[list[OutlineItem], msgspec.Meta(min_length=1, max_length=30)]
+
 
 OUTLINE = {
     "title": "Fractions",
