@@ -264,13 +264,6 @@ class CourseDocument(msgspec.Struct, frozen=True, kw_only=True):
     def scene(self, scene_id: str) -> fmt.Scene | None:
         return next((s for s in self.scenes if s.id == scene_id), None)
 
-    def scene_media(self, scene_id: str) -> list[SceneMedia]:
-        """The media of a scene's outline entry, in outline order."""
-        outline = self.outlines.get(scene_id)
-        if outline is None or not outline.mediaGenerations:
-            return []
-        return [self.media[m.elementId] for m in outline.mediaGenerations if m.elementId in self.media]
-
 
 @register
 class CourseRestored(Event, tag="course.restored"):

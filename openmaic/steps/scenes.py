@@ -153,7 +153,3 @@ async def write_scene_actions(models: Any, owner: str, inp: RunInput, course: Co
     turn = await provider.stream_turn(model, messages, [], on_delta=_ignore)
     # A script that parses to nothing is not asked for again (OpenMAIC neither): the default script stands in.
     return provider, read_actions(turn.text, scene, agents, outline=outline, language=inp.language)
-
-
-def encode_outline(outlines: Sequence[fmt.SceneOutline]) -> list[Any]:
-    return [msgspec.to_builtins(o) for o in outlines]
