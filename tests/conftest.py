@@ -19,7 +19,8 @@ import trio
 # environment-only deployment is configured by (a developer's OPENAI_API_KEY would change every default).
 from openmaic.modelconfig.legacy import legacy_variables  # noqa: E402
 
-for _k in [k for k in os.environ if k.startswith("OPENMAIC_") or k in legacy_variables(os.environ)]:
+for _k in [k for k in os.environ if k.startswith("OPENMAIC_") or k in legacy_variables(os.environ)
+           or k == "DATABASE_REPLICA_URL"]:
     del os.environ[_k]
 
 # The tests start `python -m openmaic` (servers, the CLI) hundreds of times. Where PYTHONDONTWRITEBYTECODE is set,

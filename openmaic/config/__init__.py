@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from openmaic.config.loader import load_config, parse_config
 from openmaic.config.schema import (
-    DEFAULT_SLOTS, ENV_OVERRIDES, KNOWN_SLOTS, SLOT_PARENTS, Config, ExtractionLimits, IdentityConfig, LimitsConfig,
+    DEFAULT_SLOTS, ENV_OVERRIDES, KNOWN_SLOTS, SLOT_PARENTS, Config, DatabaseConfig, ExtractionLimits, IdentityConfig, LimitsConfig,
     ProviderConfig, ProviderSpec, Route, RuntimeConfig, Secret, ServerConfig, StepDeadlines, default_config,
 )  # fmt: skip
 
 __all__ = [
-    "DEFAULT_SLOTS", "ENV_OVERRIDES", "KNOWN_SLOTS", "SLOT_PARENTS", "Config", "ExtractionLimits", "IdentityConfig",
+    "DEFAULT_SLOTS", "ENV_OVERRIDES", "KNOWN_SLOTS", "SLOT_PARENTS", "Config", "DatabaseConfig", "ExtractionLimits", "IdentityConfig",
     "LimitsConfig", "ProviderConfig", "ProviderSpec", "Route", "RuntimeConfig", "Secret", "ServerConfig",
     "StepDeadlines", "default_config", "load_config", "parse_config",
 ]  # fmt: skip

@@ -37,6 +37,7 @@ ENV_OVERRIDES: dict[str, tuple[str, str]] = {
     "OPENMAIC_LOG_FORMAT": ("server", "log_format"),
     "OPENMAIC_ADMIN_TOKEN": ("server", "admin_token"),
     "OPENMAIC_IDENTITY_MODE": ("identity", "mode"),
+    "DATABASE_REPLICA_URL": ("database", "replica_url"),
 }
 
 
@@ -234,6 +235,21 @@ class ServerConfig(_Section):
     """The admin listener's /api/admin routes accept ``Authorization: Bearer <it>``; unset: loopback clients only."""
 
 
+class DatabaseConfig(_Section):
+    """PostgreSQL besides ``DATABASE_URL`` (which is the environment's or the embedded server's, never the file's)."""
+
+    replica_url: str | None = None
+    """``DATABASE_REPLICA_URL``: a hot standby of the database (streaming replication) that serves the catch-up
+    reads (SSE and WebSocket backlogs, classroom and stream reads) in a pool of its own; unset, everything reads the
+    primary. Live tails, the horizon, claims and every write stay on the primary. A read never gets less from it
+    than the primary had when the request read the stream's row (see :mod:`openmaic.store.replica`)."""
+    replica_wait_ms: NonNegInt = 200
+    """How long a catch-up read waits for the replica to replay what the reader must see before it reads the
+    primary instead."""
+    replica_pool_size: PosInt = 5
+    """Connections the replica's pool holds at most (the primary's holds 20)."""
+
+
 class Route(msgspec.Struct, frozen=True):
     """Where a slot's calls go: a declared provider and a model name (which may contain colons; ``None`` for a
     provider's default model)."""
@@ -264,6 +280,7 @@ class Config(_Section):
     identity: IdentityConfig = IdentityConfig()
     runtime: RuntimeConfig = RuntimeConfig()
     server: ServerConfig = ServerConfig()
+    database: DatabaseConfig = DatabaseConfig()
     default_slots: dict[str, SlotValue] = {}
     model_source: Literal["openmaic.yml", "environment", "built-in"] = "built-in"
     notices: tuple[str, ...] = ()

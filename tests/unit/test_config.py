@@ -224,6 +224,15 @@ def test_env_overrides():
     assert "0123456789abcdef" not in repr(c)
 
 
+def test_the_replica_comes_from_the_file_or_database_replica_url():
+    assert parse("").database.replica_url is None  # none: every read goes to the primary
+    c = parse("database: {replica_url: 'postgresql://r1/db', replica_wait_ms: 50}",
+              env={"DATABASE_REPLICA_URL": "postgresql://r2/db"})
+    assert (c.database.replica_url, c.database.replica_wait_ms, c.database.replica_pool_size) == \
+        ("postgresql://r2/db", 50, 5)
+    fails("database: {replica_wait_ms: -1}", "database.replica_wait_ms: expected an integer >= 0, got -1")
+
+
 def test_load_config_lookup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)
     assert load_config(env={}).source == "<defaults>"
