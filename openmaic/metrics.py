@@ -166,6 +166,19 @@ HORIZON_AGE = Gauge(
     registry=REGISTRY,
 )  # fmt: skip
 
+REPLICA_READS = Counter(
+    "openmaic_replica_reads",
+    "Catch-up reads of a process with a replica (DATABASE_REPLICA_URL), by where they were served: replica, waited "
+    "(the replica, once it had replayed what the reader must see), or the primary because the replica was lagging "
+    "(the wait ran out), unreachable, or failed (it refused the read).",
+    ("outcome",), registry=REGISTRY,
+)  # fmt: skip
+REPLICA_LAG_BYTES = Gauge(
+    "openmaic_replica_lag_bytes",
+    "WAL bytes the replica had still to replay behind the primary's insert position, at the last /readyz.",
+    registry=REGISTRY,
+)  # fmt: skip
+
 SESSIONS_STUCK = Gauge(
     "openmaic_sessions_stuck",
     "Sessions and runs that are stuck, by reason: lease_expired (running, its lease expired, not claimed again), "

@@ -804,3 +804,22 @@ RETURNING id, name, position, created_at, updated_at;
 INSERT INTO anonymous_clients (owner_id, share_key) VALUES ($1, $2)
 ON CONFLICT (owner_id) DO UPDATE SET share_key = EXCLUDED.share_key, seen_at = now()
  WHERE anonymous_clients.share_key IS DISTINCT FROM EXCLUDED.share_key;
+
+-- name: replica_primary_lsn
+-- On the primary: where its WAL is inserted up to now, past the commit record of every transaction committed
+-- before this statement (an asynchronous commit's too, whose record may not be written yet; the write position,
+-- pg_current_wal_lsn, may still lie before it). What a replica must have replayed to hold all of it.
+SELECT pg_current_wal_insert_lsn()::text;
+
+-- name: replica_replayed
+-- On the replica: whether it has replayed the WAL up to $1. A server that is not in recovery (a promoted standby,
+-- or DATABASE_REPLICA_URL naming a primary) has everything it has: its own insert position. COALESCE evaluates
+-- its second argument only when the first is NULL (pg_current_wal_insert_lsn raises during recovery).
+SELECT coalesce(pg_last_wal_replay_lsn(), pg_current_wal_insert_lsn()) >= $1::text::pg_lsn;
+
+-- name: replica_status
+-- On the replica, for /readyz: whether it is a standby, how many WAL bytes it trails the primary's position $1
+-- by, and whether its replay is paused (NULL on a primary, where the function raises).
+SELECT pg_is_in_recovery() AS standby,
+       pg_wal_lsn_diff($1::text::pg_lsn, coalesce(pg_last_wal_replay_lsn(), pg_current_wal_insert_lsn()))::bigint AS behind,
+       CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state() END AS pause;
