@@ -286,13 +286,13 @@ async def session_events(call: Call, id: str) -> Response:
     value = (call.request.headers.get("Last-Event-ID") or call.query.last_event_id).strip()
     start = int(value) if _DIGITS.fullmatch(value) else 0
     start = start if start <= row.head_seq else 0
-    state = await sessions.sessions.state(id, start)
+    state = await sessions.sessions.state(id, start, floor=start)  # a catch-up read: start <= the primary's head
     framing = SessionFraming(SessionView(state), call.services.log.decode)
 
     async def body() -> AsyncIterator[bytes]:
         yield b": replaying from event %d\n\n" % start
         # Closed with the response (trio wants every async generator finalized by its owner).
-        async with contextlib.aclosing(follow_sse(call.services, id, start, framing)) as chunks:
+        async with contextlib.aclosing(follow_sse(call.services, id, start, framing, head=row.head_seq)) as chunks:
             async for chunk in chunks:
                 yield chunk
 

@@ -133,12 +133,17 @@ def _chunks(frames: list[bytes]) -> list[bytes]:
     return out
 
 
-async def follow_sse(services: ApiServices, stream_id: str, start: int, framing: SseFraming) -> AsyncIterator[bytes]:
+async def follow_sse(services: ApiServices, stream_id: str, start: int, framing: SseFraming, *,
+                     head: int) -> AsyncIterator[bytes]:
     """The SSE body of ``stream_id`` after seq ``start``, framed by ``framing``. The database going away does not
     end it: it waits, with pings, until the database answers again and goes on from the last seq it wrote (the
-    backlog, or the live feed), so the client sees no gap and needs no reconnect (:mod:`openmaic.api.outage`)."""
+    backlog, or the live feed), so the client sees no gap and needs no reconnect (:mod:`openmaic.api.outage`).
+
+    ``head``: the stream's head as the route read its row from the primary. The backlog is a catch-up read the
+    replica may serve, and never ends (``caught_up``) before that seq or ``start``: what the client has seen, or
+    wrote before it asked, is never missing from it (:mod:`openmaic.store.replica`)."""
     metrics.SSE_CLIENTS.inc()
-    at = _Position(start)
+    at = _Position(start, max(head, start))
     try:
         while True:
             async with contextlib.aclosing(_follow(services, stream_id, framing, at)) as chunks:
@@ -159,9 +164,11 @@ async def follow_sse(services: ApiServices, stream_id: str, start: int, framing:
 class _Position:
     """How far a follower got: the last seq written, and whether the backlog was done (``caught_up`` sent)."""
 
-    def __init__(self, start: int) -> None:
+    def __init__(self, start: int, floor: int) -> None:
         self.start = start
         self.cursor = start
+        self.floor = floor
+        """The seq the backlog must reach (the stream's head when the response began)."""
         self.live = False
 
 
@@ -177,7 +184,7 @@ async def _follow(services: ApiServices, stream_id: str, framing: SseFraming, at
     try:
         while True:  # the backlog, paced by the client: the next page is read once this one is written
             # Bounded by bytes as well as by count: a page of large events is not held whole per client.
-            batch = await log.read_stream(stream_id, at.cursor, MAX_PAGE, max_bytes=PAGE_BYTES)
+            batch = await log.read_stream(stream_id, at.cursor, MAX_PAGE, max_bytes=PAGE_BYTES, floor=at.floor)
             for chunk in _chunks(framing.frames(batch, phase)):
                 yield chunk
             if batch:

@@ -29,6 +29,7 @@ import trio
 from quart import Blueprint, Response
 
 from openmaic import errors
+from openmaic.actors.commands import owned_stream
 from openmaic.api.commands import CommandTable
 from openmaic.api.follow import SSE_HEADERS, Phase, ViewFraming, feed_response, follow_sse
 from openmaic.api.headless import runs_of
@@ -329,8 +330,9 @@ class RunFraming(ViewFraming):
 
 
 async def client_view_from(runs: RunService, run_id: str, seq: int) -> ClientView:
-    """A client view of ``run_id`` that continues after ``seq``."""
-    state = await runs.fold(run_id, to_seq=seq)
+    """A client view of ``run_id`` that continues after ``seq`` (a seq its client has seen, or the stream's head as
+    read from the primary: the fold is a catch-up read)."""
+    state = await runs.fold(run_id, to_seq=seq, floor=seq)
     return ClientView(state, max_attempts=runs.config.runtime.step_retries + 1)
 
 
@@ -349,10 +351,11 @@ async def run_events(call: Call, id: str) -> Response:
     """The run's events as server-sent events, OpenMAIC's framing (id, named event, {runId, seq, ts, type, data,
     phase}); caught_up after the backlog; Last-Event-ID resumes."""
     runs = runs_of(call)
-    row, _ = await runs.read(call.user, id)
+    # The row only (on the primary): its head is what the backlog must reach; the events are catch-up reads.
+    row = await owned_stream(call.services.log, call.user, id, "generation")
     start = _cursor(call, row.head_seq)
     framing = RunFraming(id, await client_view_from(runs, id, start), call.services.log.decode)
-    response = Response(follow_sse(call.services, id, start, framing), 200, dict(SSE_HEADERS))
+    response = Response(follow_sse(call.services, id, start, framing, head=row.head_seq), 200, dict(SSE_HEADERS))
     response.timeout = None  # a live stream has no end; quart would otherwise cut it after 60 s
     return response
 

@@ -172,7 +172,8 @@ async def _view_for(services: ApiServices, row: Any, after: int) -> tuple[Any, C
     if kind == "course":
         return classrooms.ClassroomFraming(sid), None
     # Every other kind is a session: its lifecycle is the shared vocabulary of sessions.
-    state, _ = await services.log.fold(sid, session_fold.initial(), session_fold.evolve, to_seq=after)
+    # A catch-up read: ``after`` is at most the stream's head as the route read it from the primary.
+    state, _ = await services.log.fold(sid, session_fold.initial(), session_fold.evolve, to_seq=after, floor=after)
     view = agent_sessions.SessionFraming(SessionView(state), services.log.decode)
     return view, agent_sessions.SESSION_COMMANDS if kind == "workbench" else None
 
@@ -192,19 +193,22 @@ async def stream_socket(call: Call, id: str) -> None:
     await accept_websocket(ws)
     metrics.WEBSOCKET_CLIENTS.inc()
     try:
-        await _Connection(call.services, ws, call.user, id, after, view, commands).run()
+        await _Connection(call.services, ws, call.user, id, after, row.head_seq, view, commands).run()
     finally:
         metrics.WEBSOCKET_CLIENTS.dec()
 
 
 class _Connection:
-    def __init__(self, services: ApiServices, ws: Any, owner: str, stream_id: str, after: int, view: Any,
+    def __init__(self, services: ApiServices, ws: Any, owner: str, stream_id: str, after: int, head: int, view: Any,
                  commands: Any) -> None:
         self.services = services
         self.ws = ws
         self.owner = owner
         self.stream_id = stream_id
         self.after = after
+        self.head = head
+        """The stream's head as its row was read from the primary: the backlog (a catch-up read, which the replica
+        may serve) reaches at least this far before ``caught_up``."""
         self.view = view
         self.commands = commands
         self.too_slow = False
@@ -280,7 +284,7 @@ class _Connection:
             self.finish_send = send
             cursor = self.after
             while True:  # catching up: wait for room, the client reads history at its own pace
-                batch = await log_.read_stream(stream_id, cursor, MAX_PAGE, max_bytes=PAGE_BYTES)
+                batch = await log_.read_stream(stream_id, cursor, MAX_PAGE, max_bytes=PAGE_BYTES, floor=self.head)
                 for e in batch:
                     if (frame := framer.of(e, "backlog")) is not None:
                         await send.send(frame)

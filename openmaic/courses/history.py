@@ -101,12 +101,13 @@ def _author(before: CourseDocument, after: CourseDocument, e: Event) -> tuple[Au
 
 
 async def course_versions(log: EventLog, course_id: str, *, to_seq: int) -> list[Version]:
-    """Every version of the course up to ``to_seq``, oldest first."""
+    """Every version of the course up to ``to_seq`` (a head read from the primary: the replica may serve the
+    events once it holds that far), oldest first."""
     doc = CourseDocument()
     out: list[Version] = []
     after = 0
     while after < to_seq:
-        page = await log.read_stream(course_id, after, 500, to_seq=to_seq)
+        page = await log.read_stream(course_id, after, 500, to_seq=to_seq, floor=to_seq)
         if not page:
             break
         for r in page:

@@ -32,12 +32,13 @@ class FoldCache(Generic[S]):
         self.events_read = 0
         """Events folded so far (diagnostics: a hit reads only what was appended since)."""
 
-    async def state(self, stream_id: str, to_seq: int | None = None) -> S:
-        """The stream's state folded up to ``to_seq`` (its head when None)."""
+    async def state(self, stream_id: str, to_seq: int | None = None, *, floor: int | None = None) -> S:
+        """The stream's state folded up to ``to_seq`` (its head when None); with ``floor``, read as a catch-up read
+        (:meth:`EventLog.read_stream <openmaic.events.log.EventLog.read_stream>`)."""
         seq, state = self._states.get(stream_id) or (0, self._initial())
         if to_seq is not None and seq > to_seq:
             seq, state = 0, self._initial()  # asked for an earlier seq than the one kept: fold from the start
-        state, last = await self._log.fold(stream_id, state, self._evolve, after=seq, to_seq=to_seq)
+        state, last = await self._log.fold(stream_id, state, self._evolve, after=seq, to_seq=to_seq, floor=floor)
         self.events_read += last - seq  # a stream's seqs have no gaps
         # Concurrent callers may store in either order; any stored state is correct for its seq.
         self._states[stream_id] = (last, state)

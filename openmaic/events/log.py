@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from decimal import Decimal
@@ -25,12 +26,15 @@ from openmaic.events.group_commit import AppendRequest, AppendResult, NewStream,
 from openmaic.events.types import Event, Registry, registry
 from openmaic.events.wakeups import CHANNEL, RUNNABLE, Wakeups, cancel_hint
 from openmaic.store.database import Connection, Database, Record
+from openmaic.store.gateway import Gateway
+from openmaic.store.replica import Replica
 from openmaic.store.queries import Q
 from openmaic.text import json_has_nul, unstorable_message
 
 __all__ = [  # the append's own types live with the group commit, which sends them; they are the log's API
     "CANCEL_REQUESTED", "FOLD_PAGE", "START", "AppendResult", "Appender", "Cursor", "Envelope", "EventLog", "Horizon",
-    "NewStream", "RecordedEvent", "StreamAppend", "CommandEvent", "StreamRow", "StreamSummary", "envelope", "recorded",
+    "NewStream", "RecordedEvent", "StreamAppend", "CommandEvent", "StreamRow", "StreamSummary", "envelope", "reaches",
+    "recorded",
 ]
 
 Cursor = tuple[int, int, int]
@@ -151,6 +155,19 @@ def more_after(page: Sequence[RecordedEvent], limit: int, max_bytes: int | None 
     return len(page) >= limit or (max_bytes is not None and sum(len(e.data) for e in page) >= max_bytes)
 
 
+def reaches(page: Sequence[RecordedEvent], *, after: int, target: int, limit: int, max_bytes: int | None) -> bool:
+    """Whether a page read after seq ``after`` gives its reader everything up to ``target`` it asked for: the page
+    ends at ``target`` or later, or is full (the reader reads on from its end), or nothing up to ``target`` was
+    asked for. A stream's seqs have no gaps, so such a page from a replica is what the primary would answer."""
+    if after >= target or (page and page[-1].seq >= target):
+        return True
+    return more_after(page, limit, max_bytes)
+
+
+async def _read_stream(db: Gateway, args: tuple[Any, ...]) -> list[RecordedEvent]:
+    return [recorded(r) for r in await db.fetch(Q.read_stream, *args)]
+
+
 def envelope(e: RecordedEvent) -> Envelope:
     return Envelope(e.stream_id, e.seq, e.type, e.v, e.data, e.attempt, e.command_id, e.recorded_at)
 
@@ -196,10 +213,13 @@ class Appender:
 
 
 class EventLog:
-    def __init__(self, db: Database, wakeups: Wakeups | None = None, types: Registry = registry) -> None:
+    def __init__(self, db: Database, wakeups: Wakeups | None = None, types: Registry = registry, *,
+                 replica: Replica | None = None) -> None:
         self.db = db
         self.wakeups = wakeups
         self.types = types
+        self.replica = replica
+        """Where reads given a ``floor`` may go (:mod:`openmaic.store.replica`); None: everything reads ``db``."""
         self._group = group_commit(db)
 
     async def append(self, *batches: StreamAppend) -> list[AppendResult]:
@@ -280,13 +300,24 @@ class EventLog:
 
     async def read_stream(
         self, stream_id: str, after_seq: int = 0, limit: int = 1000, *, to_seq: int | None = None,
-        max_bytes: int | None = None,
+        max_bytes: int | None = None, floor: int | None = None,
     ) -> list[RecordedEvent]:
         """At most ``limit`` events after ``after_seq`` (up to ``to_seq``); with ``max_bytes``, a page that stops
         once its events' data reach that many characters (always one event at least: a page holds at most
-        ``max_bytes`` plus one event). :func:`more_after` says whether to read on."""
-        rows = await self.db.fetch(Q.read_stream, stream_id, after_seq, limit, to_seq, max_bytes)
-        return [recorded(r) for r in rows]
+        ``max_bytes`` plus one event). :func:`more_after` says whether to read on.
+
+        ``floor`` makes it a catch-up read, which the replica may serve: the seq the reader must get at least (the
+        stream's head as the caller read it from the primary, or the last seq its client has). The page is then
+        the primary's, or the replica's when it :func:`reaches` as far (see :mod:`openmaic.store.replica`). A
+        caller giving one must read on while :func:`more_after` says so: a page that is full is accepted as such.
+        """
+        args = (stream_id, after_seq, limit, to_seq, max_bytes)
+        if floor is None or self.replica is None:
+            return await _read_stream(self.db, args)
+        target = floor if to_seq is None else min(floor, to_seq)
+        return await self.replica.read(self.db, functools.partial(_read_stream, args=args),
+                                       functools.partial(reaches, after=after_seq, target=target, limit=limit,
+                                                         max_bytes=max_bytes))
 
     async def read_streams(
         self, cursors: Sequence[tuple[str, int]], limit: int = 1000, *, max_bytes: int | None = None,
@@ -346,14 +377,16 @@ class EventLog:
         *,
         after: int = 0,
         to_seq: int | None = None,
+        floor: int | None = None,
     ) -> tuple[S, int]:
-        """Fold the stream's events after ``after`` (up to ``to_seq``) into ``state``, a page at a time.
+        """Fold the stream's events after ``after`` (up to ``to_seq``) into ``state``, a page at a time; with
+        ``floor``, a catch-up read (see :meth:`read_stream`).
 
         Returns the state and the seq of the last event folded (``after`` when there was none).
         """
         seq = after
         while True:
-            page = await self.read_stream(stream_id, seq, FOLD_PAGE, to_seq=to_seq)
+            page = await self.read_stream(stream_id, seq, FOLD_PAGE, to_seq=to_seq, floor=floor)
             for e in page:
                 state = evolve(state, self.decode(e), e.seq)
                 seq = e.seq

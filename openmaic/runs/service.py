@@ -141,13 +141,13 @@ class RunService:
 
     # -- reading ------------------------------------------------------------------------------------------------
 
-    async def fold(self, run_id: str, to_seq: int | None = None) -> RunState:
-        """The run's state folded from its events (up to ``to_seq``)."""
-        return await self.runs.state(run_id, to_seq)
+    async def fold(self, run_id: str, to_seq: int | None = None, *, floor: int | None = None) -> RunState:
+        """The run's state folded from its events (up to ``to_seq``; with ``floor``, a catch-up read)."""
+        return await self.runs.state(run_id, to_seq, floor=floor)
 
-    async def course(self, course_id: str, to_seq: int | None = None) -> CourseDocument:
-        """The course document folded from its events (up to ``to_seq``)."""
-        return await self.courses.state(course_id, to_seq)
+    async def course(self, course_id: str, to_seq: int | None = None, *, floor: int | None = None) -> CourseDocument:
+        """The course document folded from its events (up to ``to_seq``; with ``floor``, a catch-up read)."""
+        return await self.courses.state(course_id, to_seq, floor=floor)
 
     async def owned_course(self, owner: str, course_id: str) -> CourseDocument:
         """The owner's course, folded to the head of its row; StreamNotFound for a missing, deleted or another
@@ -155,8 +155,9 @@ class RunService:
         row = await owned_stream(self.log, owner, course_id, "course")
         if row.deleted_at is None:
             # Folded from the course stream (through the fold cache): authoritative and never behind, unlike a
-            # projection; to the head of the row just read, so the document and its seq agree.
-            doc = await self.course(course_id, to_seq=row.head_seq)
+            # projection; to the head of the row just read (on the primary), so the document and its seq agree. A
+            # catch-up read: the replica may serve it once it holds that head.
+            doc = await self.course(course_id, to_seq=row.head_seq, floor=row.head_seq)
             if not doc.deleted:
                 return dated(doc, row)
         raise not_found(course_id)
