@@ -17,6 +17,9 @@ Readiness checks, each bounded by :data:`CHECK_TIMEOUT_S` (a probe that hangs is
   This check warns and never fails readiness: this process serves as well as before, and taking every API pod
   out of its load balancer would turn a lag into an outage. ``openmaic_horizon_age_seconds`` and its alert
   carry it to the operator.
+* ``replica`` (only with ``DATABASE_REPLICA_URL``): the replica answers, is a standby whose replay runs, and serves
+  catch-up reads (:meth:`openmaic.store.replica.Replica.check`). It warns and never fails readiness: the primary
+  answers every read the replica cannot.
 
 A failed check makes the process not ready (503); its value says why (``failed: …``); a warning starts with
 ``lagging:``.
@@ -44,6 +47,7 @@ from openmaic.projections import default_projections, record_projection_lag
 from openmaic.store.database import Database
 from openmaic.store.migrations import pending
 from openmaic.store.queries import Q
+from openmaic.store.replica import Replica
 
 __all__ = ["CHECK_TIMEOUT_S", "STUCK_REASONS", "Horizon", "Readiness", "Sampler", "read_horizon", "readiness", "samplers", "scrape"]
 
@@ -98,7 +102,7 @@ def _describe(h: Horizon) -> str:
             f"for {h.age_s:.0f} s (threshold {h.threshold_s:g} s); read models and live feeds wait for it")
 
 
-async def readiness(db: Database, *, horizon_threshold_s: float) -> Readiness:
+async def readiness(db: Database, *, horizon_threshold_s: float, replica: Replica | None = None) -> Readiness:
     """Run every check (see the module's doc)."""
     checks: dict[str, str] = {}
     horizon: Horizon | None = None
@@ -136,8 +140,19 @@ async def readiness(db: Database, *, horizon_threshold_s: float) -> Readiness:
         except (OpenMaicError, trio.TooSlowError) as exc:
             log.warning("readiness: horizon check failed: %s", exc)
             checks["horizon"] = "lagging: could not read the open transactions"
+    if replica is not None:
+        checks["replica"] = await _check_replica(db, replica)
     ready = not any(result.startswith("failed") for result in checks.values())
     return Readiness(ready=ready, checks=checks, horizon=horizon)
+
+
+async def _check_replica(db: Database, replica: Replica) -> str:
+    try:
+        with trio.fail_after(CHECK_TIMEOUT_S):
+            return await replica.check(db)
+    except (OpenMaicError, trio.TooSlowError) as exc:
+        # Only a warning, like every answer of this check: the primary serves the reads the replica cannot.
+        return f"lagging: the replica {replica.name} could not be asked ({exc or 'no answer in time'})"
 
 
 async def _sample_horizon(db: Database) -> None:

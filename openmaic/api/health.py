@@ -76,10 +76,11 @@ async def readyz(call: Call) -> Ready:
     """Ready to serve: the database answers, its schema is current, and the NOTIFY listener is connected.
 
     503 (code not_ready) names the failed checks in details.checks. The horizon check only warns: the age of the
-    oldest transaction holding back the log's tail is in horizon.
+    oldest transaction holding back the log's tail is in horizon. So does the replica check (with
+    DATABASE_REPLICA_URL): the primary answers every read the replica cannot.
     """
     threshold = call.services.config.runtime.horizon_age_threshold_s
-    result = await probes.readiness(call.services.db, horizon_threshold_s=threshold)
+    result = await probes.readiness(call.services.db, horizon_threshold_s=threshold, replica=call.services.log.replica)
     if not result.ready:
         raise NotReady(f"not ready: {', '.join(result.failed)}", checks=result.checks,
                        horizon=msgspec.to_builtins(result.horizon))  # fmt: skip
