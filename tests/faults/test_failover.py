@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime
 import json
 import re
-import subprocess
 import time
 from pathlib import Path
 
@@ -37,6 +36,7 @@ from openmaic.store.migrations import migrate
 from openmaic.store.postgres import ThrowawayCluster, free_port
 from tests.eventsource import EventSource, open_sse
 from tests.serving import serve_processes, stderr_of, wait_ready
+from tests.standby import Standby
 
 pytestmark = pytest.mark.filterwarnings(
     r"ignore:Async generator 'http(x|core)\._[^']*' was garbage collected:ResourceWarning"
@@ -65,24 +65,6 @@ class Primary(ThrowawayCluster):
     def stop_immediately(self) -> None:
         """``pg_ctl stop -m immediate``: every backend ends at once, nothing is flushed or said goodbye to."""
         self._pg_ctl("-m", "immediate", "-w", "stop")
-
-
-class Standby(ThrowawayCluster):
-    """A hot standby of ``primary``, streaming from it (``pg_basebackup -R``)."""
-
-    def __init__(self, primary: ThrowawayCluster) -> None:
-        super().__init__()
-        self.primary = primary
-
-    def start(self) -> Standby:
-        subprocess.run(self._cmd(str(self.bin_dir / "pg_basebackup"), "-h", "127.0.0.1", "-p", str(self.primary.port),
-                                 "-U", "postgres", "-D", str(self.data), "-R", "-X", "stream", "-c", "fast"),
-                       check=True, capture_output=True, text=True)
-        self._pg_ctl("-o", self.options, "-l", str(self.root / "log"), "-w", "start")
-        return self
-
-    def promote(self) -> None:
-        self._pg_ctl("-w", "promote")
 
 
 async def replicate_synchronously(primary: ThrowawayCluster) -> None:
