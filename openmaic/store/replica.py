@@ -19,9 +19,10 @@ range: a standby's tables are a prefix of the primary's history, and the predica
 seq the reader must see. The LSN only says when reading again is worth it; the predicate is the guarantee (it
 also holds for a "replica" that is not a standby of this primary at all, which then simply never answers).
 
-A replica that cannot be reached is left alone for :data:`DOWN_RETRY_S` (every read goes to the primary, and no
-read waits for a connection attempt), and one whose wait ran out is not waited for again for
-:data:`LAG_RETRY_S`: a lagging replica costs each read one short replica query, not the whole wait. Each change of
+A replica that cannot be reached is left alone for :data:`DOWN_RETRY_S` (every read goes to the primary at once;
+then reads try it again, a connection attempt bounded by :data:`CONNECT_TIMEOUT_S`), and one whose wait ran out is
+not waited for again for :data:`LAG_RETRY_S`: a lagging replica costs each read one short replica query, not the
+whole wait. Each change of
 state is logged once; ``openmaic_replica_reads{outcome}`` counts where reads went, and :meth:`Replica.check` is the
 ``replica`` entry of ``/readyz``, which warns and never fails readiness (the primary serves every read meanwhile).
 
@@ -76,15 +77,20 @@ class Replica:
         """Why it is not ``ok``."""
         self._down_until = float("-inf")
         self._lagging_until = float("-inf")
+        self._lag_target = "0/0"
+        """The WAL position the last wait that ran out was for."""
 
     async def read(self, primary: Gateway, read: Callable[[Gateway], Awaitable[T]],
-                   complete: Callable[[T], bool]) -> T:
+                   complete: Callable[[T], bool] | None) -> T:
         """``read(replica)`` if its answer is ``complete`` (waiting for the replica, within the bound, when it is
-        not yet), else ``read(primary)``; see the module's doc."""
+        not yet), else ``read(primary)``; see the module's doc. ``complete`` None: any answer will do (the reader
+        needs nothing it does not have), so the replica answers whenever it can be reached."""
         if trio.current_time() < self._down_until:
             return await self._on_primary(primary, read, "unreachable")
         try:
             answer = await read(self.db)
+            if complete is None:
+                return self._served(answer, "replica", checked=False)
             if complete(answer):
                 return self._served(answer, "replica")
         except errors.OpenMaicError as exc:
@@ -101,6 +107,7 @@ class Replica:
         except errors.OpenMaicError as exc:
             return await self._failed(exc, primary, read)
         self._lagging_until = trio.current_time() + LAG_RETRY_S
+        self._lag_target = target
         self._change("lagging", f"it had not replayed the primary's WAL up to {target} within "
                                 f"{self.wait_s * 1000:.0f} ms")
         return await self._on_primary(primary, read, "lagging")
@@ -118,9 +125,11 @@ class Replica:
             pause = min(pause * 2, longest)
         return True
 
-    def _served(self, answer: T, outcome: str) -> T:
+    def _served(self, answer: T, outcome: str, *, checked: bool = True) -> T:
         metrics.REPLICA_READS.labels(outcome).inc()
-        self._change("ok", "")
+        # An answer that was checked against a floor says the replica keeps up; any answer says it is reachable.
+        if checked or self.state == "unreachable":
+            self._change("ok", "")
         return answer
 
     async def _failed(self, exc: errors.OpenMaicError, primary: Gateway,
@@ -154,9 +163,16 @@ class Replica:
         try:
             target = await primary.fetchval(Q.replica_primary_lsn)
             row = await self.db.fetchrow(Q.replica_status, target)
+            # Past the position a wait ran out for: it keeps up again (reads would find out at their next wait).
+            if self.state == "lagging" and await self.db.fetchval(Q.replica_replayed, self._lag_target):
+                self._lagging_until = float("-inf")
+                self._change("ok", "")
         except errors.DatabaseUnavailable as exc:
             return f"lagging: the replica {self.name} is unreachable ({exc.message}); catch-up reads go to the primary"
         assert row is not None
+        if self.state == "unreachable":  # it answered this probe: reads may try it again at once
+            self._down_until = float("-inf")
+            self._change("ok", "")
         metrics.REPLICA_LAG_BYTES.set(max(int(row["behind"]), 0))
         if not row["standby"]:
             return (f"lagging: {self.name} is not a standby (pg_is_in_recovery() is false): name a streaming "
@@ -165,8 +181,8 @@ class Replica:
             return (f"lagging: WAL replay on the replica {self.name} is {row['pause']} ({row['behind']} bytes "
                     "behind the primary); catch-up reads go to the primary")
         if self.state != "ok":
-            return (f"lagging: the replica {self.name} is {row['behind']} bytes behind the primary, and was "
-                    f"{self.state} ({self.problem}); catch-up reads it cannot answer go to the primary")
+            return (f"lagging: the replica {self.name} is {row['behind']} bytes behind the primary ({self.problem}); "
+                    "catch-up reads it cannot answer go to the primary")
         return "ok"
 
 
