@@ -16,11 +16,12 @@ import pytest
 import trio
 
 # Environment must not leak into tests: neither this project's variables nor the legacy model variables an
-# environment-only deployment is configured by (a developer's OPENAI_API_KEY would change every default).
+# environment-only deployment is configured by (a developer's OPENAI_API_KEY would change every default), nor a
+# replica (it would take the tests' catch-up reads).
 from openmaic.modelconfig.legacy import legacy_variables  # noqa: E402
 
-for _k in [k for k in os.environ if k.startswith("OPENMAIC_") or k in legacy_variables(os.environ)
-           or k == "DATABASE_REPLICA_URL"]:
+_LEAKS = ("DATABASE_REPLICA_URL",)
+for _k in [k for k in os.environ if k.startswith("OPENMAIC_") or k in legacy_variables(os.environ) or k in _LEAKS]:
     del os.environ[_k]
 
 # The tests start `python -m openmaic` (servers, the CLI) hundreds of times. Where PYTHONDONTWRITEBYTECODE is set,

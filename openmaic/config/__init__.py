@@ -3,7 +3,7 @@
 The file is found through ``OPENMAIC_CONFIG``, else ``./openmaic.yml``, else the built-in defaults. Its model
 sections — ``providers``, ``slots``, ``policy`` — are OpenMAIC 1.2's, accepted exactly as OpenMAIC writes them
 (:mod:`openmaic.modelconfig.layer`); this project's own sections (``runtime``, ``server``, ``limits``,
-``identity``) extend the file and are just as strict. String values may reference environment variables as
+``identity``, ``database``) extend the file and are just as strict. String values may reference environment variables as
 ``${NAME}`` (unset or empty is an error); ``$${`` is a literal ``${``. A few keys can be overridden from the
 environment after the file is read (see ``ENV_OVERRIDES``).
 
@@ -28,12 +28,13 @@ from __future__ import annotations
 
 from openmaic.config.loader import load_config, parse_config
 from openmaic.config.schema import (
-    DEFAULT_SLOTS, ENV_OVERRIDES, KNOWN_SLOTS, SLOT_PARENTS, Config, DatabaseConfig, ExtractionLimits, IdentityConfig, LimitsConfig,
-    ProviderConfig, ProviderSpec, Route, RuntimeConfig, Secret, ServerConfig, StepDeadlines, default_config,
+    DEFAULT_SLOTS, ENV_OVERRIDES, KNOWN_SLOTS, SLOT_PARENTS, Config, DatabaseConfig, ExtractionLimits, IdentityConfig,
+    LimitsConfig, ProviderConfig, ProviderSpec, Route, RuntimeConfig, Secret, ServerConfig, StepDeadlines,
+    default_config,
 )  # fmt: skip
 
 __all__ = [
-    "DEFAULT_SLOTS", "ENV_OVERRIDES", "KNOWN_SLOTS", "SLOT_PARENTS", "Config", "DatabaseConfig", "ExtractionLimits", "IdentityConfig",
-    "LimitsConfig", "ProviderConfig", "ProviderSpec", "Route", "RuntimeConfig", "Secret", "ServerConfig",
-    "StepDeadlines", "default_config", "load_config", "parse_config",
+    "DEFAULT_SLOTS", "ENV_OVERRIDES", "KNOWN_SLOTS", "SLOT_PARENTS", "Config", "DatabaseConfig", "ExtractionLimits",
+    "IdentityConfig", "LimitsConfig", "ProviderConfig", "ProviderSpec", "Route", "RuntimeConfig", "Secret",
+    "ServerConfig", "StepDeadlines", "default_config", "load_config", "parse_config",
 ]  # fmt: skip

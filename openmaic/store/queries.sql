@@ -821,5 +821,6 @@ SELECT coalesce(pg_last_wal_replay_lsn(), pg_current_wal_insert_lsn()) >= $1::te
 -- On the replica, for /readyz: whether it is a standby, how many WAL bytes it trails the primary's position $1
 -- by, and whether its replay is paused (NULL on a primary, where the function raises).
 SELECT pg_is_in_recovery() AS standby,
-       pg_wal_lsn_diff($1::text::pg_lsn, coalesce(pg_last_wal_replay_lsn(), pg_current_wal_insert_lsn()))::bigint AS behind,
+       pg_wal_lsn_diff($1::text::pg_lsn,
+                       coalesce(pg_last_wal_replay_lsn(), pg_current_wal_insert_lsn()))::bigint AS behind,
        CASE WHEN pg_is_in_recovery() THEN pg_get_wal_replay_pause_state() END AS pause;
