@@ -3,9 +3,9 @@
 The file is found through ``OPENMAIC_CONFIG``, else ``./openmaic.yml``, else the built-in defaults. Its model
 sections — ``providers``, ``slots``, ``policy`` — are OpenMAIC 1.2's, accepted exactly as OpenMAIC writes them
 (:mod:`openmaic.modelconfig.layer`); this project's own sections (``runtime``, ``server``, ``limits``,
-``identity``, ``database``) extend the file and are just as strict. String values may reference environment variables as
-``${NAME}`` (unset or empty is an error); ``$${`` is a literal ``${``. A few keys can be overridden from the
-environment after the file is read (see ``ENV_OVERRIDES``).
+``identity``, ``database``) extend the file and are just as strict. String values may reference environment
+variables as ``${NAME}`` (unset or empty is an error); ``$${`` is a literal ``${``. A few keys can be overridden
+from the environment after the file is read (see ``ENV_OVERRIDES``).
 
 Where the models come from (``Config.model_source``):
 
