@@ -169,7 +169,7 @@ async def session_statuses(call: Call) -> Response:
 @api_route(bp, "GET", "/api/agent/sessions/{id}", response=SessionMeta, **_SESSION)
 async def get_session(call: Call, id: str) -> SessionMeta:
     """A session."""
-    row, state = await sessions_of(call).read(call.user, id)
+    row, state = await sessions_of(call).read(call.user, id, catch_up=True)
     return meta(call.user, row, state)
 
 
@@ -282,7 +282,7 @@ class SessionEventsQuery(Wire):
 async def session_events(call: Call, id: str) -> Response:
     """The session's events as server-sent events (Last-Event-ID or ?lastEventId= resumes)."""
     sessions = sessions_of(call)
-    row, _ = await sessions.read(call.user, id)
+    row, _ = await sessions.read(call.user, id, catch_up=True)
     value = (call.request.headers.get("Last-Event-ID") or call.query.last_event_id).strip()
     start = int(value) if _DIGITS.fullmatch(value) else 0
     start = start if start <= row.head_seq else 0

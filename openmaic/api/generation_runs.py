@@ -202,7 +202,7 @@ async def active_runs(call: Call) -> RunsAnswer:
 @api_route(bp, "GET", "/api/generation-runs/{id}", response=RunDetailAnswer, **_RUN)
 async def get_run(call: Call, id: str) -> RunDetailAnswer:
     """A run's snapshot with the state of its media; follow its events after run.seq to stay current."""
-    row, state = await runs_of(call).read(call.user, id)
+    row, state = await runs_of(call).read(call.user, id, catch_up=True)
     return RunDetailAnswer(run=run_detail(view_of(row, state), state))
 
 

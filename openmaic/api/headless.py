@@ -118,7 +118,7 @@ async def classroom_job(call: Call, job_id: str) -> JobView:
     if not valid_run_id(job_id):
         raise errors.InvalidInput("Invalid classroom generation job id", path="jobId")
     try:
-        row, state = await runs_of(call).read(call.user, job_id)
+        row, state = await runs_of(call).read(call.user, job_id, catch_up=True)
     except errors.NotFound:
         raise JobNotFound() from None
     return job_view(row.id, state, origin(call.request))

@@ -162,12 +162,12 @@ class RunService:
                 return dated(doc, row)
         raise not_found(course_id)
 
-    async def read(self, owner: str, run_id: str) -> tuple[StreamRow, RunState]:
+    async def read(self, owner: str, run_id: str, *, catch_up: bool = False) -> tuple[StreamRow, RunState]:
         """The run's stream row and its state at that row's head; StreamNotFound for a missing run or another
-        owner's."""
+        owner's. ``catch_up``: the fold is a catch-up read, which the replica may serve (a snapshot route's)."""
         row = await owned_stream(self.log, owner, run_id, "generation")
-        # Folded to the head seq of the row just read, so the state and the scheduling status agree.
-        return row, await self.fold(run_id, to_seq=row.head_seq)
+        # Folded to the head seq of the row just read (on the primary), so the state and the scheduling status agree.
+        return row, await self.fold(run_id, to_seq=row.head_seq, floor=row.head_seq if catch_up else None)
 
     async def in_progress(self, owner: str) -> list[tuple[StreamSummary, RunState]]:
         """The owner's runs that have not completed or ended (nor are ending), oldest first."""

@@ -236,11 +236,11 @@ class WorkbenchSessions:
         row = await owned_stream(self.log, owner, sid, kind=KIND)
         return as_created(row, last_seq), await self.sessions.state(sid, last_seq)
 
-    async def read(self, owner: str, session_id: str) -> tuple[StreamRow, SessionState]:
+    async def read(self, owner: str, session_id: str, *, catch_up: bool = False) -> tuple[StreamRow, SessionState]:
         """The session's row and its state at that row's head; StreamNotFound for a missing session or another
-        owner's."""
+        owner's. ``catch_up``: the fold is a catch-up read, which the replica may serve (a snapshot route's)."""
         row = await owned_stream(self.log, owner, session_id, kind=KIND)
-        return row, await self.sessions.state(session_id, row.head_seq)
+        return row, await self.sessions.state(session_id, row.head_seq, floor=row.head_seq if catch_up else None)
 
     async def of_owner(self, owner: str, limit: int = MAX_LISTED, after: Sequence[Any] | None = None,
                        ) -> list[tuple[StreamSummary, SessionState]]:
