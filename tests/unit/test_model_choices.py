@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from openmaic.config import parse_config
+from openmaic.events.types import registry
 from openmaic.modelconfig.layer import Assignment, ModelLayer, ProviderSpec, Policy
 from openmaic.modelconfig.resolve import resolve
 from openmaic.modelconfig.workspace import under_policy
 from openmaic.models.choices import ModelNotAllowed, check_choices, run_choices, with_choices
+from openmaic.runs.events import RunCreated
 from openmaic.secret import Secret
 
 DEPLOYMENT = """
@@ -76,3 +79,13 @@ def test_a_choice_not_allowed_names_the_slot(models, slot):
     with pytest.raises(ModelNotAllowed) as refused:
         check_choices(config(), MINE, models)
     assert refused.value.details["slot"] == slot and slot in refused.value.message
+
+
+def test_a_run_created_before_runs_could_choose_models_reads_as_every_slot_as_in_the_settings():
+    stored = b'{"course_id":"course_1","owner_id":"o","input":{"requirement":"Tides","enable_web_search":false}}'
+    created = registry.decode("run.created", 2, stored)
+    assert isinstance(created, RunCreated) and created.input.models == {} and not created.input.enable_web_search
+    tag, version, data = registry.encode(msgspec.structs.replace(
+        created, input=msgspec.structs.replace(created.input, models={"course.outline": "corp:gpt-4o"})))
+    assert (tag, version) == ("run.created", 2)
+    assert registry.decode(tag, version, data).input.models == {"course.outline": "corp:gpt-4o"}
