@@ -36,9 +36,9 @@ MATERIALS_LOCK = 0x6F6D6D61
 """First key of the owner lock that serializes an owner's uploads (see :func:`store_material`)."""
 
 __all__ = [
-    "FORMATS", "MAX_RUN_MATERIALS", "MAX_RUN_MATERIAL_BYTES", "MaterialFormat", "MAX_TEXT_CHARS", "MODEL_IMAGES",
-    "MODEL_IMAGE_BYTES", "Material", "MaterialQuotaFull", "UnreadableFile", "UnsupportedFileType",
-    "declared_type", "delete_material", "get_asset", "get_material", "images_for_model", "list_materials", "material_sizes",
+    "EXCERPT_CHARS", "FORMATS", "MAX_RUN_MATERIALS", "MAX_RUN_MATERIAL_BYTES", "MaterialFormat", "MAX_TEXT_CHARS",
+    "MODEL_IMAGES", "MODEL_IMAGE_BYTES", "Material", "MaterialQuotaFull", "MaterialSummary", "UnreadableFile", "UnsupportedFileType",
+    "declared_type", "delete_material", "excerpt_of", "get_asset", "get_material", "images_for_model", "list_materials", "material_sizes",
     "material_texts", "missing_materials", "new_material_id", "store_material", "valid_material_id",
 ]  # fmt: skip
 
@@ -103,23 +103,42 @@ MATERIALS_QUOTA = quotas.Quota(
     noun="materials", remedy="delete some (DELETE /api/materials/{id}) and upload again", error=MaterialQuotaFull)
 
 
-class Material(msgspec.Struct, frozen=True, kw_only=True):
-    """An uploaded material. ``text`` is what was extracted (empty for an image, whose bytes are ``asset_id``)."""
+class MaterialSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """An uploaded material as its owner's list shows it: what reading it found, without the text itself."""
 
     id: str
     filename: str
     media_type: str
     size: int
-    text: str
     asset_id: str | None
     created_at: dt.datetime
+    characters: int = 0
+    """Characters of text read (0 for an image)."""
+    excerpt: str = ""
+    """The first words read (:func:`excerpt_of`), so the owner sees the file was understood."""
     pages: int | None = None
-    """The pages read from a PDF, as the upload found them (not stored: None when read back)."""
+    """The pages read from a PDF; None for other files, and for PDFs uploaded before the count was stored."""
 
     @property
     def format(self) -> str:
         """The id of its format in :data:`FORMATS` (``pdf``, ``md``, ``png``, …)."""
         return format_of(self.media_type)
+
+
+class Material(MaterialSummary, frozen=True, kw_only=True):
+    """An uploaded material. ``text`` is what was extracted (empty for an image, whose bytes are ``asset_id``)."""
+
+    text: str
+
+
+EXCERPT_CHARS = 240
+"""The longest excerpt kept (the migration that added the column cuts older materials' text the same way)."""
+
+
+def excerpt_of(text: str) -> str:
+    """The first words of ``text``: whitespace folded, at most :data:`EXCERPT_CHARS` characters, cut at a word."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS].rsplit(" ", 1)[0] + "…"
 
 
 # -- ids -----------------------------------------------------------------------------------------------------------
@@ -240,10 +259,11 @@ async def store_material(
     ops: list[tuple[str, Sequence[object]]] = []
     if asset_id is not None:
         ops.append((Q.asset_insert, (asset_id, owner, kind, len(data), hashlib.sha256(data).digest(), data)))
-    ops.append((Q.material_insert, (material_id, owner, name, kind, len(data), text, asset_id)))
+    ops.append((Q.material_insert, (material_id, owner, name, kind, len(data), text, asset_id, len(text),
+                                    excerpt_of(text), pages)))
     if max_count is None and max_bytes is None:
         results = await db.transaction(ops)
-        return msgspec.structs.replace(typed(Material, results[-1][0]), pages=pages)
+        return typed(Material, results[-1][0])
     # The quota is read and the row written in one transaction under the owner's lock: two uploads at once
     # cannot both take the last place.
     async with quotas.within(db, owner, MATERIALS_QUOTA, max_count if max_count is not None else 2**62,
@@ -253,7 +273,7 @@ async def store_material(
         sql, args = ops[-1]
         stored = await conn.fetchrow_as(Material, sql, *args)
     assert stored is not None  # an INSERT … RETURNING returns its row
-    return msgspec.structs.replace(stored, pages=pages)
+    return stored
 
 
 async def delete_material(db: Database, owner: str, material_id: str) -> bool:
@@ -296,9 +316,11 @@ async def get_material(db: Database, owner: str, material_id: str) -> Material:
     return found
 
 
-async def list_materials(db: Database, owner: str, limit: int, before: str | None = None) -> list[Material]:
-    """``owner``'s materials, newest first (ids sort by upload time), after the id ``before``."""
-    return await db.fetch_as(Material, Q.materials_of_owner, owner, limit, before)
+async def list_materials(db: Database, owner: str, limit: int, before: str | None = None,
+                         ) -> list[MaterialSummary]:
+    """``owner``'s materials, newest first (ids sort by upload time), after the id ``before``: their summaries, as
+    the upload read them (never their text)."""
+    return await db.fetch_as(MaterialSummary, Q.materials_of_owner, owner, limit, before)
 
 
 async def get_asset(db: Database, owner: str, asset_id: str) -> tuple[str, bytes]:

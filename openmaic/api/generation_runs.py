@@ -80,7 +80,8 @@ class VoiceBody(Wire):
 
 
 class StartRun(Wire):
-    """OpenMAIC's start body. No keys, models or endpoints: those come only from the server's configuration."""
+    """OpenMAIC's start body (which names no model), and this server's ``language`` and ``models``. No keys or
+    endpoints: those come only from the server's configuration."""
 
     requirement: str | None = None
     material_ids: list[str] = []
@@ -97,6 +98,11 @@ class StartRun(Wire):
     enable_web_search: bool = True
     """OpenMAIC's ``enableWebSearch``: false skips the research step's web search (true searches when the owner's
     settings give a web search slot)."""
+    models: Annotated[dict[str, Annotated[str, msgspec.Meta(max_length=300)]], msgspec.Meta(max_length=12)] = {}
+    """This server's addition: a model per slot instead of the owner's settings, ``{"course.outline":
+    "provider:model"}``, each one of the choices ``GET /api/model-config/run-choices`` lists for that slot; a slot
+    left out (or empty) follows the settings. Another model, or a slot a run cannot choose, is 400
+    VALIDATION_FAILED naming the slot and the allowed choices."""
 
 
 class ConfirmOutline(Wire):
@@ -168,7 +174,7 @@ def start_input(body: StartRun) -> RunInput:
                             preset_agent_ids=list(agents.preset_agent_ids)),
         learner_profile=LearnerProfile(nickname=profile.nickname, bio=profile.bio),
         outline_review=body.outline_review, interactive=body.interactive, task_engine=body.task_engine,
-        voice=voice, enable_web_search=body.enable_web_search,
+        voice=voice, enable_web_search=body.enable_web_search, models=dict(body.models),
     )  # fmt: skip
 
 
@@ -182,7 +188,8 @@ async def start_run(call: Call) -> tuple[RunAnswer, int]:
 
     outlineReview: wait (the default: confirm-outline), auto, or countdown (confirms by itself after 2.5 s unless
     held). The answer is the run as it was created. 400 INVALID_REQUEST / MISSING_REQUIRED_FIELD naming the
-    field, MISSING_MODEL / MISSING_API_KEY, 409 IDEMPOTENCY_KEY_REUSED, 429 ACTIVE_RUN_LIMIT.
+    field, VALIDATION_FAILED for a model choice the owner's settings do not allow (naming the slot and the allowed
+    choices), MISSING_MODEL / MISSING_API_KEY, 409 IDEMPOTENCY_KEY_REUSED, 429 ACTIVE_RUN_LIMIT.
     """
     keyed = idempotency_key(call)
     row, state = await runs_of(call).start(call.user, start_input(call.body), keyed=keyed)

@@ -5,14 +5,15 @@
 (percent-encoded; required), ``X-Request-Id`` is echoed back. A browser's ``multipart/form-data`` upload (the
 field ``file``) is accepted too. The bytes decide how a file is read (a PDF is a PDF whatever it is labelled);
 the text is extracted at once, so an unreadable file is refused at once rather than failing the run later.
-Answers 201 ``{materialId, originalName, bytes, mime, extraction}``.
+Answers 201 ``{materialId, originalName, bytes, mime, extraction}`` and what reading it found (``characters``,
+``excerpt``, ``pages`` for a PDF), which is stored with it and shown again wherever it is listed.
 
 ``DELETE /api/materials/{id}`` answers ``{materialId, deleted: true}``; an unknown, deleted or another owner's
 id is the plain 404.
 
-``GET /api/materials/{id}?sessionId=`` and ``GET /api/materials?sessionId=&limit=&before=`` read materials in a
-Pro session's scope, as OpenMAIC's session routes do (``sessionId`` is required and must be one of the owner's
-sessions). Materials are not bound to one session here: every one of the owner's materials is in scope.
+``GET /api/materials?limit=&before=`` lists the owner's materials, newest first, each with what reading it found;
+``GET /api/materials/{id}`` reads one. With ``sessionId`` (OpenMAIC's session routes) it must be one of the
+owner's live Pro sessions; materials are not bound to one session here: every one of the owner's is in scope.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ class UploadedMaterial(Wire):
     excerpt: str | None = None
     """This server's addition: the first words read, so the uploader sees the file was understood."""
     pages: int | None = None
-    """This server's addition, at upload only: the pages read from a PDF."""
+    """This server's addition: the pages read from a PDF (absent for other files, and for PDFs uploaded before
+    the count was kept)."""
 
 
 class MaterialView(UploadedMaterial):
@@ -82,10 +84,10 @@ class DeletedMaterial(Wire):
     deleted: bool
 
 
-def _full_view(m: materials.Material) -> MaterialView:
+def _full_view(m: materials.MaterialSummary) -> MaterialView:
     return MaterialView(material_id=m.id, original_name=m.filename, bytes=m.size, mime=m.media_type,
-                        extraction=Extraction(status="done"), characters=len(m.text), excerpt=_excerpt(m.text),
-                        created_at=m.created_at)
+                        extraction=Extraction(status="done"), characters=m.characters, excerpt=m.excerpt,
+                        pages=m.pages, created_at=m.created_at)
 
 
 async def _in_session(call: Call, session_id: str) -> None:
@@ -113,17 +115,9 @@ async def get_material(call: Call, id: str) -> MaterialAnswer:
     return MaterialAnswer(material=_full_view(await materials.get_material(call.services.db, call.user, id)))
 
 
-def _excerpt(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS].rsplit(" ", 1)[0] + "…"
-
-
-EXCERPT_CHARS = 240
-
-
-def material_view(m: materials.Material) -> UploadedMaterial:
+def material_view(m: materials.MaterialSummary) -> UploadedMaterial:
     return UploadedMaterial(material_id=m.id, original_name=m.filename, bytes=m.size, mime=m.media_type,
-                            extraction=Extraction(status="done"), characters=len(m.text), excerpt=_excerpt(m.text),
+                            extraction=Extraction(status="done"), characters=m.characters, excerpt=m.excerpt,
                             pages=m.pages)
 
 

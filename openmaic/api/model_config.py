@@ -5,6 +5,9 @@
 * ``PUT /api/model-config {revision, change}`` — one change against the revision the caller read (``null``
   before the first save); a stale revision is 409 ``CONFLICT``; a slot the deployment sets is 409
   ``SLOT_LOCKED``; the other refusals are 400 with OpenMAIC's codes. Answers the new view.
+* ``GET /api/model-config/run-choices`` — this server's addition: per chat slot a generation run calls, the models
+  a run may choose for it (``models`` of its start body; :mod:`openmaic.models.choices`):
+  ``{slots: [{slot, default, allowed, locked}]}``.
 * ``POST /api/model-config/import {providers?, slots?}`` — merges settings a browser kept; existing settings win;
   answers ``{imported, skipped, view}``. Repeating it changes nothing. A 1.1.x browser's importer sends it with
   ``X-OpenMAIC-Legacy-Import`` (:mod:`openmaic.browser_import.service`): the binding is checked first (409
@@ -25,12 +28,15 @@ import msgspec
 from quart import Blueprint
 
 from openmaic.api.routing import Call, api_route, app_state
+from openmaic.api.wire import Wire
 from openmaic.browser_import.service import HEADER, browser_of, record_settings_import
 from openmaic.config import Config
 from openmaic.modelconfig.secret_box import InstanceKey, process_instance_key
 from openmaic.modelconfig.settings import apply_change, import_proposal, settings_view
 from openmaic.modelconfig.changes import KeyFate, ModelSettingsChanged, save_recorded
 from openmaic.modelconfig.store import SettingsConflict, StoredSettings, read_settings
+from openmaic.modelconfig.workspace import workspace_layer
+from openmaic.models.choices import run_choices
 
 __all__ = ["bp"]
 
@@ -63,6 +69,30 @@ async def get_model_config(call: Call) -> dict[str, Any]:
     """The owner's model settings: every slot with its effective model, the providers (keys masked), the presets."""
     config = call.services.config
     return settings_view(config, await read_settings(call.services.db, call.user, key_of(config)))
+
+
+class RunChoice(Wire):
+    slot: str
+    default: str | None
+    """The model the settings give the slot now (``provider:model``); null when it cannot run as they stand."""
+    allowed: list[str]
+    """Every model a run may choose for the slot, the default first."""
+    locked: bool
+    """The deployment sets this slot: its own model is the only choice."""
+
+
+class RunChoicesAnswer(Wire):
+    slots: list[RunChoice]
+
+
+@api_route(bp, "GET", "/api/model-config/run-choices", response=RunChoicesAnswer, error_style="json")
+async def get_run_choices(call: Call) -> RunChoicesAnswer:
+    """The models a generation run may choose per slot (its ``models`` input), through the owner's settings."""
+    config = call.services.config
+    workspace = await workspace_layer(call.services.db, call.user, key_of(config), config.policy,
+                                      dict(config.providers))
+    return RunChoicesAnswer(slots=[RunChoice(slot=c.slot, default=c.default, allowed=list(c.allowed), locked=c.locked)
+                                   for c in run_choices(config, workspace)])
 
 
 @api_route(bp, "PUT", "/api/model-config", body=PutBody, errors=(400, 409), error_style="json")

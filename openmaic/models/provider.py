@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeVar, cast
 
@@ -297,9 +297,15 @@ class ModelRouter:
         """The owner's own settings as the calls see them (``None`` without any, or without a settings store)."""
         return None if self._settings is None else await self._settings(owner)
 
-    async def for_owner(self, owner: str, slot: str) -> tuple[RoutedProvider, str]:
-        """:meth:`for_slot` through ``owner``'s own settings, read now (a change applies from the next call)."""
-        return self.for_slot(slot, workspace=await self.workspace(owner))
+    async def for_owner(self, owner: str, slot: str, *, choice: str | None = None) -> tuple[RoutedProvider, str]:
+        """:meth:`for_slot` through ``owner``'s own settings, read now (a change applies from the next call); with
+        ``choice`` (a run's model for this slot, :mod:`openmaic.models.choices`) assigned to the slot over them."""
+        workspace = await self.workspace(owner)
+        if choice:
+            from openmaic.models.choices import with_choice
+
+            workspace = with_choice(workspace, slot, choice)
+        return self.for_slot(slot, workspace=workspace)
 
     async def check_run(self, owner: str, *, agents_auto: bool = True) -> None:
         """:func:`check_run_slots` for ``owner``: whether a generation run of theirs can start (raises
@@ -384,11 +390,17 @@ def settings_reader(config: Config, db: Any, key: Any) -> Callable[[str], Awaita
     return read
 
 
-async def check_run_for_owner(config: Config, db: Any, owner: str, *, agents_auto: bool = True) -> None:
-    """Whether ``owner`` can start a generation run now, through their own model settings: returns, or raises
-    ``MissingModel`` / ``MissingApiKey`` (the submit-time refusals, before any job exists)."""
+async def check_run_for_owner(config: Config, db: Any, owner: str, *, agents_auto: bool = True,
+                              models: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Whether ``owner`` can start a generation run now, through their own model settings and the run's choice of
+    ``models`` per slot: returns the choices checked (:func:`openmaic.models.choices.check_choices`: a disallowed
+    one is ``ModelNotAllowed``), or raises ``MissingModel`` / ``MissingApiKey`` (the submit-time refusals, before
+    any job exists)."""
     from openmaic.modelconfig.secret_box import process_instance_key
+    from openmaic.models.choices import check_choices, with_choices
 
     key = process_instance_key(config.secret_key, config.server.data_dir)
     workspace = await settings_reader(config, db, key)(owner)
-    check_run_slots(config, workspace, agents_auto=agents_auto)
+    chosen = check_choices(config, workspace, models or {})
+    check_run_slots(config, with_choices(workspace, chosen), agents_auto=agents_auto)
+    return chosen

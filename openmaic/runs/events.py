@@ -2,8 +2,9 @@
 
 Versions. ``run.created`` v2 holds OpenMAIC's start input (``agents: {mode, agent_ids}``, ``learner_profile:
 {nickname, bio}``, ``task_engine``, ``voice``); v1 held ``agents: "auto" | [ids]`` and a one-string learner
-profile. ``run.state_changed`` v2 names the end of a discarded or deleted run ``ended`` (OpenMAIC's word); v1
-said ``stopped``. Stored v1 events are never rewritten: the upcasters below lift them when they are read.
+profile. Fields added to the input since, with defaults (``enable_web_search``, ``models``), needed no new
+version: a v2 event written before them reads as their default. ``run.state_changed`` v2 names the end of a
+discarded or deleted run ``ended`` (OpenMAIC's word); v1 said ``stopped``. Stored v1 events are never rewritten: the upcasters below lift them when they are read.
 
 What a run was asked for (:class:`RunInput` and its parts) and what research found (:class:`ResearchSource`) are
 the steps' inputs, defined in :mod:`openmaic.steps.brief` and named here too: they are plain (untagged) structs,

@@ -216,9 +216,9 @@ class RunService:
 
         Refusals, in this order (nothing is written): IdempotencyKeyReused (409) for a key used with another
         request; MissingField for a blank requirement; InvalidInput (400, ``details.path`` names the field) for
-        a bad input or materials that are unavailable; MissingModel / MissingApiKey when a slot the run needs
-        cannot run (outline, actions, agents, one scene content slot); TooManyRuns (429) at the owner's run
-        limits.
+        a bad input or materials that are unavailable; ModelNotAllowed (400 VALIDATION_FAILED) for a model
+        choice the owner's settings do not allow; MissingModel / MissingApiKey when a slot the run needs cannot
+        run (outline, actions, agents, one scene content slot); TooManyRuns (429) at the owner's run limits.
         """
         if keyed is None:
             (run_id, course_id), command_id = new_run_ids(), None
@@ -228,7 +228,8 @@ class RunService:
             if again is not None:
                 return again
         inp = await self._validated(owner, inp)
-        await check_run_for_owner(self.config, self.log.db, owner, agents_auto=inp.agents.mode == "auto")
+        inp = msgspec.structs.replace(inp, models=await check_run_for_owner(
+            self.config, self.log.db, owner, agents_auto=inp.agents.mode == "auto", models=inp.models))
         try:
             created = await self._create(owner, run_id, course_id, command_id, inp,
                                          request=None if keyed is None else keyed.digest)
@@ -264,7 +265,8 @@ class RunService:
         if existing is not None:
             return existing
         inp = await self._validated(owner, inp)
-        await check_run_for_owner(self.config, self.log.db, owner, agents_auto=inp.agents.mode == "auto")
+        inp = msgspec.structs.replace(inp, models=await check_run_for_owner(
+            self.config, self.log.db, owner, agents_auto=inp.agents.mode == "auto", models=inp.models))
         try:
             await self._create(owner, run_id, course_id, command_id, inp)
         except errors.StreamExists:

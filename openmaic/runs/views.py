@@ -73,6 +73,8 @@ class RunInputView(Wire, omit_defaults=True):
     language: str = "en"
     enable_web_search: bool = True
     """Shown only when false (the research step searched nothing)."""
+    models: dict[str, str] = {}
+    """The model chosen per slot instead of the owner's settings (shown only when some were chosen)."""
 
 
 class OutlineView(Wire):
@@ -188,7 +190,7 @@ def _input_view(s: RunState) -> RunInputView | None:
         outline_review=inp.outline_review,
         voice=VoiceView(provider_id=inp.voice.provider_id, voice_id=inp.voice.voice_id, speed=inp.voice.speed)
         if inp.voice is not None else None,
-        language=inp.language, enable_web_search=inp.enable_web_search,
+        language=inp.language, enable_web_search=inp.enable_web_search, models=dict(inp.models),
     )  # fmt: skip
 
 

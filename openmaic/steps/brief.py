@@ -36,7 +36,8 @@ class Voice(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RunInput(msgspec.Struct, frozen=True, kw_only=True):
-    """What a caller asked for. No keys, models or URLs: those come only from the server's config."""
+    """What a caller asked for. No keys or URLs: those come only from the server's config; a model only as one of
+    those the owner's settings allow for a slot (``models``)."""
 
     requirement: str
     material_ids: list[str] = []
@@ -50,6 +51,10 @@ class RunInput(msgspec.Struct, frozen=True, kw_only=True):
     enable_web_search: bool = True
     """Whether the research step searches the web (when the owner's settings give a web search slot); runs
     started before the choice existed searched whenever they could."""
+    models: dict[str, str] = {}
+    """The model chosen for a slot (``{"course.outline": "provider:model"}``) instead of the one the owner's
+    settings assign; a slot left out follows the settings (:mod:`openmaic.models.choices`). A new field with a
+    default: ``run.created`` events written before it read as "every slot as in the settings"."""
 
 
 class ResearchSource(msgspec.Struct, frozen=True, kw_only=True):

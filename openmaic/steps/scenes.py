@@ -1,7 +1,8 @@
 """The outline, agents, scene-content and scene-actions steps, as every kind of session runs them.
 
 Each routes its model slot through the owner's settings (``course.outline``, ``course.agents``,
-``course.content.<type>``, ``course.actions``; with no owner, the server's own), sends the step's prompt
+``course.content.<type>``, ``course.actions``; with no owner, the server's own), or to the model the run chose
+for that slot (``RunInput.models``), sends the step's prompt
 (:mod:`openmaic.steps.prompts`) as a plain text turn, and makes the format's value of the reply
 (:mod:`openmaic.steps.outputs`, :mod:`openmaic.steps.contents`). A reply that cannot be made valid is asked for
 again, showing the model what was wrong, at most :data:`ASKS` times in all; then the step fails with
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from openmaic.courses import format as fmt
+from openmaic.models.choices import with_choice
 from openmaic.models.errors import OutputInvalid
 from openmaic.models.types import AssistantMessage, Image, Message, UserMessage
 from openmaic.steps import prompts
@@ -40,8 +42,12 @@ def _ignore(_text: str) -> None:
     pass
 
 
-async def route(models: Any, owner: str, slot: str) -> tuple[Any, str]:
-    return await models.for_owner(owner, slot) if owner else models.for_slot(slot)
+async def route(models: Any, owner: str, slot: str, inp: RunInput) -> tuple[Any, str]:
+    """The provider and model of ``slot``: the run's choice for it (``inp.models``) over the owner's settings."""
+    choice = inp.models.get(slot)
+    if owner:
+        return await models.for_owner(owner, slot, choice=choice)
+    return models.for_slot(slot, workspace=with_choice(None, slot, choice) if choice else None)
 
 
 async def ask(provider: Any, model: str, messages: list[Message], read: Callable[[str], T], *,
@@ -68,7 +74,7 @@ async def plan_outline(models: Any, owner: str, inp: RunInput, materials: str, i
                        video_generation: bool, on_delta: Callable[[str], None] = _ignore,
                        on_retry: Callable[[], None] | None = None) -> tuple[Any, OutlineAnswer]:
     """``(provider, outline)`` planned by the ``course.outline`` slot."""
-    provider, model = await route(models, owner, "course.outline")
+    provider, model = await route(models, owner, "course.outline", inp)
     messages = prompts.outline_messages(inp, materials, images, research, image_generation=image_generation,
                                         video_generation=video_generation)
     answer = await ask(provider, model, messages, lambda t: read_outline(
@@ -81,7 +87,7 @@ async def cast_agents(models: Any, owner: str, inp: RunInput, course: CourseBrie
                       ) -> tuple[Any, list[fmt.AgentConfig]]:
     """``(provider, roster)``: the classroom's agents cast by the ``course.agents`` slot; the preset agents when
     the reply is not a usable roster (OpenMAIC does the same)."""
-    provider, model = await route(models, owner, "course.agents")
+    provider, model = await route(models, owner, "course.agents", inp)
     turn = await provider.stream_turn(model, prompts.agents_messages(inp, course), [], on_delta=_ignore)
     agents = read_agents(turn.text)
     chosen = inp.agents.preset_agent_ids
@@ -100,7 +106,7 @@ async def write_scene_content(models: Any, owner: str, inp: RunInput, course: Co
                               ) -> tuple[Any, fmt.SceneContent]:
     """``(provider, content)`` of scene ``index``, from the provider routed for its type."""
     outline = course.outlines[index]
-    provider, model = await route(models, owner, f"course.content.{outline.type}")
+    provider, model = await route(models, owner, f"course.content.{outline.type}", inp)
     media = media_of(outline)
     messages = prompts.content_messages(inp, course, index, materials, media=media, teacher=teacher)
     if outline.type == "quiz":
@@ -145,7 +151,7 @@ async def write_scene_actions(models: Any, owner: str, inp: RunInput, course: Co
                               scene: fmt.Scene, agents: Sequence[fmt.AgentConfig], previous_speech: str = "",
                               ) -> tuple[Any, list[fmt.Action]]:
     """``(provider, actions)``: the script of ``scene`` (scene ``index`` of the outline)."""
-    provider, model = await route(models, owner, "course.actions")
+    provider, model = await route(models, owner, "course.actions", inp)
     summary = summarize(scene.content)
     messages = prompts.actions_messages(inp, course, index, agents=agents, previous_speech=previous_speech,
                                         **summary)

@@ -418,15 +418,17 @@ SELECT course_id, title, run_id, run_state, label, scenes_total, scenes_complete
 INSERT INTO assets (id, owner_id, media_type, size, sha256, data) VALUES ($1, $2, $3, $4, $5, $6);
 
 -- name: material_insert
-INSERT INTO materials (id, owner_id, filename, media_type, size, text, asset_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-RETURNING id, filename, media_type, size, text, asset_id, created_at;
+INSERT INTO materials (id, owner_id, filename, media_type, size, text, asset_id, characters, excerpt, pages)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+RETURNING id, filename, media_type, size, text, asset_id, created_at, characters, excerpt, pages;
 
 -- name: material_get
-SELECT id, filename, media_type, size, text, asset_id, created_at FROM materials WHERE id = $1 AND owner_id = $2;
+SELECT id, filename, media_type, size, text, asset_id, created_at, characters, excerpt, pages
+  FROM materials WHERE id = $1 AND owner_id = $2;
 
 -- name: materials_of_owner
-SELECT id, filename, media_type, size, text, asset_id, created_at FROM materials
+-- Not the text: a page of 200 materials of up to a million characters each would be read for their summaries.
+SELECT id, filename, media_type, size, asset_id, created_at, characters, excerpt, pages FROM materials
  WHERE owner_id = $1 AND ($3::text IS NULL OR id < $3)
  ORDER BY id DESC
  LIMIT $2;

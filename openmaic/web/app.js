@@ -283,6 +283,21 @@ const REVIEW_CHOICES = [
   ["auto", t("Write the whole course straight away"), t("No stop after the outline.")],
 ];
 
+/** The slots a run may choose a model for, in the order the run calls them, as a teacher names them. */
+const MODEL_SLOTS = {
+  "course.outline": "Outline model", "course.agents": "Agents model", "course.content.slide": "Slides model",
+  "course.content.quiz": "Quizzes model", "course.content.interactive": "Interactive pages model",
+  "course.actions": "Script model",
+};
+
+/** What reading a material found: its pages and characters (or that it is a picture). */
+function readWhat(m) {
+  return [
+    m.pages ? tn(m.pages, "{count} page", "{count} pages") : null,
+    m.characters ? tn(m.characters, "{count} character read", "{count} characters read") : t("a picture"),
+  ].filter(Boolean).join(", ");
+}
+
 function newCourseView() {
   document.title = t("New course · openmaic");
   const requirement = h("textarea", {
@@ -311,6 +326,17 @@ function newCourseView() {
     .map(([value, text], i) => h("div", { class: "choice" },
       h("input", { type: "radio", name: "agents", id: `agents-${value}`, value, checked: i === 0 }),
       h("label", { for: `agents-${value}` }, t(text))));
+  // Materials uploaded before, to use again: each shows what was read from it (GET /api/materials).
+  const earlierList = h("ul", { class: "material-list" });
+  const earlier = h("fieldset", { class: "field", hidden: true, "aria-describedby": "earlier-hint" },
+    h("legend", {}, t("Your earlier materials")),
+    h("p", { class: "hint", id: "earlier-hint" }, t("Tick the ones this course should also be written from.")),
+    earlierList);
+  // The model of each step: "as in your settings" unless the teacher picks another the settings allow.
+  const modelSelects = new Map(); // slot -> <select>
+  const models = h("fieldset", { class: "field model-choices", hidden: true, "aria-describedby": "models-hint" },
+    h("legend", {}, t("Models")),
+    h("p", { class: "hint", id: "models-hint" }, t("Each step uses the model your settings give it, unless you choose another one here.")));
   const form = h("form", { class: "stack", novalidate: false },
     h("div", { class: "field" },
       h("label", { for: "requirement" }, t("What should the course teach?")),
@@ -321,6 +347,7 @@ function newCourseView() {
       h("p", { class: "hint", id: "materials-hint" }, t("PDF, text, Markdown or images. The course is written from what they say.")),
       files,
       materialList),
+    earlier,
     h("div", { class: "field" }, h("label", { for: "course-language" }, t("Course language")), courseLanguage),
     h("div", { class: "field" }, h("span", { class: "check" }, interactive, h("label", { for: "interactive" }, t("Interactive scenes"))),
       h("p", { class: "hint", id: "interactive-hint" }, t("Add interactive pages (simulations, exercises) where they help."))),
@@ -329,10 +356,36 @@ function newCourseView() {
     h("fieldset", { class: "field" }, h("legend", {}, t("Teachers and classmates")), agentChoices,
       h("div", { class: "field" }, h("label", { for: "agent-ids" }, t("Agent ids, separated by commas")), agentIds)),
     h("fieldset", { class: "field" }, h("legend", {}, t("Outline review")), radios),
+    models,
     problem,
     h("div", { class: "actions" }, submit, h("a", { class: "button", href: "#/" }, t("Back to the library"))),
     status);
   fill(main, h("div", { class: "view-head" }, heading(t("New course"))), form);
+
+  api("GET", "/api/materials?limit=50").then(({ materials }) => {
+    for (const m of materials) {
+      const id = `earlier-${m.materialId}`;
+      earlierList.append(h("li", { class: "material" },
+        h("span", { class: "check" }, h("input", { type: "checkbox", id, value: m.materialId }),
+          h("label", { for: id }, m.originalName)),
+        " — ", h("span", {}, readWhat(m)),
+        m.excerpt ? h("p", { class: "hint excerpt" }, `“${m.excerpt}”`) : ""));
+    }
+    earlier.hidden = materials.length === 0;
+  }, () => {}); // without the list the form still works: new uploads only
+  api("GET", "/api/model-config/run-choices").then(({ slots }) => {
+    for (const s of slots) {
+      const others = s.allowed.filter((m) => m !== s.default);
+      if (!others.length || !(s.slot in MODEL_SLOTS)) continue; // nothing to choose (or a slot set by the server)
+      const id = `model-${s.slot.replaceAll(".", "-")}`;
+      const select = h("select", { id, "data-slot": s.slot },
+        h("option", { value: "" }, s.default ? t("As in your settings ({model})", { model: s.default }) : t("As in your settings")),
+        others.map((m) => h("option", { value: m }, m)));
+      modelSelects.set(s.slot, select);
+      models.append(h("div", { class: "field" }, h("label", { for: id }, t(MODEL_SLOTS[s.slot])), select));
+    }
+    models.hidden = modelSelects.size === 0;
+  }, () => {}); // without the choices every step follows the settings
 
   // Each file is read as soon as it is chosen: the teacher sees what was understood (pages, the first words) or
   // why it could not be read, before starting the course.
@@ -345,11 +398,7 @@ function newCourseView() {
       const body = new FormData();
       body.append("file", file, file.name);
       const promise = api("POST", "/api/materials", { form: body }).then((m) => {
-        const what = [
-          m.pages ? tn(m.pages, "{count} page", "{count} pages") : null,
-          m.characters ? tn(m.characters, "{count} character read", "{count} characters read") : t("a picture"),
-        ].filter(Boolean).join(", ");
-        item.lastChild.replaceWith(h("span", {}, `✓ ${what}`), m.excerpt ? h("p", { class: "hint excerpt" }, `“${m.excerpt}”`) : "");
+        item.lastChild.replaceWith(h("span", {}, `✓ ${readWhat(m)}`), m.excerpt ? h("p", { class: "hint excerpt" }, `“${m.excerpt}”`) : "");
         item.classList.add("material-ok");
         return m.materialId;
       }, (err) => {
@@ -390,13 +439,15 @@ function newCourseView() {
         fill(problem, errorBox(t("Some materials could not be read ({names}). Remove or replace them, then create the course.", { names: refused.join(", ") })));
         return;
       }
-      const materialIds = ids;
+      const picked = [...earlierList.querySelectorAll("input:checked")].map((x) => x.value);
+      const materialIds = [...new Set([...ids, ...picked])];
+      const chosen = Object.fromEntries([...modelSelects].filter(([, sel]) => sel.value).map(([slot, sel]) => [slot, sel.value]));
       status.textContent = t("Starting…");
       const review = form.querySelector("input[name=outline_review]:checked").value;
       const started = await api("POST", "/api/generation-runs", {
         json: {
           requirement: text, outlineReview: review, materialIds, language: courseLanguage.value,
-          interactive: interactive.checked, agents: agentsInput(), enableWebSearch: webSearch.checked,
+          interactive: interactive.checked, agents: agentsInput(), enableWebSearch: webSearch.checked, models: chosen,
         },
       });
       location.hash = `#/runs/${encodeURIComponent(started.run.id)}`;
@@ -420,6 +471,7 @@ function runView(runId) {
   const conn = connectionIndicator();
   const title = heading(t("Loading…"));
   const requirement = h("p", { class: "requirement" });
+  const chosenModels = h("p", { class: "hint chosen-models" });
   const label = badge("preparing");
   const progress = h("progress", { hidden: true, "aria-label": t("Scenes written") });
   const progressText = h("span", { class: "progress-text" });
@@ -431,6 +483,7 @@ function runView(runId) {
   fill(main,
     h("div", { class: "view-head" }, title, conn.el),
     requirement,
+    chosenModels,
     h("div", { class: "status-row" }, label, progress, progressText),
     alerts,
     otherDevice,
@@ -499,6 +552,9 @@ function runView(runId) {
     title.textContent = s.title || t("New course");
     document.title = `${s.title || t("New course")} · openmaic`;
     requirement.textContent = s.requirement ? t("You asked for: {requirement}", { requirement: s.requirement }) : "";
+    const chosen = Object.entries(s.models).map(([slot, model]) => `${t(MODEL_SLOTS[slot] || slot)}: ${model}`);
+    chosenModels.textContent = chosen.length ? t("Models chosen for this course: {list}", { list: chosen.join(" · ") }) : "";
+    chosenModels.hidden = !chosen.length;
     const text = runLabel(s);
     setBadge(label, text);
     main.dataset.runState = s.state;

@@ -12,6 +12,7 @@ export function initialRun() {
     runId: null,
     courseId: null,
     requirement: "",
+    models: {}, // the model chosen per slot instead of the owner's settings
     outlineReview: "wait",
     state: "preparing",
     step: null,
@@ -58,6 +59,7 @@ export function runFromSnapshot(run) {
     runId: run.id,
     courseId: run.stageId,
     requirement: run.input?.requirement || "",
+    models: run.input?.models || {},
     outlineReview: run.input?.outlineReview || "wait",
     state: run.state,
     step: run.step,

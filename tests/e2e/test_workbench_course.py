@@ -14,6 +14,7 @@ import trio
 
 from tests.e2e.test_workbench_ui import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, TIMEOUT_MS, in_browser, pytestmark, shot
 from tests.e2e.test_workbench_ui import base_url  # noqa: F401 - the fixture
+from tests.security import pdfs
 
 try:
     from playwright.sync_api import Page, expect, sync_playwright
@@ -281,6 +282,46 @@ async def test_the_creation_forms_options_reach_the_run(base_url):  # noqa: F811
         inp = detail["input"]
         assert (inp["language"], inp["interactive"], inp["enableWebSearch"]) == ("zh-CN", True, False)
         assert inp["agents"]["mode"] == "preset" and inp["agents"]["agentIds"] == ["default-1", "default-4"]
+
+
+async def test_the_forms_model_choice_and_an_earlier_material_reach_the_run(base_url):  # noqa: F811
+    async with client(base_url) as c:
+        r = await c.post("/api/materials", files={"file": ("stomata.pdf", pdfs.text_pdf("Stomata open at dawn", pages=2),
+                                                           "application/pdf")})
+        assert r.status_code == 201, r.text
+        material = r.json()
+    at: list[str] = []
+
+    def scenario(page: Page) -> None:
+        page.goto("/#/new")
+        # The earlier upload is listed with what was read from it: pages, characters and the first words.
+        row = page.locator(".material").filter(has_text="stomata.pdf")
+        expect(row).to_contain_text("2 pages")
+        expect(row).to_contain_text(f"{material['characters']} characters read")
+        expect(row.locator(".excerpt")).to_contain_text("Stomata open at dawn")
+        page.get_by_label("stomata.pdf").check()
+        page.get_by_label("What should the course teach?").fill("How leaves breathe")
+        outline = page.get_by_label("Outline model")
+        expect(outline.locator("option").first).to_have_text("As in your settings (demo:course)")
+        expect(outline).to_have_value("")
+        assert "demo:lively" in outline.locator("option").all_inner_texts()
+        outline.select_option("demo:lively")
+        page.get_by_label("Write the whole course straight away").check()
+        shot(page, "new-course-models-and-earlier-materials")
+        page.get_by_role("button", name="Create course").click()
+        page.wait_for_url(re.compile(r"#/runs/"))
+        at.append(page.url.rsplit("/", 1)[-1])
+        # The run page says which model was chosen (and nothing of the steps left to the settings).
+        expect(page.locator(".chosen-models")).to_have_text(
+            "Models chosen for this course: Outline model: demo:lively")
+        expect(page.locator("main")).to_have_attribute("data-run-state", "completed")
+        shot(page, "run-with-a-chosen-model", full_page=False)
+
+    await in_browser(scenario, base_url)
+    async with client(base_url) as c:
+        detail = await wait_run(c, at[0], "completed")
+    assert detail["input"]["models"] == {"course.outline": "demo:lively"}  # every other step as in the settings
+    assert detail["input"]["materialIds"] == [material["materialId"]]
 
 
 async def test_the_library_searches_sorts_draws_first_slides_and_resumes_a_waiting_run(base_url):  # noqa: F811

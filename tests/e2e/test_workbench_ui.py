@@ -47,8 +47,9 @@ TIMEOUT_MS = 30_000
 
 def config_text(fake_url: str | None = None) -> str:
     """Course writing is quick; the agent's replies stream slowly enough to be seen (and cancelled) mid-turn.
-    Every media slot is the demo's. With ``fake_url``, quizzes come from the scriptable fake provider there (to make a step fail)."""
-    providers = ["  demo: {preset: demo, options: {latencyMs: 10}}", "  slow: {preset: demo, options: {latencyMs: 120}}"]
+    Every media slot is the demo's; the demo declares a second model, which a run may choose. With ``fake_url``, quizzes come from the scriptable fake provider there (to make a step fail)."""
+    providers = ["  demo: {preset: demo, models: [course, lively], options: {latencyMs: 10}}",
+                 "  slow: {preset: demo, options: {latencyMs: 120}}"]
     slots = 'llm: "demo:course", agent: "slow:agent", image: demo, video: demo, tts: demo, webSearch: demo'
     if fake_url is not None:
         providers.append(

@@ -109,3 +109,27 @@ async def test_the_import_is_idempotent(api, db):
         assert {(s["id"], s["code"]) for s in again["skipped"]} == {("kept", "EXISTS_SAME"), ("agent", "EXISTS"),
                                                                     ("course.outline", "SLOT_LOCKED")}
         assert KEY not in str(first) + str(again)
+
+
+async def test_run_choices_follow_the_owners_settings(api, db):
+    """What a run may choose per slot: the slot's model, the models the owner's usable providers declare and those
+    their settings assign; a slot the deployment sets keeps its own; another owner sees none of alice's."""
+    async with await _client(api, db, "frank") as frank:
+        before = {s["slot"]: s for s in (await frank.get("/api/model-config/run-choices")).json()["slots"]}
+        assert before["course.outline"] == {"slot": "course.outline", "default": "corp:gpt-4o",
+                                            "allowed": ["corp:gpt-4o"], "locked": True}
+        assert before["course.agents"]["allowed"] == ["corp:gpt-4o"] and not before["course.agents"]["locked"]
+        add = {"kind": "provider", "id": "mine", "preset": "openai-compatible", "apiKey": KEY,
+               "baseUrl": "http://127.0.0.1:9/v1", "models": ["llama3", "qwen"]}
+        assert (await frank.put("/api/model-config", json={"revision": None, "change": add})).status_code == 200
+        after = {s["slot"]: s for s in (await frank.get("/api/model-config/run-choices")).json()["slots"]}
+        assert after["course.agents"]["allowed"] == ["corp:gpt-4o", "mine:llama3", "mine:qwen"]
+        assert after["course.outline"]["allowed"] == ["corp:gpt-4o"]
+        # A provider that needs a key and has none cannot run: its models are no choice.
+        keyless = {"kind": "provider", "id": "ds", "preset": "deepseek", "models": ["deepseek-chat"]}
+        assert (await frank.put("/api/model-config", json={"revision": 1, "change": keyless})).status_code == 200
+        later = {s["slot"]: s for s in (await frank.get("/api/model-config/run-choices")).json()["slots"]}
+        assert later["course.agents"]["allowed"] == ["corp:gpt-4o", "mine:llama3", "mine:qwen"]
+    async with await _client(api, db, "grace") as grace:
+        theirs = {s["slot"]: s for s in (await grace.get("/api/model-config/run-choices")).json()["slots"]}
+        assert theirs["course.agents"]["allowed"] == ["corp:gpt-4o"]

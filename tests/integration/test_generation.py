@@ -551,8 +551,9 @@ async def test_materials_are_stored_extracted_and_owner_scoped(db):
     img = await store_material(db, OWNER, "leaf.bin", "application/octet-stream", PNG)
     assert img.media_type == "image/png" and img.text == "" and img.asset_id
     assert await get_asset(db, OWNER, img.asset_id) == ("image/png", PNG)
-    # (the page count is known when a file is read, and not stored: a later read has none)
-    assert (await get_material(db, OWNER, doc.id)) == msgspec.structs.replace(doc, pages=None)
+    # What reading found is stored with it: a later read has the same pages, characters and excerpt.
+    assert doc.pages == 1 and doc.characters == len(doc.text) and "Stomata open at dawn" in doc.excerpt
+    assert (await get_material(db, OWNER, doc.id)) == doc
     with pytest.raises(errors.NotFound):
         await get_material(db, "mallory", doc.id)
     with pytest.raises(errors.NotFound):

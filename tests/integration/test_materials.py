@@ -1,15 +1,17 @@
-"""Materials: OpenMAIC-shaped ids, the per-owner quota under concurrent uploads, deletion."""
+"""Materials: OpenMAIC-shaped ids, the per-owner quota under concurrent uploads, deletion, and what reading them
+found kept for older uploads too."""
 
 from __future__ import annotations
 
 import re
+from importlib import resources
 
 import trio
 
 from openmaic import errors
 from openmaic.materials import (
-    MaterialQuotaFull, delete_material, get_material, material_sizes, new_material_id, store_material,
-    valid_material_id,
+    MaterialQuotaFull, delete_material, excerpt_of, get_material, list_materials, material_sizes, new_material_id,
+    store_material, valid_material_id,
 )  # fmt: skip
 
 ID = re.compile(r"mat_[0-9A-HJKMNP-TV-Z]{26}")
@@ -61,3 +63,20 @@ async def test_a_deleted_material_is_gone_for_its_owner_only_once(db):
         raise AssertionError("a deleted material was read")
     except errors.NotFound:
         pass
+
+
+async def test_materials_uploaded_before_their_summaries_were_kept_get_the_same_excerpt(db):
+    """The migration that keeps what reading found fills in older materials from their text, cut as uploads are."""
+    texts = ["Plants make glucose.", "  many\n\n spaces\tand tabs  ", "word " * 100, "x" * 300, "",
+             "光合作用" * 70 + " end"]  # fmt: skip
+    ids = []
+    for i, text in enumerate(texts):
+        m = await store_material(db, "alice", f"{i}.txt", "text/plain", text.encode() or b" ")
+        ids.append(m.id)
+        await db.execute("UPDATE materials SET text = $2, characters = 0, excerpt = '' WHERE id = $1", m.id, text)
+    sql = (resources.files("openmaic.store") / "migrations" / "0023_material_reading_summary.sql").read_text()
+    (backfill,) = [s for s in sql.split(";") if "UPDATE materials" in s]
+    await db.execute(backfill)
+    listed = {m.id: m for m in await list_materials(db, "alice", 10)}
+    for mid, text in zip(ids, texts, strict=True):
+        assert (listed[mid].characters, listed[mid].excerpt) == (len(text), excerpt_of(text)), text

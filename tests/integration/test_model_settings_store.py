@@ -178,3 +178,30 @@ async def test_the_submit_check_of_the_api_process_reads_the_owners_settings(db,
     await save_settings(db, "fay", ModelLayer(source="workspace", slots={"llm": None}), None, key)
     with pytest.raises(MissingModel, match="course.outline is turned off \\(through llm\\)"):
         await check_run_for_owner(cfg, db, "fay")
+
+
+async def test_a_chosen_model_the_settings_no_longer_allow_pauses_its_step_naming_the_slot(db, db_url, tmp_path):
+    """A run's model choice is checked when it starts and used as it was chosen: once the owner removes the
+    provider, the step that needs it fails naming the slot (the run pauses) instead of using another model."""
+    base = default_config()
+    cfg = msgspec.structs.replace(base, runtime=FAST, server=msgspec.structs.replace(
+        base.server, allow_local_endpoints=True, data_dir=str(tmp_path)))
+    key = process_instance_key(cfg.secret_key, str(tmp_path))
+    mine = ModelLayer(source="workspace", providers={
+        "mine": ProviderSpec(preset="openai-compatible", base_url="http://127.0.0.1:9/v1", models=("gpt-mine",))})
+    await save_settings(db, "gus", mine, None, key)
+    svc = RunService(EventLog(db), cfg)
+    snap = await svc.create_run("gus", "c1", RunInput(requirement="Tides", outline_review="auto",
+                                                      models={"course.outline": "mine:gpt-mine"}))
+    current = await read_settings(db, "gus", key)
+    await save_settings(db, "gus", ModelLayer(source="workspace"), 1, key, current=current)  # the provider goes
+    kind = GenerationKind(cfg, retry_backoff_s=0.05, admission_poll_s=0.2)
+    async with open_worker(db_url, cfg.runtime, kinds={"generation": kind}, config=cfg,
+                           model_settings=lambda db: settings_reader(cfg, db, key)):
+        async def settled() -> bool:
+            return (await svc.snapshot("gus", snap.id)).state in ("paused", "awaiting_outline_confirmation",
+                                                                   "completed")
+        await wait_for(settled, timeout=30)
+    paused = await svc.snapshot("gus", snap.id)
+    assert (paused.state, paused.step) == ("paused", "outline"), paused
+    assert "course.outline" in (paused.error or "") and "provider is not declared" in (paused.error or "")
