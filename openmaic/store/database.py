@@ -59,7 +59,7 @@ from openmaic.store.gateway import Gateway
 from openmaic.store.hints import HintSender
 from openmaic.store.hosts import connect_each
 from openmaic.store.listener import Listener
-from openmaic.store.pooler import Pooler, check_bounds, refused_startup
+from openmaic.store.pooler import Pooler, open_session
 from openmaic.store.queries import Q
 from openmaic.store.spares import Spares
 from openmaic.store.sqlstates import NOT_PRIMARY, NOT_PRIMARY_MESSAGE, QUERY_CANCELED, discards_connection
@@ -256,11 +256,10 @@ class Database(Gateway, Background):
     def __init__(self, dsn: str, pool: asyncpg.Pool, server_settings: dict[str, str],
                  command_timeout: float | None = None, pooler: Pooler = Pooler()) -> None:
         self.dsn = dsn
+        self.pooler = pooler
         self._pool = pool
         self._server_settings = server_settings
         self._command_timeout = command_timeout
-        self.pooler = pooler
-        """What ``dsn`` points at, and where the connections that need a session go (:mod:`openmaic.store.pooler`)"""
         self._channels: set[str] = set()
         self._hints = HintSender()
         self._listener: Listener[asyncpg.Connection] = Listener()
@@ -374,32 +373,10 @@ class Database(Gateway, Background):
             with trio.CancelScope(shield=True):
                 await self._give_back(conn)
 
-    @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[Connection]:
-        """Hold a connection with a server session of its own for the block (session advisory locks, migrations): a
-        pooled one, as :meth:`connection`, unless ``dsn`` is a transaction-mode pooler, which keeps no session
-        across transactions; then one opened to PostgreSQL itself (``DATABASE_DIRECT_URL``) and closed after."""
-        if self.pooler.sessions_on_pool:
-            async with self.connection() as conn:
-                yield conn
-            return
-        raw = await self._run(self._connect_direct)
-        conn = Connection(raw)
-        try:
-            yield conn
-        finally:
-            # Shielded and bounded, as a pooled one's release: closing ends the session, and with it its locks.
-            with trio.CancelScope(shield=True):
-                if not conn.broken and not raw.is_closed():
-                    with trio.move_on_after(CANCEL_GRACE_S * 2):
-                        await conn._call(raw.close)
-                if not raw.is_closed():
-                    raw.terminate()
-
-    async def _connect_direct(self) -> asyncpg.Connection:
-        assert self.pooler.direct_url is not None  # (Pooler refuses transaction mode without it)
-        return await _connect(self.pooler.direct_url, server_settings=self._server_settings, timeout=10,
-                              command_timeout=self._command_timeout)
+    def session(self) -> contextlib.AbstractAsyncContextManager[Connection]:
+        """Hold a connection with a server session of its own (session advisory locks, migrations): a pooled one
+        unless ``dsn`` is a transaction-mode pooler (see :func:`openmaic.store.pooler.open_session`)."""
+        return open_session(self, open_database, self._server_settings)
 
     async def _give_back(self, conn: Connection) -> None:
         # Its own method: a `return` inside the `finally` above would swallow whatever ended the block.
@@ -412,10 +389,9 @@ class Database(Gateway, Background):
                 await conn._call(raw.execute, "ROLLBACK")
         if not conn.broken and not _detached(raw):  # (asyncpg may have taken it back during the ROLLBACK)
             # The pool itself skips the reset (see _no_reset); a held connection may carry session state
-            # (advisory locks, settings, LISTEN), so it gets the full reset here.
+            # (advisory locks, settings, LISTEN), so it gets the full reset here (and a session pooler's SETs again).
             with trio.move_on_after(CANCEL_GRACE_S * 2):
-                # Behind a session-mode pooler the reset (RESET ALL) takes the bounds, sent by SET, with it.
-                await conn._call(raw.execute, raw.get_reset_query() + (self.pooler.set_sql(self._server_settings) or ""))
+                await conn._call(raw.execute, raw.get_reset_query() + self.pooler.set_sql(self._server_settings))
         if _detached(raw):
             return
         if conn.broken and not raw.is_closed():
@@ -460,10 +436,7 @@ class Database(Gateway, Background):
 
     async def _connect_listener(self) -> asyncpg.Connection:
         async def unit() -> asyncpg.Connection:
-            # To PostgreSQL itself when it is known: through a transaction-mode pooler LISTEN would land on a
-            # session the pooler gives the next client, and the notifications would never come.
-            url = self.pooler.listener_url(self.dsn)
-            settings = self._server_settings if url != self.dsn else self.pooler.startup_settings(self._server_settings)
+            url, settings = self.pooler.session_target(self.dsn, self._server_settings)
             conn = await _connect(url, server_settings=settings, timeout=10, command_timeout=self._command_timeout)
             try:
                 for channel in sorted(self._channels):
@@ -553,27 +526,17 @@ async def open_database(
     """Open a pool (and, with ``listen``, the LISTEN connection and the NOTIFY sender) for the block's lifetime.
 
     Every statement is bounded by ``statement_timeout_s`` on the server and a little later on the client (None:
-    unbounded, for tools that run one huge statement on purpose). ``pooler`` says whether ``dsn`` is a connection
-    pooler (default: ``DATABASE_POOLER`` and ``DATABASE_DIRECT_URL``, see :mod:`openmaic.store.pooler`). Raises
-    :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached, and
-    :class:`~openmaic.errors.ConfigError` when the bounds cannot be had as configured.
+    unbounded, for tools that run one huge statement on purpose). Raises
+    :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached, and ConfigError if the bounds
+    do not hold behind ``pooler`` (default: from the environment; see :mod:`openmaic.store.pooler`).
     """
     settings, command_timeout = session_bounds(server_settings, statement_timeout_s)
     pooler = Pooler.from_env() if pooler is None else pooler
     summarize_driver_logs()
     async with open_loop():
-        try:
-            pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout, command_timeout,
-                              pooler)
-        except errors.OpenMaicError as exc:
-            refusal = refused_startup(exc)
-            if refusal is not None and not pooler.pooled:
-                raise refusal from exc
-            raise
+        pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout, command_timeout, pooler)
         db = Database(dsn, pool, settings, command_timeout, pooler)
         try:
-            # Before anything runs under them: the bounds as the server has them (a pooler may have dropped them).
-            await db._unit(check_bounds, settings, pooler)
             with collapse_groups():
                 async with trio.open_nursery() as nursery:
                     if listen:
@@ -608,11 +571,6 @@ async def _connect(dsn: str, **kwargs: Any) -> asyncpg.Connection:
     return await connect_each(dsn, functools.partial(asyncpg.connect, **kwargs), translate)
 
 
-async def _set_session(sql: str, conn: asyncpg.Connection) -> None:
-    """A new pooled connection's session settings, where they cannot be startup parameters (a session-mode pooler)."""
-    await conn.execute(sql)
-
-
 async def _no_reset(_conn: asyncpg.Connection) -> None:
     """Units of work leave no session state behind, so skip asyncpg's reset query (a round trip per release).
 
@@ -624,13 +582,11 @@ async def _create_pool(
     dsn: str, min_size: int, max_size: int, settings: dict[str, str], timeout: float, command_timeout: float | None,
     pooler: Pooler,
 ) -> asyncpg.Pool:
-    set_sql = pooler.set_sql(settings)
     try:
         # command_timeout bounds each statement on the client, and asyncpg's own cancel requests too.
         return await asyncpg.create_pool(
-            dsn, min_size=min_size, max_size=max_size, server_settings=pooler.startup_settings(settings),
-            timeout=timeout, reset=_no_reset, command_timeout=command_timeout, connect=_connect,
-            init=None if set_sql is None else functools.partial(_set_session, set_sql), **pooler.connect_options(),
+            dsn, min_size=min_size, max_size=max_size, timeout=timeout, reset=_no_reset,
+            command_timeout=command_timeout, **pooler.pool_options(settings, _connect),
         )
     except asyncpg.InvalidCatalogNameError as exc:
         raise errors.DatabaseUnavailable(f"database does not exist: {exc}") from exc

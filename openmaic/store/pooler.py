@@ -19,15 +19,16 @@ connections that need a session of their own. Both describe the URL every comman
   refused: a listener through the pooler would hear nothing (its LISTEN lands on a session it does not keep) and
   two processes would both "hold" a projection's lock.
 
-Whatever the mode, :func:`check_bounds` reads the bounds in effect on a pooled connection at start and refuses to
-go on when one is off or looser than asked, naming it and what to change: a pooler that dropped them silently
-(``ignore_startup_parameters``) is found there.
+Whatever the mode, :func:`check_bounds` reads the bounds in effect on each new pooled connection (the first one at
+start) and refuses it when one is off or looser than asked, naming it and what to change: a pooler that dropped
+them silently (``ignore_startup_parameters``) is found there.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,25 +91,63 @@ class Pooler:
             return settings
         return {k: v for k, v in settings.items() if k in POOLER_STARTUP_PARAMETERS}
 
-    def set_sql(self, settings: dict[str, str]) -> str | None:
-        """The ``SET`` statements that give a new pooled connection its session settings (session mode), or None:
-        sent at startup (none), or the role's defaults (transaction: a ``SET`` would stay behind on a session
-        another client gets next)."""
+    def set_sql(self, settings: dict[str, str]) -> str:
+        """The ``SET`` statements that give a new pooled connection its session settings in session mode (after
+        the reset of a held one too); else none: they are startup parameters (none), or the role's defaults
+        (transaction: a ``SET`` would stay behind on a session another client gets next)."""
         if self.mode != "session":
-            return None
+            return ""
         rest = {k: v for k, v in settings.items() if k not in POOLER_STARTUP_PARAMETERS}
-        return "".join(f"SET {k} = {_literal(v)};" for k, v in sorted(rest.items())) or None
+        return "".join(f"SET {k} = {_literal(v)};" for k, v in sorted(rest.items()))
 
-    def connect_options(self) -> dict[str, Any]:
-        """The driver's options for a connection to ``DATABASE_URL``."""
-        # Unnamed statements only: the driver parses each again at every call, in the same message sequence as its
-        # execution, so it never names a statement another session would not know.
-        return {"statement_cache_size": 0} if self.mode == "transaction" else {}
+    def session_target(self, dsn: str, settings: dict[str, str]) -> tuple[str, dict[str, str]]:
+        """Where a connection of its own that is no pooled one goes (the LISTEN connection), with its startup
+        settings: PostgreSQL itself when it is known (through a transaction-mode pooler LISTEN would land on a
+        session the pooler gives the next client, and no notification would come), else ``dsn``."""
+        return (self.direct_url, settings) if self.direct_url else (dsn, self.startup_settings(settings))
 
-    def listener_url(self, dsn: str) -> str:
-        """Where the LISTEN connection goes: PostgreSQL itself when it is known (in session mode the pooler would
-        keep a server connection of its pool for it)."""
-        return self.direct_url or dsn
+    def pool_options(self, settings: dict[str, str], connect: Callable[..., Any]) -> dict[str, Any]:
+        """The driver pool's options for ``DATABASE_URL`` with the session ``settings``: the startup parameters
+        the pooler accepts; on each new connection the SETs of session mode, then :func:`check_bounds`; the
+        statement cache off in transaction mode; and ``connect`` (the driver's), naming a pooler nobody declared."""
+        sql = self.set_sql(settings)
+
+        async def init(conn: Any) -> None:
+            if sql:
+                await conn.execute(sql)
+            await check_bounds(conn, settings, self)
+
+        async def connecting(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await connect(*args, **kwargs)
+            except Exception as exc:  # (the driver's own, or ours naming each host)
+                refusal = None if self.pooled else refused_startup(exc)
+                if refusal is None:
+                    raise
+                raise refusal from exc
+
+        options: dict[str, Any] = {"server_settings": self.startup_settings(settings), "init": init,
+                                   "connect": connecting}
+        if self.mode == "transaction":
+            # Unnamed statements only: the driver parses each again at every call, in the same message sequence as
+            # its execution, so it never names a statement another session would not know.
+            options["statement_cache_size"] = 0
+        return options
+
+
+@contextlib.asynccontextmanager
+async def open_session(db: Any, open_database: Callable[..., Any], settings: dict[str, str]) -> AsyncIterator[Any]:
+    """A held connection of ``db`` (a :class:`~openmaic.store.database.Database`) with a server session of its own
+    for the block: ``db.connection()``, unless ``db`` is behind a transaction-mode pooler, which keeps no session
+    across transactions; then the one connection of a pool opened to PostgreSQL itself (``DATABASE_DIRECT_URL``)
+    with the session ``settings``, closed after the block: the session, and every lock it took, end with it."""
+    if db.pooler.sessions_on_pool:
+        async with db.connection() as conn:
+            yield conn
+        return
+    async with open_database(db.pooler.direct_url, min_size=1, max_size=1, server_settings=settings,
+                             pooler=Pooler()) as direct, direct.connection() as conn:
+        yield conn
 
 
 def _literal(value: str) -> str:
@@ -131,13 +170,13 @@ def refused_startup(exc: BaseException) -> errors.ConfigError | None:
 
 async def check_bounds(conn: Any, asked: dict[str, str], pooler: Pooler) -> None:
     """Refuse (:class:`~openmaic.errors.ConfigError`) when a bound of :data:`CHECKED_BOUNDS` in effect on ``conn`` (a
-    pooled connection, an asyncpg one: run inside a unit of work) is off or looser than ``asked``, naming each and
-    what to change. A bound asked as 0 (a tool that runs one huge statement on purpose) is not checked."""
+    new pooled connection, the driver's) is off or looser than ``asked``, naming each and what to change. A bound
+    asked as 0 (a tool that runs one huge statement on purpose) is not checked."""
     rows = await conn.fetch(Q.session_bounds, list(CHECKED_BOUNDS))
     found = {r["name"]: int(r["setting"]) for r in rows}
     wrong = []
     for name in CHECKED_BOUNDS:
-        want = int(asked.get(name) or 0)
+        want = int(asked[name]) if asked.get(name, "").isdigit() else 0  # (in ms; one with a unit is not checked)
         have = found.get(name, 0)
         if want > 0 and not 0 < have <= want:
             wrong.append((name, have, want))

@@ -7,20 +7,34 @@ server connections than the client has, so that consecutive statements of one cl
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 import trio
+import trio_websocket
 
 from openmaic import errors
+from openmaic.projections import default_projections, projection_status
 from openmaic.store.database import open_database
 from openmaic.store.pooler import Pooler
+from openmaic.store.postgres import free_port
+from tests.integration.api_harness import sse_frames
 from tests.pgbouncer import database_of, pooled_env, requires_pgbouncer, set_database_bounds
+from tests.serving import serve_processes, stderr_of, wait_ready
 
-pytestmark = requires_pgbouncer
+pytestmark = [
+    requires_pgbouncer,
+    # An SSE response never ends by itself, so a reader stops mid-body; httpx/httpcore then leave their internal body
+    # generators to the garbage collector (the connection itself is closed by the response's context manager).
+    pytest.mark.filterwarnings(r"ignore:Async generator 'http(x|core)\._[^']*' was garbage collected:ResourceWarning"),
+]
 
 ROOT = Path(__file__).resolve().parents[2]
 BOUNDS = "SELECT name, setting FROM pg_settings WHERE name IN ('statement_timeout', 'idle_in_transaction_session_timeout')"
@@ -143,3 +157,89 @@ async def test_through_a_session_pooler_the_bounds_hold_on_every_connection_and_
         with trio.fail_after(5):
             got, _ = await sub.wait()
         assert ("openmaic_events", "session") in got
+
+
+def openmaic(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "openmaic", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=60)
+
+
+async def test_db_status_and_migrate_through_either_pooler(pg, bouncers, tmp_path):
+    name = pg.new_database_name()
+    async with open_database(pg.admin_url, min_size=1, max_size=1, pooler=Pooler()) as admin:
+        await admin.execute(f"CREATE DATABASE {name}")  # empty: migrate has everything to do
+    try:
+        direct = pg.url(name)
+        await set_database_bounds(direct)
+        through = dict(os.environ, OPENMAIC_DATA_DIR=str(tmp_path), **pooled_env(bouncers("transaction", pool_size=2),
+                                                                                  direct))
+        status = await trio.to_thread.run_sync(lambda: openmaic("db", "status", env=through))
+        assert status.returncode == 0 and "reachable: yes" in status.stdout and "0001_" in status.stdout, status
+        done = await trio.to_thread.run_sync(lambda: openmaic("migrate", env=through))
+        assert done.returncode == 0 and "schema is now at version" in done.stdout, done
+        session = dict(os.environ, OPENMAIC_DATA_DIR=str(tmp_path), **pooled_env(bouncers("session", pool_size=20),
+                                                                                  direct))
+        status = await trio.to_thread.run_sync(lambda: openmaic("db", "status", env=session))
+        assert status.returncode == 0 and "pending:   none" in status.stdout, status
+    finally:
+        with trio.CancelScope(shield=True):
+            async with open_database(pg.admin_url, min_size=1, max_size=1, pooler=Pooler()) as admin:
+                await admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+#: Polls far longer than the test: a client or a worker hears of new work in time only by NOTIFY.
+NOTIFY_ONLY = "runtime: {lease_ttl_s: 3, heartbeat_s: 0.5, claim_poll_s: 60, wake_poll_s: 60}\n"
+
+
+async def test_serve_through_a_transaction_pooler_runs_a_course_live_with_one_projector_per_projection(
+        db, db_url, bouncers, tmp_path):
+    await set_database_bounds(db_url)
+    env = pooled_env(bouncers("transaction", pool_size=4), db_url)
+    port = free_port()
+    roles = [("api", port), ("worker", None), ("projector", None), ("projector", None)]
+    with serve_processes(db_url, tmp_path, roles, NOTIFY_ONLY, envs=[env] * len(roles)) as procs:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", trust_env=False, timeout=10) as client:
+            await wait_ready(client, procs, tmp_path)
+            ready = (await client.get("/readyz")).json()
+            r = await client.post("/api/generation-runs", json={"requirement": "Fractions", "outlineReview": "auto"})
+            assert r.status_code == 202, r.text
+            run_id = r.json()["run"]["id"]
+            lags: dict[str, list[float]] = {"sse": [], "ws": []}
+
+            def received(client_name: str, event: dict) -> bool:
+                lags[client_name].append(time.time() - event["ts"] / 1000)
+                return event["type"] == "completed"
+
+            async def follow_sse() -> None:
+                async with client.stream("GET", f"/api/generation-runs/{run_id}/events",
+                                         headers={"Accept": "text/event-stream"}) as resp, sse_frames(resp) as frames:
+                    async for frame in frames:
+                        if frame.id is not None and frame.data and received("sse", json.loads(frame.data)):
+                            return
+
+            async def follow_ws() -> None:
+                async with trio_websocket.open_websocket_url(f"ws://127.0.0.1:{port}/api/streams/{run_id}/ws") as ws:
+                    while True:
+                        frame = json.loads(await ws.get_message())
+                        if frame["type"] == "event" and received("ws", frame["event"]):
+                            return
+
+            # With the polls at 60 s, the run is claimed, and each client hears of each step, only by NOTIFY.
+            with trio.fail_after(40):
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(follow_sse)
+                    nursery.start_soon(follow_ws)
+            for name, got in lags.items():
+                assert len(got) > 10 and max(got) < 3.0, f"{name}: an event came {max(got):.1f} s after its commit"
+            with trio.fail_after(20):  # the library card, by the projector that holds the library's lock
+                while not [c for c in (await client.get("/api/classrooms")).json()["classrooms"]
+                           if c["label"] == "ready"]:
+                    await trio.sleep(0.1)
+            # Each projection is held by exactly one of the two projector processes, on a session of PostgreSQL itself.
+            statuses = await projection_status(db, default_projections())
+            assert all(s.holder_pid is not None for s in statuses), statuses
+            held = re.findall(r"projector holds (\S+)", stderr_of(tmp_path))
+            assert sorted(held) == sorted(s.name for s in statuses), held
+            assert "checkpoint moved" not in stderr_of(tmp_path)
+            assert all(p.poll() is None for p in procs), stderr_of(tmp_path)
+    assert ready.get("checks", ready).get("listener", "ok") == "ok", ready
