@@ -241,5 +241,8 @@ async def test_serve_through_a_transaction_pooler_runs_a_course_live_with_one_pr
             held = re.findall(r"projector holds (\S+)", stderr_of(tmp_path))
             assert sorted(held) == sorted(s.name for s in statuses), held
             assert "checkpoint moved" not in stderr_of(tmp_path)
+            # Prompt because each notification came, not because a listener reconnected (each reconnect wakes every
+            # waiter to read again).
+            assert "LISTEN connection" not in stderr_of(tmp_path)
             assert all(p.poll() is None for p in procs), stderr_of(tmp_path)
     assert ready.get("checks", ready).get("listener", "ok") == "ok", ready
