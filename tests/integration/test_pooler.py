@@ -175,6 +175,7 @@ async def test_db_status_and_migrate_through_either_pooler(pg, bouncers, tmp_pat
                                                                                   direct))
         status = await trio.to_thread.run_sync(lambda: openmaic("db", "status", env=through))
         assert status.returncode == 0 and "reachable: yes" in status.stdout and "0001_" in status.stdout, status
+        assert "(a connection pooler in transaction mode; sessions of their own to postgresql://" in status.stdout
         done = await trio.to_thread.run_sync(lambda: openmaic("migrate", env=through))
         assert done.returncode == 0 and "schema is now at version" in done.stdout, done
         session = dict(os.environ, OPENMAIC_DATA_DIR=str(tmp_path), **pooled_env(bouncers("session", pool_size=20),
