@@ -360,8 +360,8 @@ class Database(Gateway, Background):
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
-        """Hold one pooled connection across several units (e.g. a session advisory lock). A statement on it that
-        is cancelled terminates the connection at once (see :class:`Connection`)."""
+        """Hold one pooled connection across several units (a transaction; session state takes :meth:`session`). A
+        statement on it that is cancelled terminates the connection at once (see :class:`Connection`)."""
 
         raw = await self._run(self._spares.get, self._pool.acquire)
         conn = Connection(raw)
