@@ -37,6 +37,7 @@ from openmaic.projections.projector import run_projectors
 from openmaic.services import Services, open_services
 from openmaic.store.database import open_database
 from openmaic.store.migrations import load_migrations, migrate
+from openmaic.store.pooler import Pooler
 from openmaic.store.postgres import data_dir, database_url, embedded_running
 
 log = logging.getLogger("openmaic.serve")
@@ -86,8 +87,13 @@ def redact(url: str) -> str:
 
 
 def describe_database(url: str) -> str:
-    """Where the URL came from, then the URL without its password."""
+    """Where the URL came from, then the URL without its password (and the pooler's mode and DATABASE_DIRECT_URL
+    when it is a pooler: an invalid combination is refused here, before anything connects)."""
     if os.environ.get("DATABASE_URL"):
+        pooler = Pooler.from_env()
+        if pooler.pooled:
+            direct = f"; sessions of their own to {redact(pooler.direct_url)}" if pooler.direct_url else ""
+            return f"DATABASE_URL {redact(url)} (a connection pooler in {pooler.mode} mode{direct})"
         return f"DATABASE_URL {redact(url)}"
     return f"embedded PostgreSQL under {data_dir() / 'pgdata'} ({redact(url)})"
 

@@ -23,6 +23,9 @@ from openmaic.modelconfig.legacy import legacy_variables  # noqa: E402
 _LEAKS = ("DATABASE_REPLICA_URL",)
 for _k in [k for k in os.environ if k.startswith("OPENMAIC_") or k in legacy_variables(os.environ) or k in _LEAKS]:
     del os.environ[_k]
+# DATABASE_URL is the tests' server; whether a pooler stands in front of it is each test's own choice.
+for _k in ("DATABASE_POOLER", "DATABASE_DIRECT_URL"):
+    os.environ.pop(_k, None)
 
 # The tests start `python -m openmaic` (servers, the CLI) hundreds of times. Where PYTHONDONTWRITEBYTECODE is set,
 # each of them would compile every module of the package again (a third of its start-up); they keep the bytecode
@@ -34,6 +37,7 @@ from openmaic.store.database import open_database  # noqa: E402
 from openmaic.store.migrations import migrate  # noqa: E402
 from openmaic.store.ports import share_ports  # noqa: E402
 from openmaic.store.postgres import ThrowawayCluster  # noqa: E402
+from tests.pgbouncer import PgBouncer  # noqa: E402
 
 # Under pytest-xdist each worker process has a session of its own (its own throwaway cluster, or its own template
 # on a shared DATABASE_URL server); database names carry the pid, so they never collide either.
@@ -105,3 +109,22 @@ async def db_url(pg: PgServer) -> str:
 async def db(db_url: str):
     async with open_database(db_url, min_size=1, max_size=10, listen=["openmaic_events"], listener_ping_s=1.0) as d:
         yield d
+
+
+@pytest.fixture(scope="session")
+def bouncers(pg: PgServer):
+    """``bouncers(mode, **settings)``: a PgBouncer in ``mode`` in front of the test server, started on first use and
+    shared by the session's tests (each test has a database of its own behind it)."""
+    started: dict[tuple, PgBouncer] = {}
+
+    def get(mode: str, **settings: str | int) -> PgBouncer:
+        key = (mode, *sorted(settings.items()))
+        if key not in started:
+            started[key] = PgBouncer(pg.admin_url, mode, **settings).start()
+        return started[key]
+
+    try:
+        yield get
+    finally:
+        for b in started.values():
+            b.stop()

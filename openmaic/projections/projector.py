@@ -432,7 +432,9 @@ async def run_projectors(
         task_status.started()
         while True:
             try:
-                async with db.connection() as conn:
+                # A session of its own: the locks are the session's (behind a transaction-mode pooler, a connection
+                # to PostgreSQL itself, see Database.session).
+                async with db.session() as conn:
                     retry.succeeded()
                     try:
                         with collapse_groups():

@@ -67,7 +67,7 @@ async def rebuild(
     """
     name = projection.name
     started = time.perf_counter()
-    async with db.connection() as conn:
+    async with db.session() as conn:  # the locks below are the session's
         rebuild_key, apply_key = lock_key("rebuild", name), lock_key("apply", name)
         # One rebuild per projection at a time (non-blocking: a held connection never waits on a lock).
         if not await conn.fetchval(Q.projection_try_lock, rebuild_key):

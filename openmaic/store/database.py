@@ -59,6 +59,7 @@ from openmaic.store.gateway import Gateway
 from openmaic.store.hints import HintSender
 from openmaic.store.hosts import connect_each
 from openmaic.store.listener import Listener
+from openmaic.store.pooler import Pooler, open_session
 from openmaic.store.queries import Q
 from openmaic.store.spares import Spares
 from openmaic.store.sqlstates import NOT_PRIMARY, NOT_PRIMARY_MESSAGE, QUERY_CANCELED, discards_connection
@@ -253,8 +254,9 @@ class Database(Gateway, Background):
     """A pool, a LISTEN connection and a coalescing NOTIFY sender. Open it with :func:`open_database`."""
 
     def __init__(self, dsn: str, pool: asyncpg.Pool, server_settings: dict[str, str],
-                 command_timeout: float | None = None) -> None:
+                 command_timeout: float | None = None, pooler: Pooler = Pooler()) -> None:
         self.dsn = dsn
+        self.pooler = pooler
         self._pool = pool
         self._server_settings = server_settings
         self._command_timeout = command_timeout
@@ -358,8 +360,8 @@ class Database(Gateway, Background):
 
     @contextlib.asynccontextmanager
     async def connection(self) -> AsyncIterator[Connection]:
-        """Hold one pooled connection across several units (e.g. a session advisory lock). A statement on it that
-        is cancelled terminates the connection at once (see :class:`Connection`)."""
+        """Hold one pooled connection across several units (a transaction; session state takes :meth:`session`). A
+        statement on it that is cancelled terminates the connection at once (see :class:`Connection`)."""
 
         raw = await self._run(self._spares.get, self._pool.acquire)
         conn = Connection(raw)
@@ -370,6 +372,11 @@ class Database(Gateway, Background):
             # bounded, and a step that does not finish in time terminates the connection (Connection._call).
             with trio.CancelScope(shield=True):
                 await self._give_back(conn)
+
+    def session(self) -> contextlib.AbstractAsyncContextManager[Connection]:
+        """Hold a connection with a server session of its own (session advisory locks, migrations): a pooled one
+        unless ``dsn`` is a transaction-mode pooler (see :func:`openmaic.store.pooler.open_session`)."""
+        return open_session(self, open_database, self._server_settings)
 
     async def _give_back(self, conn: Connection) -> None:
         # Its own method: a `return` inside the `finally` above would swallow whatever ended the block.
@@ -382,9 +389,9 @@ class Database(Gateway, Background):
                 await conn._call(raw.execute, "ROLLBACK")
         if not conn.broken and not _detached(raw):  # (asyncpg may have taken it back during the ROLLBACK)
             # The pool itself skips the reset (see _no_reset); a held connection may carry session state
-            # (advisory locks, settings, LISTEN), so it gets the full reset here.
+            # (advisory locks, settings, LISTEN), so it gets the full reset here (and a session pooler's SETs again).
             with trio.move_on_after(CANCEL_GRACE_S * 2):
-                await conn._call(raw.execute, raw.get_reset_query())
+                await conn._call(raw.execute, raw.get_reset_query() + self.pooler.set_sql(self._server_settings))
         if _detached(raw):
             return
         if conn.broken and not raw.is_closed():
@@ -429,8 +436,8 @@ class Database(Gateway, Background):
 
     async def _connect_listener(self) -> asyncpg.Connection:
         async def unit() -> asyncpg.Connection:
-            conn = await _connect(self.dsn, server_settings=self._server_settings, timeout=10,
-                                  command_timeout=self._command_timeout)
+            url, settings = self.pooler.session_target(self.dsn, self._server_settings)
+            conn = await _connect(url, server_settings=settings, timeout=10, command_timeout=self._command_timeout)
             try:
                 for channel in sorted(self._channels):
                     await conn.add_listener(channel, self._on_notification)
@@ -514,18 +521,21 @@ async def open_database(
     server_settings: dict[str, str] | None = None,
     connect_timeout: float = 10.0,
     statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
+    pooler: Pooler | None = None,
 ) -> AsyncIterator[Database]:
     """Open a pool (and, with ``listen``, the LISTEN connection and the NOTIFY sender) for the block's lifetime.
 
     Every statement is bounded by ``statement_timeout_s`` on the server and a little later on the client (None:
     unbounded, for tools that run one huge statement on purpose). Raises
-    :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached.
+    :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached, and ConfigError if the bounds
+    do not hold behind ``pooler`` (default: from the environment; see :mod:`openmaic.store.pooler`).
     """
     settings, command_timeout = session_bounds(server_settings, statement_timeout_s)
+    pooler = Pooler.from_env() if pooler is None else pooler
     summarize_driver_logs()
     async with open_loop():
-        pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout, command_timeout)
-        db = Database(dsn, pool, settings, command_timeout)
+        pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout, command_timeout, pooler)
+        db = Database(dsn, pool, settings, command_timeout, pooler)
         try:
             with collapse_groups():
                 async with trio.open_nursery() as nursery:
@@ -569,13 +579,14 @@ async def _no_reset(_conn: asyncpg.Connection) -> None:
 
 
 async def _create_pool(
-    dsn: str, min_size: int, max_size: int, settings: dict[str, str], timeout: float, command_timeout: float | None
+    dsn: str, min_size: int, max_size: int, settings: dict[str, str], timeout: float, command_timeout: float | None,
+    pooler: Pooler,
 ) -> asyncpg.Pool:
     try:
         # command_timeout bounds each statement on the client, and asyncpg's own cancel requests too.
         return await asyncpg.create_pool(
-            dsn, min_size=min_size, max_size=max_size, server_settings=settings, timeout=timeout, reset=_no_reset,
-            command_timeout=command_timeout, connect=_connect,
+            dsn, min_size=min_size, max_size=max_size, timeout=timeout, reset=_no_reset,
+            command_timeout=command_timeout, **pooler.pool_options(settings, _connect),
         )
     except asyncpg.InvalidCatalogNameError as exc:
         raise errors.DatabaseUnavailable(f"database does not exist: {exc}") from exc

@@ -71,7 +71,9 @@ async def migrate(db: Database) -> list[Migration]:
     if all(m.version in applied for m in all_migrations):
         return []
     done = []
-    async with db.connection() as conn:
+    # A session of its own: a migration file is any SQL, and whatever session state it leaves (a SET, a lock) must
+    # stay on a session of ours, never on one a transaction-mode pooler hands the next client.
+    async with db.session() as conn:
         for m in all_migrations:
             async with conn.transaction():
                 # The lock serializes migrators; the re-check under it makes each file run exactly once.

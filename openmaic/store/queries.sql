@@ -617,6 +617,11 @@ SELECT pg_advisory_unlock_all();
 -- name: ping
 SELECT 1;
 
+-- name: session_bounds
+-- The bounds in effect on this session, in their base unit (milliseconds), checked at start: a pooler may have
+-- dropped the startup parameters that set them (openmaic.store.pooler).
+SELECT name, setting FROM pg_settings WHERE name = ANY($1::text[]);
+
 -- name: rebuild_leftover_tables
 -- Copies an unfinished rebuild left behind: "<table>__rb<suffix>" ($1 is the LIKE pattern, "_" escaped).
 SELECT tablename FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE $1;

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import signal
+from dataclasses import dataclass
 
 import pytest
 import trio
@@ -14,6 +15,7 @@ from openmaic.store.database import open_database
 from openmaic.store.migrations import migrate
 from openmaic.store.postgres import ThrowawayCluster
 from tests.faults.workers import WorkerProcess, start_workers
+from tests.pgbouncer import pooled_env, requires_pgbouncer, set_database_bounds
 from tests.runtime import ended, new_stream, wait_for
 
 TTL, HEARTBEAT, POLL = 2.0, 0.4, 0.25
@@ -23,6 +25,24 @@ SETTINGS = dict(lease_ttl_s=TTL, heartbeat_s=HEARTBEAT, claim_poll_s=POLL, wake_
 @pytest.fixture
 def log(db):
     return EventLog(db)
+
+
+@dataclass
+class Route:
+    url: str
+    env: dict[str, str]
+
+
+@pytest.fixture(params=["direct", pytest.param("pgbouncer", marks=requires_pgbouncer)])
+async def route(request, db, db_url, bouncers):
+    """How the worker processes reach the test's database: PostgreSQL itself, or a transaction-mode PgBouncer (their
+    claims, leases and steps through it; their LISTEN connection and session locks to the direct URL). After ``db``:
+    its asyncio loop is the one the bounds are set on (a loop a fixture opens and closes would end the test's)."""
+    if request.param == "direct":
+        return Route(db_url, {})
+    env = pooled_env(bouncers("transaction"), db_url)
+    await set_database_bounds(db_url)
+    return Route(env["DATABASE_URL"], env)
 
 
 @pytest.fixture
@@ -102,15 +122,15 @@ async def test_sigkill_mid_step_twenty_times(db, db_url, log, workers):
     assert delays and max(delays) <= fast["lease_ttl_s"] + POLL + 1.0, f"slowest takeover {max(delays):.2f} s"
 
 
-async def test_zombie_worker_writes_nothing_after_takeover(db, db_url, log, workers):
+async def test_zombie_worker_writes_nothing_after_takeover(db, route, log, workers):
     await new_stream(log, "z", steps=6, sleep=0.5)
-    zombie = await WorkerProcess(db_url, **SETTINGS).started()
+    zombie = await WorkerProcess(route.url, route.env, **SETTINGS).started()
     workers.append(zombie)
     await wait_for(lambda: _held_by(db, "z", zombie.id))
     zombie.signal(signal.SIGSTOP)
     stopped_attempt = (await log.stream_row("z")).attempt
     try:
-        workers.append(await WorkerProcess(db_url, **SETTINGS).started())
+        workers.append(await WorkerProcess(route.url, route.env, **SETTINGS).started())
         await wait_for(lambda: _attempt_above(log, "z", stopped_attempt), timeout=TTL + 10)
     finally:
         zombie.signal(signal.SIGCONT)
@@ -124,8 +144,8 @@ async def test_zombie_worker_writes_nothing_after_takeover(db, db_url, log, work
     assert zombie.proc.poll() is None
 
 
-async def test_listener_connection_terminated_work_continues(db, db_url, log, workers):
-    workers += await start_workers(db_url, 1, **SETTINGS)
+async def test_listener_connection_terminated_work_continues(db, route, log, workers):
+    workers += await start_workers(route.url, 1, route.env, **SETTINGS)
     await new_stream(log, "a", steps=3, sleep=0.1)
     await wait_for(lambda: _eq(ended(log, "a"), "completed"))
     # kill every LISTEN connection of the worker process from the server side
@@ -159,18 +179,18 @@ async def test_postgresql_restart_mid_run(workers):
         cluster.stop()
 
 
-async def test_cancel_and_follow_ups_posted_just_before_a_crash(db, db_url, log, workers):
+async def test_cancel_and_follow_ups_posted_just_before_a_crash(db, route, log, workers):
     cmds = Commands(log, message_kinds=["test"])
     await new_stream(log, "m", steps=3, sleep=0.5, idle=True)
     await new_stream(log, "c", steps=3, sleep=5)
-    w = await WorkerProcess(db_url, **SETTINGS).started()
+    w = await WorkerProcess(route.url, route.env, **SETTINGS).started()
     workers.append(w)
     await wait_for(lambda: _held_by(db, "m", w.id))
     await wait_for(lambda: _held_by(db, "c", w.id))
     seqs = [(await cmds.post_message("o", "m", f"m{i}", f"follow-up {i}")).seq for i in range(3)]
     await cmds.cancel("o", "c", "cancel-c")
     w.kill()
-    workers.append(await WorkerProcess(db_url, **SETTINGS).started())
+    workers.append(await WorkerProcess(route.url, route.env, **SETTINGS).started())
     await wait_for(lambda: _eq(ended(log, "c"), "cancelled"), timeout=30)
     await wait_for(lambda: _delivered(log, "m", seqs), timeout=30)
     await wait_for(lambda: _eq(_status(log, "m"), "waiting"), timeout=30)

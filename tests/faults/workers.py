@@ -15,10 +15,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class WorkerProcess:
-    def __init__(self, url: str, **settings: object) -> None:
+    def __init__(self, url: str, env: dict[str, str] | None = None, **settings: object) -> None:
+        """A worker on ``url``, with ``env`` added to its environment (a pooler's DATABASE_POOLER, …)."""
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.faults.worker_main", url, json.dumps(settings)],
-            cwd=ROOT, stdout=subprocess.PIPE, text=True,
+            cwd=ROOT, stdout=subprocess.PIPE, text=True, env=dict(os.environ, **env) if env else None,
         )
         self.id = ""
 
@@ -54,8 +55,8 @@ class WorkerProcess:
         self.proc.stdout.close()
 
 
-async def start_workers(url: str, n: int, **settings: object) -> list[WorkerProcess]:
-    ws = [WorkerProcess(url, **settings) for _ in range(n)]
+async def start_workers(url: str, n: int, env: dict[str, str] | None = None, **settings: object) -> list[WorkerProcess]:
+    ws = [WorkerProcess(url, env, **settings) for _ in range(n)]
     for w in ws:
         await w.started()
     return ws
