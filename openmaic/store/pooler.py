@@ -185,7 +185,7 @@ async def check_bounds(conn: Any, asked: dict[str, str], pooler: Pooler) -> None
     shown = ", ".join(f"{name} is {have or 'off'} (at most {want} ms needed)" for name, have, want in wrong)
     if pooler.mode == "transaction":
         fix = ("through a transaction-mode pooler these bounds must be the role's defaults: run "
-               + " ".join(f"ALTER ROLE <role> SET {name} = {want};" for name, _, want in wrong)
+               + " ".join(f"`ALTER ROLE <role> SET {name} = {want};`" for name, _, want in wrong)
                + " (or ALTER DATABASE … SET) on PostgreSQL itself, then have the pooler open new server "
                "connections (RECONNECT on its admin console): the ones it holds keep what they started with")
     elif pooler.mode == "session":
