@@ -38,8 +38,9 @@ def shot(page: Page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"player-{name}.png"), full_page=True)
 
 
-def serve_fixture(page: Page, classroom_id: str, answer: dict[str, Any]) -> list[dict]:
-    """Answer the classroom's read with ``answer`` and its assets with ASSETS; returns the grading requests seen."""
+def serve_fixture(page: Page, classroom_id: str, answer: dict[str, Any], *, grading: bool = False) -> list[dict]:
+    """Answer the classroom's read with ``answer`` and its assets with ASSETS; returns the grading requests seen
+    (answered 404, as by a server without grading, unless ``grading``: then the server's own route answers)."""
     graded: list[dict] = []
     page.route(re.compile(rf".*/api/classrooms/{re.escape(classroom_id)}$"),
                lambda route: route.fulfill(status=200, content_type="application/json", body=json.dumps(answer)))
@@ -52,6 +53,8 @@ def serve_fixture(page: Page, classroom_id: str, answer: dict[str, Any]) -> list
         return route.fulfill(status=200, content_type=kind, body=body, headers={"Accept-Ranges": "none"})
 
     page.route(re.compile(r".*/api/assets/[^/]+$"), asset)
+    if grading:
+        return graded
     page.route(re.compile(r".*/api/quiz-grade$"),
                lambda route: (graded.append(json.loads(route.request.post_data or "{}")),
                               route.fulfill(status=404, body="Not found"))[1])
