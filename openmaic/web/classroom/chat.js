@@ -99,11 +99,13 @@ export function createChat(stageId, { context, onOpen = () => {}, onClose = () =
     const mine = m.role === "user";
     const who = mine ? null : agentOf(m.agentId, m.agentName);
     const text = h("p", { class: "chat-text" }, m.content || "");
+    // The agent's colour marks its messages (avatar and edge); names stay in the text colour, which always reads.
     const li = h("li", { class: "chat-message", dataset: { role: m.role, id: m.id || "", agentId: who?.id || "",
       state: m.interrupted ? "interrupted" : "done" } },
     h("div", { class: "chat-who" }, who ? avatar(who, "sm") : null,
-      h("span", { class: "chat-name", style: { color: who?.color || "" } }, mine ? t("you") : who.name)),
+      h("span", { class: "chat-name" }, mine ? t("you") : who.name)),
     text, m.interrupted ? h("p", { class: "hint" }, t("interrupted")) : null);
+    if (who) li.style.setProperty("--agent", who.color || "#3b82f6");
     return { li, text };
   }
 
