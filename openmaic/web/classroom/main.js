@@ -7,7 +7,8 @@
 // only when its own data changed. The scene shown is in the address (`#scene-3`).
 //
 // The learner's place and quiz answers are kept as their runtime records on the course (progress.js, read beside
-// the classroom): a reload or another device of the same learner opens where they stopped, answers shown.
+// the classroom): a reload or another device of the same learner goes on where they stopped, answers shown (the
+// first scene is drawn meanwhile; `data-resumed` on <main> says when the kept progress was applied).
 //
 // Keys: Space play/pause, ← → scenes, R replay the scene, [ and ] slower/faster, Q ask a question (not while a
 // form control has the focus).
@@ -26,7 +27,7 @@ const classroomId = decodeURIComponent(location.pathname.replace(/^.*\/classroom
 const FOLLOWED = new Set(["scene_ready", "media", "completed", "ended"]);
 
 const view = { classroom: null, scenes: [], index: 0, player: null, ui: null, runId: null, events: null, done: false,
-  chat: null };
+  chat: null, goes: 0 };
 
 function announce(text) {
   announcer.textContent = "";
@@ -157,6 +158,7 @@ function go(i, { play = false, action = 0 } = {}) {
   if (i < 0 || i >= view.scenes.length) return;
   view.done = false;
   view.index = i;
+  view.goes += 1;
   const scene = view.scenes[i];
   main.dataset.scene = String(i + 1);
   if (location.hash !== `#scene-${i + 1}`) history.replaceState(null, "", `#scene-${i + 1}`);
@@ -331,15 +333,13 @@ document.addEventListener("keydown", (e) => {
 
 async function start() {
   let classroom;
-  // The learner's kept progress is read beside the classroom, so the first scene drawn is the one to resume.
-  const progress = embedded() ? Promise.resolve(null) : loadProgress(classroomId);
+  // The learner's kept progress is read beside the classroom; the first scene is drawn without waiting for it.
+  const progress = embedded() ? null : loadProgress(classroomId);
   try {
     classroom = await read();
   } catch (err) {
     return err.status === 404 ? notFound() : failed(err);
   }
-  const kept = await progress;
-  if (kept) restoreAttempts(kept.attempts);
   chooseLanguage(classroom);
   apply(classroom);
   view.ui = layout(classroom);
@@ -347,19 +347,29 @@ async function start() {
   if (!view.scenes.length) {
     view.ui.stageCol.append(h("p", { class: "scene-pending" }, t("pendingScene")));
   }
-  const place = kept?.position;
-  const at = place ? view.scenes.findIndex((sc) => sc.id === place.sceneId) : -1;
-  if (place?.complete && at === view.scenes.length - 1 && !classroom.generatingRunId) {
-    view.index = at;
-    complete();
-  } else if (at >= 0) {
-    go(at, { action: Number.isInteger(place.actionIndex) ? place.actionIndex : 0 });
-  } else {
-    const n = Number((location.hash.match(/^#scene-(\d+)$/) || [])[1] || 1);
-    go(Math.max(0, Math.min(n - 1, view.scenes.length - 1)));
-  }
+  const n = Number((location.hash.match(/^#scene-(\d+)$/) || [])[1] || 1);
+  go(Math.max(0, Math.min(n - 1, view.scenes.length - 1)));
+  const shown = view.goes;
   main.setAttribute("aria-busy", "false");
   if (classroom.generatingRunId) follow(classroom.generatingRunId);
+  const kept = await progress;
+  if (kept) resume(kept, view.goes === shown && view.player?.engine?.mode !== "playing");
+}
+
+/** Show what the learner kept: their answers, and (unless they moved on meanwhile) the place they left. */
+function resume(kept, toPlace) {
+  restoreAttempts(kept.attempts);
+  const place = kept.position;
+  const at = place ? view.scenes.findIndex((sc) => sc.id === place.sceneId) : -1;
+  if (toPlace && place?.complete && at === view.scenes.length - 1 && !view.classroom.generatingRunId) {
+    view.index = at;
+    complete();
+  } else if (toPlace && at >= 0) {
+    go(at, { action: Number.isInteger(place.actionIndex) ? place.actionIndex : 0 });
+  } else if (!view.done && view.scenes[view.index]?.type === "quiz" && kept.attempts.has(view.scenes[view.index].id)) {
+    go(view.index); // the quiz on stage, with the answers kept
+  }
+  main.dataset.resumed = "true";
 }
 
 start();

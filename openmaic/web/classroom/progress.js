@@ -10,7 +10,7 @@
 //   answers, results?}` anchored at the scene, plus the attempt's `score` and `total` once reviewed. The newest
 //   attempt of a scene is the one shown.
 //
-// Writes go one at a time per session, in order; a newer position replaces one not yet sent. Nothing here stops
+// Writes go one at a time per session, in order; a newer place replaces one not yet sent. Nothing here stops
 // the classroom: when the server is away (or the page is the offline export) progress is simply not kept.
 
 import { authHeaders } from "./util.js";
@@ -18,6 +18,7 @@ import { authHeaders } from "./util.js";
 const BASE = "/api/persistence/runtime";
 /** Dispatched on `document` once a place is kept (`detail`: the place). */
 export const KEPT = "openmaic:place-kept";
+const POSITION_DELAY_MS = 250;
 const state = { on: false, stageId: null, learnerKey: null, playback: null, attempts: new Map(), queues: new Map() };
 
 const json = (method, body) => ({
@@ -65,10 +66,9 @@ export async function loadProgress(stageId) {
   try {
     state.learnerKey = (await call("/api/persistence/learner-key")).learnerKey;
     const sessions = await call(`${BASE}/stages/${encodeURIComponent(stageId)}/learners/${encodeURIComponent(state.learnerKey)}/sessions`);
-    state.on = true;
     const playback = sessions.filter((s) => s.kind === "playback" && s.status === "active").pop();
-    state.playback = playback ? { id: playback.id, created: true, pending: null, sent: null }
-      : { id: newId("playback"), created: false, pending: null, sent: null };
+    state.playback = playback ? { id: playback.id, created: true, pending: null, sent: null, timer: null }
+      : { id: newId("playback"), created: false, pending: null, sent: null, timer: null };
     const quizzes = sessions.filter((s) => s.kind === "quizAttempt");
     const [moves, ...attempts] = await Promise.all([playback ? records(playback.id) : [],
       ...quizzes.map((s) => records(s.id))]);
@@ -82,6 +82,7 @@ export async function loadProgress(stageId) {
       found.attempts.set(kept.sceneId, attempt);
       state.attempts.set(kept.sceneId, { id: s.id, created: true, closed: s.status !== "active" });
     });
+    state.on = true; // only now: a place written before the kept one was read would overwrite it
   } catch (err) {
     state.on = false;
     console.warn("progress could not be read:", err.message);
@@ -89,29 +90,33 @@ export async function loadProgress(stageId) {
   return found;
 }
 
-/** Keep the learner's place; a place not yet sent is replaced by a newer one. */
+/** Keep the learner's place. Places are written a moment later (POSITION_DELAY_MS), off the playback's own path
+ * (an action starts at once after the one before it), and a burst of moves (instant actions) writes the last. */
 export function savePosition(position) {
   const p = state.playback;
   if (!state.on || !p) return;
   const key = JSON.stringify(position);
   if (key === p.sent || key === p.pendingKey) return;
-  const queuedAlready = p.pending !== null;
   p.pending = position;
   p.pendingKey = key;
-  if (queuedAlready) return;
-  queued(p.id, async () => {
-    const at = p.pending;
-    const atKey = p.pendingKey;
-    p.pending = null;
-    p.pendingKey = null;
-    await ensureSession(p, "playback");
-    const record = { id: newId("move"), sessionId: p.id, createdAt: now(), sceneId: at.sceneId,
-      payload: { payloadVersion: 1, ...at } };
-    if (Number.isInteger(at.actionIndex)) record.actionIndex = at.actionIndex;
-    await call(`${BASE}/sessions/${encodeURIComponent(p.id)}/records`, "POST", record);
-    p.sent = atKey;
-    document.dispatchEvent(new CustomEvent(KEPT, { detail: at }));
-  });
+  if (p.timer) return;
+  p.timer = setTimeout(() => {
+    p.timer = null;
+    queued(p.id, async () => {
+      const at = p.pending;
+      const atKey = p.pendingKey;
+      if (!at) return;
+      p.pending = null;
+      p.pendingKey = null;
+      await ensureSession(p, "playback");
+      const record = { id: newId("move"), sessionId: p.id, createdAt: now(), sceneId: at.sceneId,
+        payload: { payloadVersion: 1, ...at } };
+      if (Number.isInteger(at.actionIndex)) record.actionIndex = at.actionIndex;
+      await call(`${BASE}/sessions/${encodeURIComponent(p.id)}/records`, "POST", record);
+      p.sent = atKey;
+      document.dispatchEvent(new CustomEvent(KEPT, { detail: at }));
+    });
+  }, POSITION_DELAY_MS);
 }
 
 /** Keep a phase of the attempt at quiz scene `sceneId` (`draft`, `submitted`, `reviewed`). */
