@@ -150,3 +150,34 @@ async def test_with_no_key_the_demo_model_grades_and_answers(db_url, tmp_path):
             "message": "What is this about?", "scene": SCENE, "agents": AGENTS, "language": "en"})
         reply = "".join(d["text"] for k, d in frames(r.text) if k == "delta")
         assert "Ms Moon" in reply and "Why the sea rises" in reply, reply
+
+
+async def test_a_reply_its_reader_leaves_is_kept_as_far_as_it_was_written(db_url, tmp_path):
+    async with open_fake_provider() as fake, running_server(db_url, tmp_path, config(fake.openai_url)) as (client, port):
+        async with open_database(db_url) as db:
+            alice = {"Authorization": f"Bearer {await create_token(db, 'alice')}"}
+        gate = trio.Event()
+        fake.push(Text("The moon pulls the water towards it.", chunks=3, gate=gate))
+        ask = {"message": "Why does the sea rise?", "scene": SCENE, "agents": AGENTS}
+        # A raw connection, so the test decides when it is closed: once the first piece arrived.
+        payload = json.dumps(ask).encode()
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        async with stream:
+            await stream.send_all(
+                b"POST /api/classroom-chat/stage-tides/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nAuthorization: " + alice["Authorization"].encode()
+                + b"\r\nContent-Length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+            seen = b""
+            while b"event: delta" not in seen:
+                data = await stream.receive_some()
+                assert data, seen
+                seen += data
+        assert b" 200 " in seen.split(b"\r\n", 1)[0]
+        with trio.fail_after(10):
+            while len(messages := (await client.get("/api/classroom-chat/stage-tides", headers=alice))
+                      .json()["messages"]) < 2:
+                await trio.sleep(0.05)  # the server notices the hang-up in its own time
+        gate.set()
+        assert messages[0]["content"] == "Why does the sea rise?"
+        assert messages[1]["content"] == "The moon pul" and messages[1]["interrupted"] is True  # the first third
+        assert messages[1]["agentName"] == "Ms Moon"
