@@ -153,7 +153,8 @@ async def test_with_no_key_the_demo_model_grades_and_answers(db_url, tmp_path):
 
 
 async def test_a_reply_its_reader_leaves_is_kept_as_far_as_it_was_written(db_url, tmp_path):
-    async with open_fake_provider() as fake, running_server(db_url, tmp_path, config(fake.openai_url)) as (client, port):
+    async with open_fake_provider() as fake, \
+            running_server(db_url, tmp_path, config(fake.openai_url)) as (client, port):
         async with open_database(db_url) as db:
             alice = {"Authorization": f"Bearer {await create_token(db, 'alice')}"}
         gate = trio.Event()
