@@ -200,8 +200,7 @@ async def ask(call: Call, stage_id: str) -> Response:
     provider, model = await classroom_model(call)
     session_id = session_id_of(stage_id)
     await _open_session(call, stage_id, session_id)
-    history = [Turn(role=m.role, content=m.content, name=m.agent_name or "")
-               for m in await _messages(call, session_id) if not m.interrupted or m.content]
+    history = [Turn(role=m.role, content=m.content, name=m.agent_name or "") for m in await _messages(call, session_id)]
     mine = await _append(call, session_id, {"role": "user", "content": message}, b)
     scene = SceneContext(title=b.scene.title.strip(), texts=[t for t in b.scene.texts if t.strip()],
                          speech=[s for s in b.scene.speech if s.strip()])
