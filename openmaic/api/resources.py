@@ -17,9 +17,9 @@ from quart import Blueprint
 from openmaic import probes
 from openmaic.actors.commands import Commands as SessionCommands
 from openmaic.api import (
-    access_routes, agent_sessions, agents, assets, browser_import, claims, classrooms, generation_runs, headless,
-    materials, model_config, persistence, persistence_assets, persistence_documents, persistence_library, persistence_runtime,
-    web,
+    access_routes, agent_sessions, agents, assets, browser_import, claims, classroom_chat, classrooms, generation_runs,
+    headless, materials, model_config, persistence, persistence_assets, persistence_documents, persistence_library,
+    persistence_runtime, quiz_grade, web,
 )
 from openmaic.api.services import ApiServices
 from openmaic.runs.service import RunService
@@ -35,7 +35,7 @@ def api_services(services: Any) -> ApiServices:
         db=services.db, log=log, wakeups=services.wakeups, config=services.config,
         runs=RunService(log, services.config),
         sessions=WorkbenchSessions(log, SessionCommands(log, message_kinds=["workbench"]), services.config.limits),
-        extractor=services.extractor,
+        extractor=services.extractor, models=services.models,
         metric_samplers=probes.samplers(services.db, stuck_queued_s=services.config.runtime.stuck_queued_s),
     )
 
@@ -43,4 +43,5 @@ def api_services(services: Any) -> ApiServices:
 def resource_blueprints() -> list[Blueprint]:
     return [access_routes.bp, browser_import.bp, claims.bp, headless.bp, generation_runs.bp, classrooms.bp,
             materials.bp, model_config.bp, agents.bp, agent_sessions.bp, web.bp, assets.bp, persistence.bp,
-            persistence_assets.bp, persistence_documents.bp, persistence_library.bp, persistence_runtime.bp]
+            persistence_assets.bp, persistence_documents.bp, persistence_library.bp, persistence_runtime.bp,
+            quiz_grade.bp, classroom_chat.bp]

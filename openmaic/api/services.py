@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from openmaic.actors.commands import CommandResult
 from openmaic.feeds.live import LiveFeeds
@@ -58,6 +58,9 @@ class ApiServices:
     courses: Courses | None = None
     metric_samplers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """Run before each ``/metrics`` answer, to set gauges that are read from the database (projection lag)."""
+    models: Any = None
+    """The process's model router (:class:`~openmaic.models.provider.ModelRouter`): what the classroom's own model
+    calls go through (a short answer's grade, an agent's reply); None: those routes answer 503."""
     extractor: Extractor | None = None
     """The process's budget for reading uploaded documents (shared with its workers); made here when None."""
     feeds: LiveFeeds = field(init=False)

@@ -7,6 +7,11 @@ that exist in that package (or its ``classroom`` folder) with a known type are s
 name (letters, digits, ``-``, ``_`` and one extension), so nothing outside it can be reached; ``/static/`` serves
 scripts and stylesheets only, never a page (a page is served by its own route, with its own policy).
 
+The classroom page loads its player as one file, ``/static/classroom/bundle.js``: the player's modules joined by
+the offline export's bundler (:func:`openmaic.exports.html_file.bundle_modules`, made once per process at the
+first request), so a first visit asks for one script instead of sixteen a few import levels deep (most of the
+first render's time on a busy machine; docs/benchmarks.md). The modules stay served one by one as well.
+
 Every file is sent with a strong ``ETag`` (a digest of the bytes sent) and ``Cache-Control: no-cache``: a browser
 keeps it and revalidates, getting ``304 Not Modified`` until an upgrade changes it. A client that accepts gzip
 gets it compressed (``Vary: Accept-Encoding``; the compressed copy is made once per file and process).
@@ -52,6 +57,7 @@ from openmaic.api.access_code import AccessCodeRequired
 from openmaic.api.headless import runs_of
 from openmaic.api.routing import Call, api_route, app_state
 from openmaic.errors import NotFound
+from openmaic.exports.html_file import bundle_modules
 
 __all__ = ["CLASSROOM_CSP", "SCENE_FRAME_CSP", "WORKBENCH_CSP", "bp"]
 
@@ -198,9 +204,25 @@ async def workbench_file(call: Call, name: str) -> Response:
     return _answer(_read(name), _STATIC_TYPES[m.group(1)])
 
 
+_BUNDLE: list[bytes] = []
+"""The classroom player as one module (made at the first request; the package's files do not change under a
+running process)."""
+
+
+def _bundle() -> bytes:
+    if not _BUNDLE:
+        folder = resources.files("openmaic.web").joinpath("classroom")
+        sources = {p.name[:-3]: p.read_text("utf-8") for p in folder.iterdir() if p.name.endswith(".js")}
+        _BUNDLE.append(("// The classroom player's modules in one file (openmaic.api.web).\n"
+                        + bundle_modules(sources)).encode())
+    return _BUNDLE[0]
+
+
 @api_route(bp, "GET", "/static/classroom/{name}", auth=False, media_type="text/*", errors=(404,), plain_not_found=True)
 async def classroom_file(call: Call, name: str) -> Response:
-    """A module (JavaScript) of the classroom player."""
+    """A module (JavaScript) of the classroom player, or all of them in one (bundle.js)."""
+    if name == "bundle.js":
+        return _answer(_bundle(), _STATIC_TYPES["js"])
     m = _NAME.fullmatch(name)
     if m is None or m.group(1) != "js":
         raise NotFound(f"no file {name!r}")

@@ -38,8 +38,9 @@ def shot(page: Page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS / f"player-{name}.png"), full_page=True)
 
 
-def serve_fixture(page: Page, classroom_id: str, answer: dict[str, Any]) -> list[dict]:
-    """Answer the classroom's read with ``answer`` and its assets with ASSETS; returns the grading requests seen."""
+def serve_fixture(page: Page, classroom_id: str, answer: dict[str, Any], *, grading: bool = False) -> list[dict]:
+    """Answer the classroom's read with ``answer`` and its assets with ASSETS; returns the grading requests seen
+    (answered 404, as by a server without grading, unless ``grading``: then the server's own route answers)."""
     graded: list[dict] = []
     page.route(re.compile(rf".*/api/classrooms/{re.escape(classroom_id)}$"),
                lambda route: route.fulfill(status=200, content_type="application/json", body=json.dumps(answer)))
@@ -52,6 +53,8 @@ def serve_fixture(page: Page, classroom_id: str, answer: dict[str, Any]) -> list
         return route.fulfill(status=200, content_type=kind, body=body, headers={"Accept-Ranges": "none"})
 
     page.route(re.compile(r".*/api/assets/[^/]+$"), asset)
+    if grading:
+        return graded
     page.route(re.compile(r".*/api/quiz-grade$"),
                lambda route: (graded.append(json.loads(route.request.post_data or "{}")),
                               route.fulfill(status=404, body="Not found"))[1])
@@ -344,3 +347,43 @@ async def test_the_offline_page_plays_with_no_server(tmp_path):
     await in_browser(scenario, "http://127.0.0.1:9", expected_errors="ERR_FILE_NOT_FOUND")
     outside = [u for u in requests if not u.startswith("data:") and u != page_file.as_uri()]
     assert outside and all(u.startswith("file:///avatars/") for u in outside), outside
+
+
+async def test_the_classroom_has_no_serious_accessibility_violations(db_url, tmp_path):
+    from tests.e2e.accessibility import serious_violations
+
+    async with running_server(db_url, tmp_path, config_text()) as base:
+        classroom_id = await classroom_of(db_url, "local")
+        answer = classroom_answer(classroom_id, course("generated_every_element"), media=MEDIA)
+
+        def scenario(page: Page) -> None:
+            serve_fixture(page, classroom_id, answer, grading=True)  # the demo model grades and answers
+            page.goto(f"/classroom/{classroom_id}")
+            expect(page.locator('.canvas-frame [data-element-id="text_title"]')).to_be_visible()
+            found = {"slide": serious_violations(page)}
+            # The chat, with a question answered by the course's teacher.
+            page.keyboard.press("q")
+            page.get_by_label("Your question").fill("What do plants need?")
+            page.get_by_role("button", name="Send").click()
+            expect(page.locator('.chat-message[data-role="assistant"]')).to_have_attribute("data-state", "done")
+            found["chat"] = serious_violations(page)
+            shot(page, "axe-chat")
+            # A graded quiz, then the completion page.
+            page.get_by_role("navigation", name="Scenes").get_by_role("button").nth(2).click()
+            quiz = page.locator("form.quiz")
+            quiz.locator('[data-question-id="q1"]').get_by_label("Water").check()
+            quiz.locator('[data-question-id="q2"]').get_by_label("Light").check()
+            quiz.get_by_label("Your answer").fill("To catch more light.")
+            quiz.get_by_role("button", name="Submit answers").click()
+            expect(quiz).to_have_attribute("data-state", "graded")
+            found["quiz"] = serious_violations(page)
+            page.get_by_role("navigation", name="Scenes").get_by_role("button").nth(3).click()
+            page.keyboard.press("ArrowRight")
+            expect(page.locator(".completion")).to_be_visible()
+            found["complete"] = serious_violations(page)
+            page.goto("/classroom/course-AAAAAAAAAAAAAAAA")
+            expect(page.get_by_role("heading", name="Classroom not found")).to_be_visible()
+            found["not-found"] = serious_violations(page)
+            assert not any(found.values()), found
+
+        await in_browser(scenario, base, expected_errors=r"status of 404")

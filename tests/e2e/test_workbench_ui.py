@@ -211,7 +211,7 @@ async def test_a_teacher_reviews_an_outline_confirms_it_and_gets_a_course(base_u
         expect(card.locator(".badge")).to_have_text("ready")
         # Learners enter the classroom page (result.url) from the card.
         card.get_by_role("link", name=re.compile("^Enter the classroom")).click()
-        expect(page).to_have_url(re.compile(r"/classroom/[^/#]+$"))
+        expect(page).to_have_url(re.compile(r"/classroom/[^/#]+(#scene-\d+)?$"))  # the page names its scene
         scenes = page.get_by_role("navigation", name="Scenes")
         expect(scenes.get_by_role("button", name=re.compile("What plants eat"))).to_be_visible()
         page.go_back()

@@ -28,10 +28,12 @@ from tests.fakes.http1 import read_request, response_head
 
 @dataclass(frozen=True)
 class Text:
-    """A streamed text reply in ``chunks`` pieces."""
+    """A streamed text reply in ``chunks`` pieces; with ``gate`` (OpenAI's protocol), the pieces after the first
+    wait until the test sets it (so a test can see a reply arrive piece by piece)."""
 
     text: str
     chunks: int = 3
+    gate: trio.Event | None = None
 
 
 @dataclass(frozen=True)
@@ -278,9 +280,12 @@ class FakeProviderServer:
         if isinstance(reply, Malformed):
             await stream.send_all(reply.body)
             return
-        for event in render(reply, body):
+        gate = reply.gate if isinstance(reply, Text) and render is _openai_events else None
+        for i, event in enumerate(render(reply, body)):
             await stream.send_all(event)
             await trio.sleep(0)
+            if i == 1 and gate is not None:  # the role chunk, then the first piece
+                await gate.wait()
         if isinstance(reply, Stall):
             # Silence until the client gives up and closes its end.
             while await stream.receive_some(4096):

@@ -51,7 +51,7 @@ async def test_the_classroom_page_is_its_owners_and_the_same_404_for_anyone_else
         assert page.status_code == 200 and page.headers["content-type"] == "text/html; charset=utf-8"
         assert page.headers["content-security-policy"] == CLASSROOM_CSP
         assert (page.headers["x-content-type-options"], page.headers["referrer-policy"]) == ("nosniff", "no-referrer")
-        assert '<script type="module" src="/static/classroom/main.js">' in page.text
+        assert '<script type="module" src="/static/classroom/bundle.js">' in page.text
 
         unknown = await client.get("/classroom/course-AAAAAAAAAAAAAAAA")
         for other in (theirs, gone, "not a classroom", "run-AAAAAAAAAAAAAAAA"):
@@ -74,9 +74,14 @@ async def test_the_classroom_page_is_its_owners_and_the_same_404_for_anyone_else
         for name in ("classroom.html", "scene_frame.html", "index.html"):
             r = await client.get(f"/static/{name}")
             assert (r.status_code, r.text) == (404, "Not found"), name
-        for name in ("classroom.css", "events.js", "sandbox.js", "classroom/main.js", "classroom/engine.js"):
+        for name in ("classroom.css", "events.js", "sandbox.js", "classroom/main.js", "classroom/engine.js",
+                     "classroom/bundle.js"):
             r = await client.get(f"/static/{name}")
             assert r.status_code == 200 and r.headers["content-type"].startswith("text/"), name
+        # The player in one file: every module of it, main last.
+        bundle = (await client.get("/static/classroom/bundle.js")).text
+        assert "const __module_chat = " in bundle and bundle.rstrip().endswith("})();")
+        assert bundle.index("const __module_util = ") < bundle.index("const __module_main = ")
         for name in ("classroom/..%2Fapi.js", "classroom/x.css", "classroom/missing.js", "classroom/.main.js"):
             r = await client.get(f"/static/{name}")
             assert (r.status_code, r.text) == (404, "Not found"), name

@@ -1,4 +1,5 @@
-"""The demo model's answer to a generation brief: JSON text, or an HTML page for ``step: "interactive"``."""
+"""The demo model's answer to a brief: JSON text, an HTML page for ``step: "interactive"``, or an agent's reply in
+the classroom for ``step: "tutor"``."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from openmaic.models.demo_course.interactive import interactive
 from openmaic.models.demo_course.outline import outline
 from openmaic.models.demo_course.quiz import quiz
 from openmaic.models.demo_course.slides import slide
+from openmaic.models.demo_course.tutor import grade, tutor
 
-_STEPS = {"outline": outline, "agents": agents, "slide": slide, "quiz": quiz, "actions": actions}
+_STEPS = {"outline": outline, "agents": agents, "slide": slide, "quiz": quiz, "actions": actions, "grade": grade}
 
 
 def answer_brief(brief: dict[str, Any]) -> str:
@@ -22,9 +24,11 @@ def answer_brief(brief: dict[str, Any]) -> str:
     step = brief.get("step")
     if step == "interactive":
         return interactive(brief)
+    if step == "tutor":
+        return tutor(brief)
     make = _STEPS.get(step) if isinstance(step, str) else None
     if make is None:
-        known = ", ".join(sorted([*_STEPS, "interactive"]))
+        known = ", ".join(sorted([*_STEPS, "interactive", "tutor"]))
         raise ValueError(f"the brief's step {step!r} is not one the demo answers (expected one of: {known})")
     return json.dumps(make(brief), ensure_ascii=False, allow_nan=False)
 

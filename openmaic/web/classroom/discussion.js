@@ -1,6 +1,6 @@
 // The discussion card (OPENMAIC-COURSE-FORMAT §4.5, §8.6): after 3 s (so the last sentence can end) the topic is
 // shown with the agent who opens it, Join and Skip; in playback it counts down 5 s and then skips by itself.
-// Joining ends the scene's script there (the learner talks it over, then goes on).
+// Joining opens the chat on the topic, where the agent who opened it answers first (the scene pauses meanwhile).
 
 import { avatar } from "./agents.js";
 import { t } from "./i18n.js";
@@ -10,8 +10,9 @@ import { timerTask } from "./engine.js";
 export const DELAY_MS = 3000;
 export const COUNTDOWN_S = 5;
 
-/** A task showing the card in `host` for discussion action `a`, opened by `agent` (may be undefined). */
-export function discussionTask(host, a, agent) {
+/** A task showing the card in `host` for discussion action `a`, opened by `agent` (may be undefined); `onJoin`
+ * hears the learner join (the chat opens on the topic). */
+export function discussionTask(host, a, agent, { onJoin = () => {} } = {}) {
   let resolve;
   const done = new Promise((r) => {
     resolve = r;
@@ -23,7 +24,10 @@ export function discussionTask(host, a, agent) {
     phase.cancel();
     if (card) {
       card.dataset.choice = how;
-      if (how === "joined") card.querySelector(".discussion-actions").replaceChildren(h("p", {}, t("joined")));
+      if (how === "joined") {
+        card.querySelector(".discussion-actions").replaceChildren(h("p", {}, t("joined")));
+        onJoin();
+      }
       else card.remove();
     }
     resolve(true);

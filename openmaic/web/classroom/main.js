@@ -6,13 +6,19 @@
 // `completed` and `ended`: pending scenes and media fill in where they stand, and the scene on stage is redrawn
 // only when its own data changed. The scene shown is in the address (`#scene-3`).
 //
-// Keys: Space play/pause, ← → scenes, R replay the scene, [ and ] slower/faster (not while a form control has
-// the focus).
+// The learner's place and quiz answers are kept as their runtime records on the course (progress.js, read beside
+// the classroom): a reload or another device of the same learner goes on where they stopped, answers shown (the
+// first scene is drawn meanwhile; `data-resumed` on <main> says when the kept progress was applied).
+//
+// Keys: Space play/pause, ← → scenes, R replay the scene, [ and ] slower/faster, Q ask a question (not while a
+// form control has the focus).
 
 import { roster } from "./agents.js";
+import { createChat } from "./chat.js";
 import { chooseLanguage, LANGUAGES, language, setLanguage, t } from "./i18n.js";
 import { createPlayer, SPEEDS } from "./player.js";
-import { scores } from "./quiz.js";
+import { KEPT, loadProgress, savePosition } from "./progress.js";
+import { restoreAttempts, scores } from "./quiz.js";
 import { authHeaders, fill, h } from "./util.js";
 
 const main = document.getElementById("main");
@@ -20,7 +26,8 @@ const announcer = document.getElementById("announcer");
 const classroomId = decodeURIComponent(location.pathname.replace(/^.*\/classroom\//, "").replace(/\/+$/, ""));
 const FOLLOWED = new Set(["scene_ready", "media", "completed", "ended"]);
 
-const view = { classroom: null, scenes: [], index: 0, player: null, ui: null, runId: null, events: null, done: false };
+const view = { classroom: null, scenes: [], index: 0, player: null, ui: null, runId: null, events: null, done: false,
+  chat: null, goes: 0 };
 
 function announce(text) {
   announcer.textContent = "";
@@ -74,14 +81,34 @@ function layout(c) {
   const nav = h("ol", { class: "scene-nav-list" });
   const stageCol = h("div", { class: "stage-column" });
   const heading = h("h2", { class: "scene-title", tabindex: "-1" });
+  const body = h("div", { class: "classroom-body" });
+  // Questions need the server: the offline page plays the course without them.
+  view.chat = embedded() ? null : createChat(classroomId, {
+    context: chatContext,
+    onOpen: () => {
+      view.player?.engine?.pause();
+      body.classList.add("with-chat");
+    },
+    onClose: () => body.classList.remove("with-chat"),
+  });
+  const ask = view.chat && h("button", { type: "button", class: "button ask", "aria-keyshortcuts": "Q",
+    onclick: () => (view.chat.isOpen ? view.chat.close() : view.chat.open()) }, t("askQuestion"));
   fill(main,
     h("div", { class: "classroom-head" }, title,
-      h("div", { class: "head-tools" }, exports, h("label", { for: "language" }, `${t("language")} `), langSelect)),
+      h("div", { class: "head-tools" }, ask, exports, h("label", { for: "language" }, `${t("language")} `), langSelect)),
     status,
-    h("div", { class: "classroom-body" },
+    fill(body,
       h("nav", { class: "scene-nav", "aria-label": t("scenes") }, nav),
-      h("div", { class: "stage-wrap" }, heading, stageCol)));
+      h("div", { class: "stage-wrap" }, heading, stageCol),
+      view.chat?.panel));
   return { title, status, nav, stageCol, heading };
+}
+
+/** What a question is asked about: the scene on stage (or the last one, past the end), where in its script. */
+function chatContext() {
+  const c = view.classroom;
+  return { scene: view.scenes[view.index], actionIndex: view.done ? undefined : view.player?.engine?.index,
+    agents: roster(c.stage), course: c.stage?.name || c.title || "" };
 }
 
 function navItems() {
@@ -110,19 +137,39 @@ function ctxFor(i) {
     canFinish: !view.classroom.generatingRunId,
     onNext: ({ autoplay }) => (i >= view.scenes.length - 1 ? complete() : go(i + 1, { play: autoplay })),
     onPrev: () => go(i - 1, { play: false }),
+    onPosition: (actionIndex) => keepPlace(i, actionIndex),
+    onDiscuss: (a, agent) => view.chat?.open({ topic: a.topic || "", agent,
+      say: t("joinDiscussion", { topic: a.topic || "" }) }),
   };
 }
 
-function go(i, { play = false } = {}) {
+// The place last kept on the server, on <main> (data-kept: "scene:action" or "complete"), for whoever watches.
+document.addEventListener(KEPT, (e) => {
+  main.dataset.kept = e.detail.complete ? "complete" : `${e.detail.sceneIndex + 1}:${e.detail.actionIndex}`;
+});
+
+function keepPlace(i, actionIndex = 0) {
+  const scene = view.scenes[i];
+  if (!scene || scene.pending || embedded()) return;
+  savePosition({ sceneId: scene.id, sceneIndex: i, actionIndex });
+}
+
+function go(i, { play = false, action = 0 } = {}) {
   if (i < 0 || i >= view.scenes.length) return;
   view.done = false;
   view.index = i;
+  view.goes += 1;
   const scene = view.scenes[i];
   main.dataset.scene = String(i + 1);
   if (location.hash !== `#scene-${i + 1}`) history.replaceState(null, "", `#scene-${i + 1}`);
   ensureStage();
   view.ui.heading.textContent = `${t("sceneOf", { n: i + 1, total: view.scenes.length })} · ${scene.title || ""}`;
-  view.player.show(scene, ctxFor(i), { play });
+  view.player.show(scene, ctxFor(i), { play: play && !action });
+  if (action > 0 && view.player.engine) {
+    view.player.engine.seek(Math.min(action, view.player.engine.actions.length - 1));
+    if (play) view.player.engine.play();
+  }
+  keepPlace(i, view.player.engine?.index ?? 0);
   navItems();
   announce(`${t("sceneOf", { n: i + 1, total: view.scenes.length })}: ${scene.title || ""}`);
 }
@@ -141,13 +188,24 @@ function complete() {
   const quizzes = view.scenes.filter((s) => s.type === "quiz");
   const total = quizzes.reduce((sum, s) => sum + (s.content?.questions || [])
     .reduce((p, q) => p + (Number.isFinite(q.points) ? q.points : 1), 0), 0);
-  const score = [...scores.values()].reduce((sum, s) => sum + s.score, 0);
+  const score = quizzes.reduce((sum, s) => sum + (scores.get(s.id)?.score || 0), 0);
+  const answered = quizzes.filter((s) => scores.has(s.id));
   view.ui.heading.textContent = t("completeTitle");
   view.player = null;
+  const last = view.scenes[view.scenes.length - 1];
+  if (last && !embedded()) savePosition({ sceneId: last.id, sceneIndex: view.scenes.length - 1, complete: true });
   fill(view.ui.stageCol, h("section", { class: "completion", "aria-label": t("completeTitle") },
     h("p", {}, t("completeText", { title: view.classroom.stage?.name || view.classroom.title || "" })),
     h("p", { class: "course-score", dataset: { score: String(score), total: String(total) } },
-      scores.size ? t("courseScore", { score, total }) : t("noQuizScore")),
+      answered.length ? t("courseScore", { score, total }) : t("noQuizScore")),
+    quizzes.length ? h("table", { class: "scene-scores" },
+      h("caption", {}, t("scoresByScene")),
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, t("quizColumn")), h("th", { scope: "col" }, t("scoreColumn")))),
+      h("tbody", {}, quizzes.map((s) => {
+        const kept = scores.get(s.id);
+        return h("tr", { dataset: { sceneId: s.id } }, h("th", { scope: "row" }, s.title || ""),
+          h("td", {}, kept ? t("scoreOf", { score: kept.score, total: kept.total }) : t("notAnswered")));
+      }))) : null,
     h("button", { type: "button", class: "button primary", onclick: () => go(0, { play: false }) }, t("restart"))));
   navItems();
   view.ui.heading.focus();
@@ -260,6 +318,7 @@ document.addEventListener("keydown", (e) => {
   if (e.target instanceof Element && e.target.closest("input, textarea, select, [contenteditable]")) return;
   const p = view.player;
   if (e.key === " " && p?.engine) p.engine.toggle();
+  else if ((e.key === "q" || e.key === "Q") && view.chat) view.chat.open();
   else if (e.key === "ArrowRight") (view.index >= view.scenes.length - 1 && !view.classroom.generatingRunId) ? complete() : go(view.index + 1);
   else if (e.key === "ArrowLeft") go(view.done ? view.scenes.length - 1 : view.index - 1);
   else if ((e.key === "r" || e.key === "R") && p?.engine) {
@@ -274,6 +333,8 @@ document.addEventListener("keydown", (e) => {
 
 async function start() {
   let classroom;
+  // The learner's kept progress is read beside the classroom; the first scene is drawn without waiting for it.
+  const progress = embedded() ? null : loadProgress(classroomId);
   try {
     classroom = await read();
   } catch (err) {
@@ -288,8 +349,27 @@ async function start() {
   }
   const n = Number((location.hash.match(/^#scene-(\d+)$/) || [])[1] || 1);
   go(Math.max(0, Math.min(n - 1, view.scenes.length - 1)));
+  const shown = view.goes;
   main.setAttribute("aria-busy", "false");
   if (classroom.generatingRunId) follow(classroom.generatingRunId);
+  const kept = await progress;
+  if (kept) resume(kept, view.goes === shown && view.player?.engine?.mode !== "playing");
+}
+
+/** Show what the learner kept: their answers, and (unless they moved on meanwhile) the place they left. */
+function resume(kept, toPlace) {
+  restoreAttempts(kept.attempts);
+  const place = kept.position;
+  const at = place ? view.scenes.findIndex((sc) => sc.id === place.sceneId) : -1;
+  if (toPlace && place?.complete && at === view.scenes.length - 1 && !view.classroom.generatingRunId) {
+    view.index = at;
+    complete();
+  } else if (toPlace && at >= 0) {
+    go(at, { action: Number.isInteger(place.actionIndex) ? place.actionIndex : 0 });
+  } else if (!view.done && view.scenes[view.index]?.type === "quiz" && kept.attempts.has(view.scenes[view.index].id)) {
+    go(view.index); // the quiz on stage, with the answers kept
+  }
+  main.dataset.resumed = "true";
 }
 
 start();

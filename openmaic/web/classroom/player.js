@@ -112,7 +112,8 @@ export function createPlayer(root) {
         const key = a.id ?? a.topic;
         if (consumed.has(key) || (a.agentId && !named)) return null;
         consumed.add(key);
-        return discussionTask(cards, a, named || state.ctx.agents.find((ag) => ag.role === "student"));
+        const opener = named || state.ctx.agents.find((ag) => ag.role === "student");
+        return discussionTask(cards, a, opener, { onJoin: () => state.ctx.onDiscuss?.(a, opener) });
       }
       default:
         if (a.type.startsWith("widget_")) {
@@ -138,7 +139,10 @@ export function createPlayer(root) {
     if (!actions.length) return null;
     return new Engine(actions, {
       perform,
-      onChange: syncControls,
+      onChange: (e) => {
+        syncControls();
+        state.ctx?.onPosition?.(e.index);
+      },
       onEnd,
       onStart: () => {
         effects.clear();

@@ -4,13 +4,32 @@
 // a match earns `points`, default 1); short answers go to OpenMAIC's grading route (`POST /api/quiz-grade`)
 // when the server has one, else they show the explanation and are marked "not graded" (no points either way).
 // The score of each quiz scene is kept for the course's completion page.
+//
+// Every phase of an attempt is kept as the learner's runtime records (progress.js): the answers as a draft while
+// they are written, then submitted, then reviewed with each question's result and the score. A reload or another
+// device shows the newest attempt of each quiz as it was left (a reviewed one with its review); a retry starts a
+// new attempt.
 
 import { language, t } from "./i18n.js";
+import { newAttempt, saveAttempt } from "./progress.js";
 import { authHeaders, fill, h } from "./util.js";
 
-/** Scene id -> {score, total}: the graded quizzes of this visit. */
+/** Scene id -> {score, total}: the graded quizzes (this visit's and the kept ones). */
 export const scores = new Map();
 const answersOf = new Map(); // scene id -> {question id -> value}, kept while the learner moves around
+const reviewOf = new Map(); // scene id -> {results: {question id -> grade}, score, total}
+const DRAFT_DELAY_MS = 800;
+
+/** Show the attempts kept for this learner (scene id -> `{phase, answers, results, score, total}`). */
+export function restoreAttempts(attempts) {
+  for (const [sceneId, a] of attempts) {
+    answersOf.set(sceneId, a.answers && typeof a.answers === "object" ? { ...a.answers } : {});
+    if (a.phase === "reviewed" && a.results && typeof a.results === "object") {
+      reviewOf.set(sceneId, { results: a.results, score: Number(a.score) || 0, total: Number(a.total) || 0 });
+      scores.set(sceneId, { score: Number(a.score) || 0, total: Number(a.total) || 0 });
+    }
+  }
+}
 
 const pointsOf = (q) => (Number.isFinite(q.points) ? q.points : 1);
 const isChoice = (q) => q.type === "single" || q.type === "multiple";
@@ -93,19 +112,13 @@ export function quizView(scene, { onGraded = () => {} } = {}) {
   submit.disabled = !all;
   hint.hidden = all;
 
-  form.addEventListener("submit", async (e) => {
-    e.preventDefault();
-    if (submit.disabled) return;
-    submit.disabled = true;
+  const review = (graded, score) => {
     form.querySelectorAll("input, textarea").forEach((i) => {
       i.disabled = true;
     });
-    const graded = await Promise.all(questions.map((q) => (isChoice(q) ? gradeChoice(q, saved[q.id])
-      : gradeShort(q, saved[q.id]))));
-    let score = 0;
+    submit.disabled = true;
     graded.forEach((g, qi) => {
       const q = questions[qi];
-      score += g.score;
       const node = items[qi];
       node.dataset.result = g.graded ? (g.correct ? "correct" : "incorrect") : "not-graded";
       const verdict = g.graded ? t(g.correct ? "correct" : "incorrect") : t("notGraded");
@@ -115,22 +128,56 @@ export function quizView(scene, { onGraded = () => {} } = {}) {
         else if (li.querySelector("input:checked")) li.classList.add("wrong");
       }
       fill(node.querySelector(".quiz-review"),
-        h("p", { class: `verdict ${node.dataset.result}` }, verdict),
+        h("p", { class: `verdict ${node.dataset.result}` }, verdict,
+          g.graded && !isChoice(q) ? ` · ${t("score", { score: g.score, total: pointsOf(q) })}` : ""),
         right.length ? h("p", {}, t("correctAnswer", { answer: right.map((o) => `${o.value}. ${o.label}`).join("; ") }))
           : null,
-        g.comment ? h("p", {}, h("strong", {}, `${t("comment")}: `), g.comment) : null,
+        g.comment ? h("p", { class: "grader-comment" }, h("strong", {}, `${t("comment")}: `), g.comment) : null,
         q.analysis ? h("p", { class: "analysis" }, h("strong", {}, `${t("analysis")}: `), q.analysis) : null);
     });
-    scores.set(scene.id, { score, total });
     result.textContent = t("score", { score, total });
     result.dataset.score = String(score);
     form.dataset.state = "graded";
     form.append(h("button", { type: "button", class: "button", onclick: () => {
       answersOf.delete(scene.id);
+      reviewOf.delete(scene.id);
       scores.delete(scene.id);
+      newAttempt(scene.id);
       form.replaceWith(quizView(scene, { onGraded }));
     } }, t("retry")));
+  };
+
+  let draftTimer = null;
+  form.addEventListener("input", () => {
+    clearTimeout(draftTimer);
+    draftTimer = setTimeout(() => saveAttempt(scene.id, { phase: "draft", answers: { ...saved } }), DRAFT_DELAY_MS);
+  });
+
+  form.addEventListener("submit", async (e) => {
+    e.preventDefault();
+    if (submit.disabled) return;
+    clearTimeout(draftTimer);
+    submit.disabled = true;
+    form.querySelectorAll("input, textarea").forEach((i) => {
+      i.disabled = true;
+    });
+    form.dataset.state = "grading";
+    const answers = { ...saved };
+    saveAttempt(scene.id, { phase: "submitted", answers });
+    const graded = await Promise.all(questions.map((q) => (isChoice(q) ? gradeChoice(q, saved[q.id])
+      : gradeShort(q, saved[q.id]))));
+    const score = graded.reduce((sum, g) => sum + g.score, 0);
+    const results = Object.fromEntries(questions.map((q, qi) => [q.id, graded[qi]]));
+    scores.set(scene.id, { score, total });
+    reviewOf.set(scene.id, { results, score, total });
+    review(graded, score);
+    await saveAttempt(scene.id, { phase: "reviewed", answers, results, score, total });
     onGraded(score, total);
   });
+
+  const kept = reviewOf.get(scene.id);
+  if (kept) {
+    review(questions.map((q) => kept.results[q.id] || { correct: false, score: 0, graded: false }), kept.score);
+  }
   return form;
 }

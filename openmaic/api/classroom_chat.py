@@ -1,0 +1,276 @@
+"""The classroom's conversation with its agents: a learner's questions, and the discussions a course opens,
+answered by the caller's ``classroom`` model slot, streamed, and kept.
+
+* ``GET /api/classroom-chat/{stageId}`` → ``{success, sessionId, messages: [{id, role, content, agentId?,
+  agentName?, sceneId?, createdAt, interrupted?}]}``: the caller's conversation on that course, oldest first.
+* ``POST /api/classroom-chat/{stageId}/messages {message, scene?: {id?, title, texts, speech}, agents?: [{id,
+  name, role?, persona?}], agentId?, topic?, actionIndex?, course?, language?}`` → ``text/event-stream``:
+  ``message`` (the learner's message, as kept), ``agent`` ``{agentId, agentName}`` (who answers), ``delta``
+  ``{text}`` as the model writes (``reset``: start the reply over, when a fallback model took over), then
+  ``done`` (the reply, as kept) or ``error`` ``{code, message}``.
+
+The conversation is the learner's runtime session of kind ``chat`` on the course (``classroom-chat:<stageId>``,
+filed under the caller's learner key, :mod:`openmaic.browser_import.runtime`), each message one record with
+OpenMAIC's chat payload ``{role, content}`` (plus who spoke) anchored at the scene: so it is the learner's alone,
+survives a reload, reads the same from another device, and goes with the learner's runtime data (deleted,
+merged on a claim) through ``/api/persistence/runtime``. The learner's message is kept before the model is asked;
+the reply when it ends. A reader that leaves mid-reply cancels it: what was written so far is kept, marked
+``interrupted``.
+
+The page says what the learner sees (the scene's title, the text of its elements, its speech lines, the course's
+agents), as OpenMAIC's stateless ``/api/chat`` is told its store state; the prompt quotes it
+(:mod:`openmaic.steps.tutoring`). The answering agent is ``agentId`` (the discussion's opener), else the course's
+teacher, else its first agent. Bad input is 400 before anything is kept or streamed; a slot that cannot run is
+400 ``MISSING_MODEL`` / ``MISSING_API_KEY``; a model failing mid-reply is the ``error`` frame.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+import msgspec
+import trio
+from quart import Blueprint, Response
+
+from openmaic import errors
+from openmaic.api.follow import SSE_HEADERS, sse_data
+from openmaic.api.persistence import owner_writes
+from openmaic.api.quiz_grade import classroom_model, required_text
+from openmaic.api.routing import Call, api_route
+from openmaic.api.wire import Success, Wire, encode
+from openmaic.browser_import import runtime
+from openmaic.models.errors import ProviderError
+from openmaic.owners.learners import learner_key
+from openmaic.steps.tutoring import SceneContext, Speaker, Turn, tutor_messages
+
+__all__ = ["bp", "session_id_of"]
+
+bp = Blueprint("classroom_chat", __name__)
+
+_STYLE: dict[str, Any] = {"error_style": "json"}
+SAVE_TIMEOUT_S = 10
+"""How long keeping a cut-off reply may take once its reader has gone."""
+
+Id = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+Line = Annotated[str, msgspec.Meta(max_length=4000)]
+
+
+class SceneIn(Wire):
+    id: Id | None = None
+    title: Annotated[str, msgspec.Meta(max_length=500)] = ""
+    texts: Annotated[list[Line], msgspec.Meta(max_length=60)] = []
+    """The text of the scene's elements, in drawing order."""
+    speech: Annotated[list[Line], msgspec.Meta(max_length=60)] = []
+    """The scene's speech lines, in playing order."""
+
+
+class AgentIn(Wire):
+    id: Id
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=100)]
+    role: Annotated[str, msgspec.Meta(max_length=40)] = ""
+    persona: Annotated[str, msgspec.Meta(max_length=2000)] = ""
+
+
+class ChatBody(Wire):
+    message: Annotated[str, msgspec.Meta(max_length=4000)]
+    scene: SceneIn = SceneIn()
+    agents: Annotated[list[AgentIn], msgspec.Meta(max_length=12)] = []
+    agent_id: Id | None = None
+    """Who answers (a discussion's opener); the course's teacher when absent."""
+    topic: Annotated[str, msgspec.Meta(max_length=2000)] | None = None
+    """The discussion's topic, when the message joins one."""
+    action_index: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    course: Annotated[str, msgspec.Meta(max_length=300)] = ""
+    language: Annotated[str, msgspec.Meta(max_length=35)] | None = None
+
+
+class ChatMessage(Wire, omit_defaults=True):
+    id: str
+    role: str
+    content: str
+    created_at: str
+    agent_id: str | None = None
+    agent_name: str | None = None
+    scene_id: str | None = None
+    interrupted: bool = False
+
+
+class Conversation(Success):
+    session_id: str
+    messages: list[ChatMessage]
+
+
+def session_id_of(stage_id: str) -> str:
+    """The id of the learner's conversation on a course (one per learner and course)."""
+    return f"classroom-chat:{stage_id}"
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _message(record: dict[str, Any]) -> ChatMessage | None:
+    p = record.get("payload")
+    if not isinstance(p, dict) or not isinstance(p.get("content"), str) or p.get("role") not in ("user", "assistant"):
+        return None  # a record some other client wrote into the session: not a message of this conversation
+    text = lambda v: v if isinstance(v, str) else None  # noqa: E731
+    return ChatMessage(id=str(record.get("id")), role=p["role"], content=p["content"],
+                       created_at=str(record.get("createdAt")), agent_id=text(p.get("agentId")),
+                       agent_name=text(p.get("agentName")), scene_id=text(record.get("sceneId")),
+                       interrupted=p.get("interrupted") is True)
+
+
+async def _messages(call: Call, session_id: str) -> list[ChatMessage]:
+    limits = call.services.config.limits
+    try:
+        found, _ = await runtime.list_records(call.services.log, call.user, session_id, None,
+                                              limit=limits.runtime_records_per_session, after=0,
+                                              budget=limits.runtime_list_bytes)
+    except runtime.SessionNotFound:
+        return []
+    return [m for m in map(_message, found) if m is not None]
+
+
+@api_route(bp, "GET", "/api/classroom-chat/{stage_id}", response=Conversation, errors=(400,), **_STYLE)
+async def conversation(call: Call, stage_id: str) -> Conversation:
+    """Your conversation with the agents of a course, oldest message first (empty before your first question)."""
+    session_id = session_id_of(required_text(stage_id, "stageId"))
+    return Conversation(session_id=session_id, messages=await _messages(call, session_id))
+
+
+async def _open_session(call: Call, stage_id: str, session_id: str) -> None:
+    """The learner's conversation session on the course, created on their first message (active again when
+    something closed it)."""
+    log, owner = call.services.log, call.user
+    try:
+        session = await runtime.read_session(log, owner, session_id)
+    except runtime.SessionNotFound:
+        now = _now()
+        try:
+            await runtime.create_session(log, owner, {
+                "id": session_id, "kind": "chat", "stageId": stage_id, "learnerKey": learner_key(owner),
+                "status": "active", "createdAt": now, "updatedAt": now}, call.services.config.limits)
+        except runtime.SessionExists:
+            pass  # another request of this learner made it just now
+        return
+    if session.get("status") != "active":
+        await runtime.set_status(log, owner, session_id, "active", _now())
+
+
+def _speaker(b: ChatBody) -> Speaker:
+    agents = [Speaker(id=a.id, name=a.name.strip() or a.id, role=a.role, persona=a.persona) for a in b.agents]
+    chosen = next((a for a in agents if a.id == b.agent_id), None) if b.agent_id else None
+    if b.agent_id and chosen is None:
+        raise errors.InvalidInput(f"agentId {b.agent_id!r} is not one of the agents sent", path="agentId")
+    teacher = next((a for a in agents if a.role == "teacher"), None)
+    default = Speaker(id="teacher", name="老师" if (b.language or "").lower().startswith("zh") else "Teacher",
+                      role="teacher")
+    return chosen or teacher or (agents[0] if agents else default)
+
+
+async def _append(call: Call, session_id: str, payload: dict[str, Any], b: ChatBody) -> dict[str, Any]:
+    record: dict[str, Any] = {"id": f"msg-{uuid.uuid4().hex}", "sessionId": session_id, "createdAt": _now(),
+                              "payload": payload}
+    if b.scene.id:
+        record["sceneId"] = b.scene.id
+    if b.action_index is not None:
+        record["actionIndex"] = b.action_index
+    stored, _ = await runtime.append_record(call.services.log, call.user, session_id, record,
+                                            call.services.config.limits)
+    return stored
+
+
+def _frame(event: str, value: Any) -> bytes:
+    return b"event: " + event.encode() + b"\ndata: " + sse_data(encode(value)) + b"\n\n"
+
+
+@api_route(bp, "POST", "/api/classroom-chat/{stage_id}/messages", body=ChatBody, sse=True,
+           media_type="text/event-stream", errors=(400, 429, 503), **_STYLE)
+@owner_writes
+async def ask(call: Call, stage_id: str) -> Response:
+    """Ask the course's agents (or answer a discussion): your message is kept, and the agent's reply streams as
+    it is written (message, agent, delta…, then done or error) and is kept when it ends."""
+    b: ChatBody = call.body
+    stage_id = required_text(stage_id, "stageId")
+    message = required_text(b.message, "message")
+    speaker = _speaker(b)
+    provider, model = await classroom_model(call)
+    session_id = session_id_of(stage_id)
+    await _open_session(call, stage_id, session_id)
+    history = [Turn(role=m.role, content=m.content, name=m.agent_name or "") for m in await _messages(call, session_id)]
+    mine = await _append(call, session_id, {"role": "user", "content": message}, b)
+    scene = SceneContext(title=b.scene.title.strip(), texts=[t for t in b.scene.texts if t.strip()],
+                         speech=[s for s in b.scene.speech if s.strip()])
+    prompt = tutor_messages(message=message, speaker=speaker, scene=scene, course=b.course.strip(),
+                            agents=[Speaker(id=a.id, name=a.name, role=a.role) for a in b.agents], history=history,
+                            language=b.language, topic=(b.topic or "").strip() or None)
+    said = {"agentId": speaker.id, "agentName": speaker.name}
+
+    @trio.as_safe_channel
+    async def frames() -> AsyncIterator[bytes]:
+        yield _frame("message", _message(mine))
+        yield _frame("agent", said)
+        written: list[str] = []
+        wake = trio.Event()
+        result: dict[str, Any] = {}
+
+        def on_delta(text: str) -> None:
+            nonlocal wake
+            written.append(text)
+            wake.set()
+
+        def on_retry() -> None:
+            written.clear()  # a fallback model starts the reply over
+
+        async def answer() -> None:
+            try:
+                turn = await provider.stream_turn(model, prompt, [], on_delta=on_delta, on_retry=on_retry)
+                result["text"] = turn.text
+            except ProviderError as exc:
+                result["error"] = exc
+            wake.set()
+
+        shown = ""  # what the reader has been sent
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(answer)
+                while True:
+                    await wake.wait()
+                    wake = trio.Event()
+                    text = "".join(written)
+                    if text.startswith(shown) and len(text) > len(shown):
+                        yield _frame("delta", {"text": text[len(shown):]})
+                        shown = text
+                    if result:
+                        break
+        finally:
+            if not result and written:
+                # The reader went away mid-reply: keep what was written, marked as cut off. Shielded and bounded,
+                # since this runs while the request is being cancelled.
+                with trio.CancelScope(shield=True), trio.move_on_after(SAVE_TIMEOUT_S):
+                    await _append(call, session_id, {"role": "assistant", "content": "".join(written),
+                                                     "interrupted": True, **said}, b)
+        if "error" in result:
+            exc = result["error"]
+            yield _frame("error", {"code": exc.error_code, "message": exc.message})
+            return
+        reply = str(result["text"])
+        if not reply.startswith(shown):
+            yield _frame("reset", {})  # a fallback model wrote the reply over: the reader starts it again
+            shown = ""
+        if len(reply) > len(shown):
+            yield _frame("delta", {"text": reply[len(shown):]})
+        kept = await _append(call, session_id, {"role": "assistant", "content": reply.strip(), **said}, b)
+        yield _frame("done", _message(kept))
+
+    async def body() -> AsyncIterator[bytes]:
+        async with frames() as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+    response = Response(body(), 200, dict(SSE_HEADERS))
+    response.timeout = None
+    return response
