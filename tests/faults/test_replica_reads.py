@@ -49,6 +49,16 @@ async def replayed(primary: str, standby: str) -> None:
                 await trio.sleep(0.01)
 
 
+async def paused(standby: str) -> None:
+    """Pause WAL replay on the standby, and wait until it has taken effect: pg_wal_replay_pause() only asks, and a
+    record already being applied (or the next few) may still be replayed before replay stops."""
+    async with open_database(standby, min_size=1, max_size=1) as s:
+        await s.fetchval("SELECT pg_wal_replay_pause()")
+        with trio.fail_after(10):
+            while await s.fetchval("SELECT pg_get_wal_replay_pause_state()") != "paused":
+                await trio.sleep(0.01)
+
+
 async def on(url: str, sql: str) -> object:
     async with open_database(url, min_size=1, max_size=1) as db:
         return await db.fetchval(sql)
@@ -131,7 +141,7 @@ async def test_catch_up_reads_come_from_the_replica_never_behind_the_reader_and_
                                                f"WHERE application_name = '{APPLICATION_NAME}'") >= 1
 
                 # Replay paused: writes since then are on the primary only, and every read still has them.
-                await on(standby.url(), "SELECT pg_wal_replay_pause()")
+                await paused(standby.url())
                 versions = (await client.get(f"/api/classrooms/{course}/history")).json()["versions"]
                 r = await client.post(f"/api/classrooms/{course}/restore", json={"seq": versions[-1]["seq"]})
                 assert r.status_code == 200, r.text
