@@ -636,6 +636,20 @@ def summarize(levels: list[Level], ncpu: int) -> None:
               f" {raw:>12.1f} {best.per_s(best.events) / raw:>6.2f}  {cause(best, ncpu)}")
     print("runs/s* = steps/s ÷ the steps of a completed run (a window is shorter than a run: runs completed in it"
           " are few)")
+    print("\nif the cores were this benchmark's alone (an estimate from CPU per step at the saturation level, whatever"
+          " other users' processes took meanwhile):")
+    for config, best in sat.items():
+        ours = sum(v for v in best.cpu_s.values() if v == v)
+        if not best.steps or not ours:
+            continue
+        per_step = ours / best.steps
+        pg = best.cpu_s.get("postgres", float("nan")) / best.steps
+        steps = ncpu / per_step
+        events = steps * best.events / best.steps
+        raw = best.raw_inserts_s or float("nan")
+        print(f"{config:>5}: {per_step * 1e3:.1f} ms of CPU per step (PostgreSQL {pg * 1e3:.1f}) -> about {steps:.0f}"
+              f" steps/s, {events:.0f} events/s on {ncpu} cores ({events / raw:.2f}x the raw INSERT rate at"
+              f" {best.runs} connections)")
     for apis in (1, 2):
         one, two = sat.get(f"1x{apis}"), sat.get(f"2x{apis}")
         if one and two:
@@ -700,6 +714,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--raw-seconds", type=float, default=3.0, help="seconds of raw INSERTs per level")
     p.add_argument("--max-samples", type=int, default=50_000, help="latency samples per level (a random subset)")
     p.add_argument("--json", metavar="PATH", help="append each level as a JSON line to PATH")
+    p.add_argument("--report", nargs="+", metavar="PATH", help="print the summary of levels saved by --json, run nothing")
     p.add_argument("--viewers-process", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--raw-inserts", metavar="SPEC", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -713,6 +728,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ARGS = parse_args(argv)
     if args.viewers_process:
         trio.run(viewers_main)
+    elif args.report:
+        levels = [Level(**json.loads(line)) for path in args.report for line in Path(path).read_text().splitlines()]
+        for lv in levels:
+            print_level(lv)
+        summarize(levels, psutil.cpu_count() or 1)
     elif args.raw_inserts:
         spec = json.loads(Path(args.raw_inserts).read_text())
         print(asyncio.run(raw_inserts(spec["url"], spec["streams"], spec["seconds"], spec["sample"])))
