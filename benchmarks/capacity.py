@@ -575,6 +575,9 @@ async def run_config(args: argparse.Namespace, admin_url: str, cluster: Throwawa
                             lv = await measure_level(args, config, runs, db, pipe, roles, pg, n, commit_ts)
                             levels.append(lv)
                             print_level(lv)
+                            if args.all_levels:
+                                best = lv if best is None or lv.steps > best.steps else best
+                                continue
                             if best is not None and lv.steps < best.steps * 1.05:
                                 print(f"{'':>11}steps/s rose by less than 5% over {best.runs} runs: saturated")
                                 break
@@ -711,6 +714,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=float, default=10.0, help="seconds at a level before its window")
     p.add_argument("--window", type=float, default=20.0, help="seconds measured per level")
     p.add_argument("--p99-limit-ms", type=float, default=250.0)
+    p.add_argument("--all-levels", action="store_true",
+                   help="measure every level, past the p99 limit and a flat throughput (on a machine others load, the"
+                        " CPU per step of every level is still worth having)")
     p.add_argument("--raw-seconds", type=float, default=3.0, help="seconds of raw INSERTs per level")
     p.add_argument("--max-samples", type=int, default=50_000, help="latency samples per level (a random subset)")
     p.add_argument("--json", metavar="PATH", help="append each level as a JSON line to PATH")
