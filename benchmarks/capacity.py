@@ -537,7 +537,7 @@ def print_level(lv: Level) -> None:
         per = "; ".join(
             f"{r} {cpu[r] / lv.steps * 1e3:.1f} ms/step {cpu[r] / lv.events * 1e6:.0f} µs/event"
             f" {cpu[r] / lv.frames * 1e6:.0f} µs/frame"
-            for r in ("api", "worker", "postgres") if r in cpu)
+            for r in ("api", "worker", "projector", "postgres") if r in cpu)
         print(f"{'':>11}CPU: {per}; all roles {total / lv.steps * 1e3:.1f} ms/step", flush=True)
 
 
