@@ -404,10 +404,28 @@ class Level:
         return n / self.window_s
 
 
+class Pipe:
+    """The viewers' pipe, shared by the task keeping the runs and the one measuring: one message (or one request
+    and its answer) at a time."""
+
+    def __init__(self, lines: _Lines) -> None:
+        self._lines = lines
+        self._lock = trio.Lock()
+
+    async def put(self, obj: dict) -> None:
+        async with self._lock:
+            await self._lines.put(obj)
+
+    async def ask(self, obj: dict) -> dict:
+        async with self._lock:
+            await self._lines.put(obj)
+            return await self._lines.get()
+
+
 class Runs:
     """Keeps ``target`` runs in flight: starts runs over HTTP, sees them end in the database, tells the viewers."""
 
-    def __init__(self, http: httpx.AsyncClient, dep: Deployment, db: Any, viewers: _Lines, per_run: int) -> None:
+    def __init__(self, http: httpx.AsyncClient, dep: Deployment, db: Any, viewers: Pipe, per_run: int) -> None:
         self.http, self.dep, self.db, self.viewers, self.per_run = http, dep, db, viewers, per_run
         self.in_flight: set[str] = set()
         self.target = 0
@@ -464,7 +482,7 @@ async def commit_latencies(db: Any, receipts: list[list[Any]], commit_ts: bool) 
     return [receipts[r["i"] - 1][2] / 1e6 - r["us"] / 1e3 for r in rows if r["us"] is not None]
 
 
-async def measure_level(args: argparse.Namespace, config: str, runs: Runs, db: Any, viewers_pipe: _Lines,
+async def measure_level(args: argparse.Namespace, config: str, runs: Runs, db: Any, viewers_pipe: Pipe,
                         roles: list[Role], pg: Postgres, n: int, commit_ts: bool) -> Level:
     runs.target = n
     load0 = os.getloadavg()[0]
@@ -472,8 +490,7 @@ async def measure_level(args: argparse.Namespace, config: str, runs: Runs, db: A
         while len(runs.in_flight) < n:
             await trio.sleep(0.1)
     await trio.sleep(args.warmup)
-    await viewers_pipe.put({"op": "report"})
-    await viewers_pipe.get()  # the warm-up's receipts: dropped
+    await viewers_pipe.ask({"op": "report"})  # the warm-up's receipts: dropped
     p0 = await db.fetchval("SELECT coalesce(max(position), 0) FROM events")
     done0 = runs.completed
     cpu0 = {r.name: r.cpu() for r in roles} | {"postgres": pg.cpu()}
@@ -485,8 +502,7 @@ async def measure_level(args: argparse.Namespace, config: str, runs: Runs, db: A
     t1 = time.monotonic()
     p1 = await db.fetchval("SELECT coalesce(max(position), 0) FROM events")
     done1 = runs.completed
-    await viewers_pipe.put({"op": "report"})
-    rep = await viewers_pipe.get()
+    rep = await viewers_pipe.ask({"op": "report"})
     counts = await db.fetchrow(
         "SELECT count(*) AS events, count(*) FILTER (WHERE type = $3) AS steps FROM events "
         "WHERE position > $1 AND position <= $2", p0, p1, STEP)
@@ -562,7 +578,7 @@ async def run_config(args: argparse.Namespace, admin_url: str, cluster: Throwawa
                     [sys.executable, "-m", "benchmarks.capacity", "--viewers-process"], cwd=ROOT,
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
                 try:
-                    pipe = _Lines(viewers.stdout, viewers.stdin)
+                    pipe = Pipe(_Lines(viewers.stdout, viewers.stdin))
                     roles = [Role("api", [p.pid for p in dep.api]), Role("worker", [p.pid for p in dep.workers]),
                              Role("projector", [dep.projector.pid]), Role("viewers", [viewers.pid]),
                              Role("driver", [os.getpid()])]
