@@ -3,6 +3,8 @@
     python -m benchmarks.capacity --quick                       # a smoke run: 1 and 2 workers, two levels
     python -m benchmarks.capacity                               # the full curve (about 20-40 minutes)
     python -m benchmarks.capacity --configs 1x1 2x1 --levels 8 16 32 --json out.jsonl
+    python -m benchmarks.capacity --all-levels ...             # every level, past the stopping rules
+    python -m benchmarks.capacity --report out.jsonl ...       # the summary of saved levels, running nothing
 
 Setup: a throwaway durable PostgreSQL cluster (fsync on, ``track_commit_timestamp`` on, so that a viewer's
 latency is measured from the commit itself), or ``DATABASE_URL``'s server (then from the event's ``recorded_at``,
@@ -24,7 +26,9 @@ the viewers' process, this driver) from psutil, as a share of one core and per s
 the machine's whole CPU (other users' processes included). A ramp stops once p99 passes ``--p99-limit-ms`` (250)
 or steps/s rose by less than 5% over the best level so far: the best level is the configuration's saturation point,
 and its cause is named from the CPU figures (the cores, one process at a full core, or neither: the database's
-commits).
+commits). A ramp that ends on its last level says so (not reached: add levels). The summary also estimates what
+the cores would give the benchmark alone (cores ÷ CPU per step of all roles): on a machine others load, the CPU
+per step holds where the latency and the saturation point do not.
 
 Baseline, same run, same server: after each configuration's ramp (its processes stopped), raw asyncpg INSERTs of
 the events the runs wrote (same types and JSON) into the same ``events`` table, one asyncio coroutine and
