@@ -26,7 +26,9 @@ What it measures, all against one database and one ``events`` table:
     statement called from inside asyncio on a held connection with pre-encoded arguments (the SQL's own cost,
     no Python-side overhead); the same statement called from trio, one ``Database.fetchrow`` per append (the
     crossing and the spare connection, nothing of the log: the floor of any append path called from trio); and,
-    for batches, a one-statement ``INSERT … SELECT FROM unnest(…)`` (another way to drive raw asyncpg).
+    for batches, a one-statement ``INSERT … SELECT FROM unnest(…)`` (another way to drive raw asyncpg); and the
+    floor's statement through a prototype crossing that hosts asyncpg on an asyncio loop in a thread of its own
+    instead of trio-asyncio's (``benchmarks/_thread_loop.py``; not the product).
 
   Every variant writes to fresh streams of its own. Each runs for a fixed window (``--seconds``) after a
   warm-up (``--warmup``) that is not counted; before each variant the tables are vacuumed and a checkpoint is
@@ -62,6 +64,7 @@ import trio
 import trio_asyncio
 
 from benchmarks._cluster import run_on_fresh_database
+from benchmarks._thread_loop import ThreadPool
 from openmaic import errors
 from openmaic.events.core import (
     ModelOutputDelta,
@@ -232,6 +235,13 @@ def ours_worker(log: EventLog, fenced: bool) -> Worker:
     return trio_worker(lambda sid, g: log.append_one(sid, g.events, **fences))
 
 
+def thread_worker(tp: ThreadPool) -> Worker:
+    """The floor's statement through a prototype crossing: asyncpg on an asyncio loop in a thread of its own
+    (``benchmarks/_thread_loop.py``), one call per append, the connection the last call gave back."""
+    return trio_worker(lambda sid, g: tp.fetchrow(Q.append_one, sid, None, None, None, None, False, None, False,
+                                                  False, g.types, g.versions, g.datas))
+
+
 def statement_worker(db: Database) -> Worker:
     """The floor of any path from trio: the ``append_one`` statement with pre-encoded arguments, one
     ``Database.fetchrow`` (one trio→asyncio crossing, a spare connection) per append, and nothing else: no
@@ -303,6 +313,7 @@ VARIANTS = [
     Variant("function", "    openmaic_append() from asyncio *"),
     Variant("onestmt", "    append_one statement from asyncio *"),
     Variant("crossing", "    append_one statement from trio *"),
+    Variant("thread", "    same, asyncio loop on a thread *"),
     Variant("unnest", "    raw INSERT…SELECT unnest (1 stmt) *", batches_only=True),
 ]
 
@@ -355,7 +366,8 @@ async def create_streams(db: Database, prefix: str, n: int) -> list[str]:
 
 
 async def bench_appends(
-    db: Database, log: EventLog, pool: asyncpg.Pool, args: argparse.Namespace, results: Results
+    db: Database, log: EventLog, pool: asyncpg.Pool, args: argparse.Namespace, results: Results,
+    tp: ThreadPool,
 ) -> None:
     payload = make_payload()
     gc = group_commit(db)
@@ -367,6 +379,7 @@ async def bench_appends(
         "function": asyncio_worker(pool, "function"),
         "onestmt": asyncio_worker(pool, "onestmt"),
         "crossing": statement_worker(db),
+        "thread": thread_worker(tp),
         "unnest": asyncio_worker(pool, "unnest"),
     }
     for batch in args.batches:
@@ -639,6 +652,18 @@ def print_append_tables(args: argparse.Namespace, results: Results) -> None:
                     verdicts.append(f"{s} streams {r[1]:.2f} {'met' if r[1] >= target else 'BELOW'}")
             rounds = f" in every round of {args.rounds}" if args.rounds > 1 else ""
             print(f"target for (a): a/b >= {target:.2f}{rounds}, lowest round — " + "; ".join(verdicts))
+        for st in args.streams:
+            floor = results.rates.get((batch, st, "crossing"))
+            if not floor:
+                continue
+            parts = []
+            for key in ("ours", "fenced", "thread"):
+                own = results.rates.get((batch, st, key))
+                if own:
+                    rs = sorted(o.rate / f.rate for o, f in zip(own, floor))
+                    parts.append(f"{key} {rs[len(rs) // 2]:.2f} ({rs[0]:.2f}–{rs[-1]:.2f})")
+            print(f"against the floor (the statement from trio), {st} stream{'s' if st != 1 else ''}, each round against"
+                  f" its own: " + "; ".join(parts))
         for line in es or []:
             print(f"eventsourcing's PostgreSQL recorder, 1 stream, same server, after our 1-stream cells: {line}")
     print("\n(a) group commit: appends per database call (calls made by the group commit over the window):")
@@ -681,16 +706,18 @@ async def amain(args: argparse.Namespace, url: str) -> None:
                           "shared_buffers")
             }
             pool = await trio_asyncio.aio_as_trio(_create_raw_pool)(url, pool_size)
+            tp = await ThreadPool.open(url, pool_size, dict(DEFAULT_SERVER_SETTINGS))
             try:
                 log = EventLog(db)
                 overheads = await bench_overheads(db, pool, 2000 if not args.quick else 300)
                 print("appending…", file=sys.stderr, flush=True)
-                await bench_appends(db, log, pool, args, results)
+                await bench_appends(db, log, pool, args, results, tp)
                 await settle(db, results)
                 print("reading…", file=sys.stderr, flush=True)
                 read = await bench_read_all(db, log, pool, args.read_seconds)
                 sample = await decode_sample(db, log, args.decode_events)
             finally:
+                await tp.aclose()
                 await trio_asyncio.aio_as_trio(pool.close)()
 
     base_dec, ours_dec, type_counts = bench_decode(sample)

@@ -7,7 +7,9 @@ throwaway cluster with fsync off so that the client's own work is what the loop 
 ``EventLog.append_one`` as the product calls it down to an empty trio→asyncio crossing, it counts per call: trio's
 I/O waits (each a turn of the scheduler: an epoll call), trio task steps, wall time and this process's CPU time.
 The difference between two rows is what the layer between them costs: the hint, the group commit's hop to its
-worker, the pool's acquire and release, the crossing.
+worker, the pool's acquire and release, the crossing. A last row runs the statement through the prototype of
+``benchmarks/_thread_loop.py`` (asyncpg on an asyncio loop in a thread of its own; its CPU column counts both
+threads, its io-waits only trio's).
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ from collections.abc import Awaitable, Callable, Sequence
 import trio
 import trio_asyncio
 
+from benchmarks._thread_loop import ThreadPool
 from openmaic.events.core import ModelOutputDelta
 from openmaic.events.log import EventLog
-from openmaic.store.database import open_database
+from openmaic.store.database import DEFAULT_SERVER_SETTINGS, open_database
 from openmaic.store.migrations import migrate
 from openmaic.store.postgres import ThrowawayCluster
 from openmaic.store.queries import Q
@@ -74,6 +77,11 @@ async def amain(url: str, n: int) -> None:
         await measure("Database.fetchrow(append_one) (pooled)", lambda: db.fetchrow(Q.append_one, *args), n)
         async with db.connection() as conn:
             await measure("Connection.fetchrow(append_one) (held)", lambda: conn.fetchrow(Q.append_one, *args), n)
+        tp = await ThreadPool.open(url, 2, dict(DEFAULT_SERVER_SETTINGS))
+        try:
+            await measure("the same, asyncio loop on a thread *", lambda: tp.fetchrow(Q.append_one, *args), n)
+        finally:
+            await tp.aclose()
 
         async def noop() -> None:
             pass

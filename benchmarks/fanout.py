@@ -25,9 +25,13 @@ to run its rows, which only ``--only websockets:…`` asks for), ``ws-raw`` a mi
 (``benchmarks/_raw_ws.py``). The clients run in processes of their own (this module with ``--clients``, or the
 asyncio one, driven over stdin/stdout; ``--client-procs N`` deals each scenario's clients to N of them), apart
 from the appender and from the API process, as real clients would be; all of them still share the machine's
-two cores with the API process and PostgreSQL. The ``srv cpu`` and ``cli cpu`` columns show where the CPU went
-(per round, from /proc: the API process, the clients' processes together). Latency "from append commit to
-receipt" is the ``cmt`` columns (the processes share one clock).
+two cores with the API process and PostgreSQL. The clients go to two processes by default: a process of 1,000
+trio-websocket clients spends about 70-150 ms of CPU receiving one round (70-150 µs per message, by machine), all
+of it on one core, so with one process the round's p99 measures that core rather than the server. The CPU
+columns show where the machine's cores went, per round: ``srv`` the API process, ``cli`` the clients' processes
+together, ``pg`` PostgreSQL (postmaster, backends, and backends that ended), ``drv`` this process (the appender),
+``oth`` the rest of the machine's busy time (other users' processes, the kernel's own work). Latency "from append
+commit to receipt" is the ``cmt`` columns (the processes share one clock).
 
 Baseline, same run, same database: ``append_one`` followed by one ``read_stream`` of that event from the
 benchmark process on another pooled connection. It is the floor any reader in another process could reach:
@@ -52,6 +56,7 @@ from typing import Any
 
 import httpx
 import msgspec
+import psutil
 import trio
 import trio_websocket
 
@@ -75,7 +80,10 @@ class Stats:
     append_ms: list[float] = field(default_factory=list)
     missed: int = 0
     server_cpu_ms: float = 0.0  # the API process's CPU time per round (user + system)
-    client_cpu_ms: float = 0.0  # this process's (clients and appender) CPU time per round
+    client_cpu_ms: float = 0.0  # the clients' processes' CPU time per round
+    pg_cpu_ms: float = float("nan")  # PostgreSQL's (postmaster, backends, ended backends) per round
+    driver_cpu_ms: float = 0.0  # this process's (the appender's) per round
+    machine_ms: float = 0.0  # CPU time the whole machine spent busy per round, every process of every user
 
 
 class _FrameHead(msgspec.Struct):
@@ -290,11 +298,43 @@ def row(label: str, s: Stats) -> str:
     return (f"{label:<48} {len(s.total_ms):>7} {percentile(s.total_ms, 50):>8.2f} {percentile(s.total_ms, 99):>8.2f}"
             f" {percentile(s.after_commit_ms, 50):>8.2f} {percentile(s.after_commit_ms, 99):>8.2f}"
             f" {percentile(s.append_ms, 50):>8.2f} {percentile(s.append_ms, 99):>8.2f} {s.missed:>6}"
-            f" {s.server_cpu_ms:>7.1f} {s.client_cpu_ms:>7.1f}")
+            f" {s.server_cpu_ms:>7.1f} {s.client_cpu_ms:>7.1f} {s.pg_cpu_ms:>7.1f} {s.driver_cpu_ms:>7.1f}"
+            f" {s.machine_ms - s.server_cpu_ms - s.client_cpu_ms - s.driver_cpu_ms - _nz(s.pg_cpu_ms):>7.1f}")
+
+
+def _nz(x: float) -> float:
+    return 0.0 if x != x else x
 
 
 HEADER = (f"{'scenario':<48} {'samples':>7} {'tot p50':>8} {'tot p99':>8} {'cmt p50':>8} {'cmt p99':>8}"
-          f" {'app p50':>8} {'app p99':>8} {'missed':>6} {'srv cpu':>7} {'cli cpu':>7}")
+          f" {'app p50':>8} {'app p99':>8} {'missed':>6} {'srv cpu':>7} {'cli cpu':>7} {'pg cpu':>7} {'drv cpu':>7}"
+          f" {'oth cpu':>7}")
+
+
+def postgres_cpu_s(postmaster: int | None) -> float:
+    """CPU seconds of a local PostgreSQL so far: its postmaster, its live children, and (in the postmaster's
+    ``children_*`` times) the backends it reaped; NaN when it is not a local process we can see."""
+    if postmaster is None:
+        return float("nan")
+    try:
+        pm = psutil.Process(postmaster)
+        t = pm.cpu_times()
+        total = t.user + t.system + t.children_user + t.children_system
+        for child in pm.children():
+            try:
+                c = child.cpu_times()
+                total += c.user + c.system
+            except psutil.Error:
+                pass
+        return total
+    except psutil.Error:
+        return float("nan")
+
+
+def machine_busy_s() -> float:
+    """CPU seconds the whole machine has spent busy (not idle, not waiting on I/O), all cores, all users."""
+    t = psutil.cpu_times()
+    return sum(t) - t.idle - getattr(t, "iowait", 0.0)
 
 
 def raise_fd_limit() -> None:
@@ -361,12 +401,22 @@ async def _run(args, url, port, proc, clients_list, sse_clients, rounds) -> None
 
         print(f"fan-out: {rounds} rounds per scenario; one round = one append per stream, all clients wait for it")
         print("tot = receive - just before append_one; cmt = receive - append_one returned; app = append_one itself"
-              " (ms); srv cpu / cli cpu = CPU ms per round of the API process / of the clients' process"
-              " (the clients run in a process of their own)")
+              " (ms); CPU ms per round: srv = the API process, cli = the clients' processes, pg = PostgreSQL,"
+              " drv = this appender, oth = the rest of the machine (other users)")
         print(HEADER)
         (bs,) = await new_streams(1)
         print(row("baseline: append + read_stream", await baseline(log, bs, max(rounds, 50))), flush=True)
         await _scenarios(args, log, new_streams, proc, port, clients_list, sse_clients, rounds)
+
+
+async def _postmaster(log: EventLog) -> int | None:
+    """The PostgreSQL postmaster's pid when the server runs on this machine (a backend's parent), else None."""
+    backend = await log.db.fetchval("SELECT pg_backend_pid()")
+    try:
+        parent = psutil.Process(backend).parent()
+    except psutil.Error:
+        return None
+    return parent.pid if parent is not None and parent.name().startswith("postgres") else None
 
 
 async def _client_processes(kind: str, port: int, n: int) -> list[trio.Process]:
@@ -391,6 +441,7 @@ async def _stop(children: list[trio.Process]) -> None:
 
 
 async def _scenarios(args, log, new_streams, proc, port, clients_list, sse_clients, rounds) -> None:
+    postmaster = await _postmaster(log)
     scenarios = [(kind, c, ns) for kind in ("ws", "ws-raw") for c in clients_list for ns in (1, 100) if ns <= c]
     scenarios += [("sse", sse_clients, ns) for ns in (1, min(100, sse_clients))]
     if args.only:
@@ -422,9 +473,13 @@ async def _scenarios(args, log, new_streams, proc, port, clients_list, sse_clien
                 await trio.sleep(1)
             server0 = process_cpu_s(proc.pid)
             clients0 = sum(process_cpu_s(child.pid) for child in children)
+            pg0, driver0, machine0 = postgres_cpu_s(postmaster), process_cpu_s(), machine_busy_s()
             await Bench(log, pipes).run_rounds(streams, [len(mine) for mine in assigned], rounds, stats)
             stats.server_cpu_ms = (process_cpu_s(proc.pid) - server0) / rounds * 1000
             stats.client_cpu_ms = (sum(process_cpu_s(child.pid) for child in children) - clients0) / rounds * 1000
+            stats.pg_cpu_ms = (postgres_cpu_s(postmaster) - pg0) / rounds * 1000
+            stats.driver_cpu_ms = (process_cpu_s() - driver0) / rounds * 1000
+            stats.machine_ms = (machine_busy_s() - machine0) / rounds * 1000
             if profiler is not None:
                 profiler.send_signal(signal.SIGINT)
                 profiler.wait()
@@ -446,8 +501,9 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="a smoke run: few clients and rounds")
     parser.add_argument("--only", nargs="+", metavar="KIND:CLIENTS:STREAMS",
                         help="run only these scenarios, e.g. ws:1000:1 sse:100:100 websockets:1000:100")
-    parser.add_argument("--client-procs", type=int, default=1, metavar="N",
-                        help="spread each scenario's clients over N processes (default 1)")
+    parser.add_argument("--client-procs", type=int, default=2, metavar="N",
+                        help="spread each scenario's clients over N processes (default 2: 1,000 trio-websocket "
+                             "clients in one process need more CPU per round than one core gives in 100 ms)")
     parser.add_argument("--py-spy", metavar="PATH", help="sample the API process with this py-spy during the rounds")
     parser.add_argument("--py-spy-out", default="fanout-profile", metavar="PREFIX",
                         help="where --py-spy writes (PREFIX-KIND-CLIENTS-STREAMS.txt)")
