@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import time
+import weakref
 from typing import Any
 
 import msgspec
@@ -40,13 +41,14 @@ import trio
 from openmaic import errors
 from openmaic.browser_import.events import LegacyStageImported
 from openmaic.browser_import.service import binding_stream
-from openmaic.browser_import.store import Writer, fold_on, writing
+from openmaic.browser_import.store import Writer, fold_cached, writing
 from openmaic.courses import format as fmt
 from openmaic.courses.document import document_of, stage_of
 from openmaic.courses.events import (
     CourseCreated, CourseDeleted, CourseDocument, CourseDocumentSet, CourseSceneDeleted, CourseSceneSet,
     CourseStageSet, evolve_course,
 )  # fmt: skip
+from openmaic.events.fold_cache import FoldCache
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
 from openmaic.quotas import QuotaFull
@@ -139,10 +141,25 @@ async def find_document(conn: Connection | Any, owner: str, document_id: str, *,
     return None
 
 
+FOLD_CACHE_BYTES = 32 * 1024 * 1024
+"""What the courses this process folded last may take (their JSON's bytes), per event log."""
+
+_folds: weakref.WeakKeyDictionary[EventLog, FoldCache[CourseDocument]] = weakref.WeakKeyDictionary()
+
+
+def _cache(log: EventLog) -> FoldCache[CourseDocument]:
+    cache = _folds.get(log)
+    if cache is None:
+        cache = _folds[log] = FoldCache(FOLD_CACHE_BYTES, lambda doc: len(_ENCODE(doc)))
+    return cache
+
+
 async def _load(conn: Connection | None, log: EventLog, course_id: str | None) -> tuple[CourseDocument, int]:
+    """The course folded (and its head seq). A document saved whole again and again is a stream of whole
+    documents: only what was appended since this process last folded it is read (:func:`fold_cached`)."""
     if course_id is None:
         return CourseDocument(), 0
-    return await fold_on(conn, log, course_id, CourseDocument(), evolve_course)
+    return await fold_cached(conn, log, _cache(log), course_id, CourseDocument(), evolve_course)
 
 
 async def read_document(log: EventLog, owner: str, document_id: str) -> fmt.Document:
