@@ -195,8 +195,9 @@ async def find_document(conn: Connection | Any, owner: str, document_id: str, *,
     return None
 
 
-FOLD_CACHE_BYTES = 32 * 1024 * 1024
-"""What the courses this process folded last may take (their JSON's bytes), per event log."""
+FOLD_CACHE_BYTES = 8 * 1024 * 1024
+"""What the courses this process folded last may take, per event log, counted as their JSON's bytes (in memory,
+as structs, a 20-scene course takes about twice its JSON); a course over a quarter of it is not kept."""
 
 _folds: weakref.WeakKeyDictionary[EventLog, FoldCache[CourseDocument]] = weakref.WeakKeyDictionary()
 
