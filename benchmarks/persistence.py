@@ -6,10 +6,11 @@
    history, so the three should match.
 2. **Two owners.** Owner B reads its runtime session and its document in a loop; the p50/p95 of its reads are
    measured alone, then while owner A writes as fast as ``--writers`` tasks can (whole-document saves of 20
-   scenes and runtime appends of its own, from a process of its own). The ratio says how much A's heavy writes
-   cost B's reads.
+   scenes and runtime appends of its own, from a process of its own), ``--rounds`` times over (the load of a
+   shared machine drifts: each loaded window follows its own alone window). The ratio says how much A's heavy
+   writes cost B's reads; the load average is printed beside it.
 
-    .venv/bin/python -m benchmarks.persistence            # full run, about 2 minutes
+    .venv/bin/python -m benchmarks.persistence            # full run, about 4 minutes
     .venv/bin/python -m benchmarks.persistence --quick    # smoke run
 
 Without ``DATABASE_URL`` a throwaway durable PostgreSQL cluster is started; with it, a fresh database on that
@@ -135,26 +136,31 @@ async def writer_process(base: str, writers: int, seconds: float) -> None:
     print(writes, flush=True)
 
 
-async def two_owners(base: str, seconds: float, writers: int) -> tuple[list[float], list[float], int]:
+async def two_owners(base: str, seconds: float, writers: int, rounds: int) -> list[tuple[list[float], list[float], int]]:
+    """``rounds`` pairs of windows, each B alone, then B while A writes: on a shared machine the load drifts, and
+    a loaded window is compared with the alone window just before it."""
     b, b_key = await visitor(base)
+    out = []
     try:
         await new_session(b, b_key, "b-session")
         for i in range(20):
             assert (await b.post("/runtime/sessions/b-session/records", json=record("b-session", i))).status_code == 201
         assert (await b.put("/documents/b-doc", json=document("b-doc"))).status_code == 204
         await reads_of_b(b, 1.0)  # warm-up
-        alone = await reads_of_b(b, seconds)
-        proc = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "benchmarks.persistence", "--writer", base, "--writers", str(writers),
-             "--seconds", str(seconds + 3)], cwd=ROOT, stdout=subprocess.PIPE)
-        await trio.sleep(2.0)  # A at full speed first
-        loaded = await reads_of_b(b, seconds)
-        assert proc.stdout is not None
-        out = b""
-        while chunk := await proc.stdout.receive_some():
-            out += chunk
-        await proc.wait()
-        return alone, loaded, int(out.decode().split()[-1])
+        for _ in range(rounds):
+            alone = await reads_of_b(b, seconds)
+            proc = await trio.lowlevel.open_process(
+                [sys.executable, "-m", "benchmarks.persistence", "--writer", base, "--writers", str(writers),
+                 "--seconds", str(seconds + 3)], cwd=ROOT, stdout=subprocess.PIPE)
+            await trio.sleep(2.0)  # A at full speed first
+            loaded = await reads_of_b(b, seconds)
+            assert proc.stdout is not None
+            data = b""
+            while chunk := await proc.stdout.receive_some():
+                data += chunk
+            await proc.wait()
+            out.append((alone, loaded, int(data.decode().split()[-1])))
+        return out
     finally:
         await b.aclose()
 
@@ -183,19 +189,27 @@ async def amain(args: argparse.Namespace, url: str) -> None:
                         except httpx.TransportError:
                             pass
                         await trio.sleep(0.2)
-            print("\nRuntime appends by depth (one session, sequential appends; ms per append)")
+            print(f"\nRuntime appends by depth (one session, sequential appends; ms per append); load average "
+                  f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
             windows = await appends_by_depth(base, args.records)
             print(f"{'at record':>10} {'p50':>8} {'p95':>8}")
             for m, values in windows.items():
                 print(f"{m:>10,} {ms(values, 50):>8.2f} {ms(values, 95):>8.2f}")
             print(f"\nTwo owners: B's reads (GET session, GET document) alone and while A writes with "
-                  f"{args.writers} tasks (ms)")
-            alone, loaded, writes = await two_owners(base, args.seconds, args.writers)
-            print(f"{'':>14} {'p50':>8} {'p95':>8} {'reads':>7}")
-            print(f"{'B alone':>14} {ms(alone, 50):>8.2f} {ms(alone, 95):>8.2f} {len(alone):>7}")
-            print(f"{'B, A writing':>14} {ms(loaded, 50):>8.2f} {ms(loaded, 95):>8.2f} {len(loaded):>7}")
-            print(f"ratio p50 {ms(loaded, 50) / ms(alone, 50):.2f}, p95 {ms(loaded, 95) / ms(alone, 95):.2f}; "
-                  f"A wrote {writes / (args.seconds + 3):.0f} writes/s")
+                  f"{args.writers} tasks (ms), {args.rounds} rounds of {args.seconds:g} s windows")
+            load_before = os.getloadavg()[0]
+            results = await two_owners(base, args.seconds, args.writers, args.rounds)
+            print(f"{'':>20} {'p50':>8} {'p95':>8} {'reads':>7}")
+            for n, (alone, loaded, writes) in enumerate(results, 1):
+                print(f"{f'round {n}: B alone':>20} {ms(alone, 50):>8.2f} {ms(alone, 95):>8.2f} {len(alone):>7}")
+                print(f"{'B, A writing':>20} {ms(loaded, 50):>8.2f} {ms(loaded, 95):>8.2f} {len(loaded):>7}   "
+                      f"ratio p50 {ms(loaded, 50) / ms(alone, 50):.2f}, A wrote {writes / (args.seconds + 3):.0f}/s")
+            alone = [x for r in results for x in r[0]]
+            loaded = [x for r in results for x in r[1]]
+            writes = sum(r[2] for r in results)
+            print(f"all rounds: ratio p50 {ms(loaded, 50) / ms(alone, 50):.2f}, p95 {ms(loaded, 95) / ms(alone, 95):.2f}; "
+                  f"A wrote {writes / (args.rounds * (args.seconds + 3)):.0f} writes/s; load average "
+                  f"{load_before:.2f} → {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=30)
@@ -207,13 +221,14 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3, help="pairs of windows, B alone then B while A writes")
     parser.add_argument("--writer", metavar="BASE_URL", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.writer:
         trio.run(writer_process, args.writer, args.writers, args.seconds)
         return
     if args.quick:
-        args.records, args.seconds = 1_000, 2.0
+        args.records, args.seconds, args.rounds = 1_000, 2.0, 1
     run_on_fresh_database(amain, args, "bench_persistence")
 
 

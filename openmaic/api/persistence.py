@@ -19,9 +19,11 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import trio
 from quart import Blueprint
 
 from openmaic import errors
+from openmaic.api import fair_share
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Wire
 from openmaic.browser_import.service import HEADER, browser_of
@@ -45,12 +47,19 @@ class UnsupportedAsset(errors.InvalidInput):
 
 def owner_writes(handler: Handler) -> Handler:
     """A write route's handler, run in its owner's turn (:func:`openmaic.browser_import.store.owner_turn`): one
-    owner's burst of writes takes one request's worth of this process at a time, not every other owner's."""
+    owner's burst of writes takes one request's worth of this process at a time, and, while other owners are
+    served, at most about a third of its time (:mod:`openmaic.api.fair_share`)."""
 
     @functools.wraps(handler)
     async def in_turn(call: Call, **params: str) -> Any:
         async with owner_turn(call.user):
-            return await handler(call, **params)
+            # In the turn: the owner's other writes queue behind this wait, nobody else's do.
+            await trio.sleep(fair_share.wait_before_write(call.user))
+            started = trio.current_time()
+            try:
+                return await handler(call, **params)
+            finally:
+                fair_share.pause_after(call.user, trio.current_time() - started)
 
     return in_turn
 

@@ -14,6 +14,12 @@
 * ``PUT …/{id}/stage``, ``PUT …/{id}/scenes/{sceneId}`` → 204 (the document must exist: 404
   ``DOCUMENT_NOT_FOUND``); ``GET …/{id}/scenes/{sceneId}`` → the scene, or 404 ``SCENE_NOT_FOUND``;
   ``DELETE …/{id}/scenes/{sceneId}`` → 204, for a missing scene or document too.
+* The stored version stamp (:func:`openmaic.browser_import.documents.stored_stamp`): a document an earlier server
+  stored unstamped or older is migrated on read (answered at this server's ``dslVersion``); the part writes
+  (stage, scene, scene delete) need it current (400 ``VALIDATION_FAILED``: load it and save it whole first); a
+  document a newer server stored is read with its stamp and never overwritten (409 ``FUTURE_VERSION``, for a whole
+  save or a part write); one whose stamp is malformed is listed but not read or written (500 ``INTERNAL_ERROR``,
+  named in the server log), and can be deleted.
 
 Errors are the storage contract's (:mod:`openmaic.api.errors`, style ``storage``): an unknown path under
 ``/api/persistence`` or a method a path does not take is 404 ``ROUTE_NOT_FOUND``. A course a run is still writing
@@ -106,7 +112,8 @@ async def get_document_scene(call: Call, document_id: str, scene_id: str) -> dic
     return msgspec.to_builtins(documents.scene_of(doc, document_id, scene_id))  # type: ignore[no-any-return]
 
 
-@api_route(bp, "DELETE", "/api/persistence/documents/{document_id}/scenes/{scene_id}", errors=(409,), **_STYLE)
+@api_route(bp, "DELETE", "/api/persistence/documents/{document_id}/scenes/{scene_id}", errors=(400, 409),
+           **_STYLE)
 @owner_writes
 async def delete_document_scene(call: Call, document_id: str, scene_id: str) -> None:
     """Delete one scene of one of your documents; a missing scene or document is fine."""

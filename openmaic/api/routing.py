@@ -37,6 +37,7 @@ from quart import Blueprint, Response
 from quart_trio.wrappers.request import TrioBody, TrioRequest
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from openmaic.api import fair_share
 from openmaic.api.errors import ErrorStyle, PayloadTooLarge
 from openmaic.api.hosts import HostPolicy
 from openmaic.api.origins import check_request, check_websocket
@@ -260,6 +261,8 @@ def _http_view(spec: RouteSpec) -> Handler:
 async def _http_call(spec: RouteSpec, state: ApiState, request: ApiRequest, params: dict[str, str], limit: int) -> Any:
     """Steps 3 to 6 of the module doc: the owner, the query and body, the handler, its answer."""
     owner = await state.identity.resolve(request) if spec.auth else None
+    if owner is not None:
+        fair_share.seen(owner)  # a writing owner gives way while others are served
     check_path(params)
     query = decode_query(request.args, spec.query) if spec.query is not None else None
     body = None

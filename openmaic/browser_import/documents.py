@@ -31,7 +31,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import logging
 import time
+import weakref
 from typing import Any
 
 import msgspec
@@ -40,13 +42,14 @@ import trio
 from openmaic import errors
 from openmaic.browser_import.events import LegacyStageImported
 from openmaic.browser_import.service import binding_stream
-from openmaic.browser_import.store import Writer, fold_on, writing
+from openmaic.browser_import.store import Writer, fold_cached, writing
 from openmaic.courses import format as fmt
 from openmaic.courses.document import document_of, stage_of
 from openmaic.courses.events import (
     CourseCreated, CourseDeleted, CourseDocument, CourseDocumentSet, CourseSceneDeleted, CourseSceneSet,
     CourseStageSet, evolve_course,
 )  # fmt: skip
+from openmaic.events.fold_cache import FoldCache
 from openmaic.events.log import EventLog, NewStream, StreamAppend
 from openmaic.events.types import Event
 from openmaic.quotas import QuotaFull
@@ -54,13 +57,15 @@ from openmaic.store.database import Connection
 from openmaic.store.queries import Q
 
 __all__ = [
-    "CourseLocked", "DocumentNotFound", "DocumentSummary", "FutureVersion", "MAX_SCENES", "SceneNotFound",
-    "delete_document", "delete_scene", "document_course_id", "find_document", "list_documents", "missing",
-    "put_document", "put_scene", "put_stage", "read_document",
+    "CourseLocked", "DocumentNotFound", "DocumentSummary", "DocumentUnreadable", "FutureVersion", "MAX_SCENES",
+    "SceneNotFound", "StaleDocument", "delete_document", "delete_scene", "document_course_id", "find_document",
+    "list_documents", "missing", "put_document", "put_scene", "put_stage", "read_document", "stored_stamp",
 ]  # fmt: skip
 
 MAX_SCENES = 200
 """The most scenes one document may hold."""
+
+logger = logging.getLogger("openmaic.browser_import")
 
 
 class DocumentNotFound(errors.NotFound):
@@ -79,6 +84,57 @@ class FutureVersion(errors.Conflict):
     """The document was written by a newer OpenMAIC than this server reads: it is never downgraded."""
 
     error_code = "FUTURE_VERSION"
+
+
+class StaleDocument(errors.InvalidInput):
+    """The document is stored at an older DSL version: load it and save it whole before writing a part of it."""
+
+    code = "stale_document"
+    error_code = "VALIDATION_FAILED"
+
+
+class DocumentUnreadable(errors.OpenMaicError):
+    """The document's stored version stamp is malformed or has no migration path: it cannot be read or written
+    (it can be deleted)."""
+
+    code = "document_unreadable"
+
+
+def _quoted(value: str | None) -> str:
+    return "undefined" if value is None else msgspec.json.encode(value).decode()
+
+
+def stored_stamp(doc: CourseDocument, document_id: str) -> str:
+    """How the stored document's stamp reads: ``current``, ``stale`` (older: migrated on read) or ``future``
+    (newer: kept as it is). A malformed stamp, or one the migration ladder has no path from, raises
+    :class:`DocumentUnreadable` (the server log names the document)."""
+    version = doc.stored_version
+    if version == fmt.DSL_VERSION:
+        return "current"
+    try:
+        fmt.migrate({} if version is None else {"dslVersion": version})
+        future = version is not None and fmt.is_future(version)
+    except fmt.FormatInvalid as exc:
+        logger.warning("document %r is stored at DSL version %s, which cannot be read (%s); only deleting it works",
+                    document_id, _quoted(version), exc.problems[0].message)
+        raise DocumentUnreadable(f"@openmaic/storage: document {_quoted(document_id)} is stored at DSL version "
+                                 f"{_quoted(version)}, which cannot be migrated", stageId=document_id) from None
+    return "future" if future else "stale"
+
+
+def _current_for(doc: CourseDocument, document_id: str, operation: str) -> None:
+    """The guard of a part write (``putStage``, ``putScene``, ``deleteScene``): the stored document must be at
+    this server's DSL version. A stale one is first loaded and saved whole; a newer one is never downgraded."""
+    stamp = stored_stamp(doc, document_id)
+    if stamp == "current":
+        return
+    where = f"{operation} {'from' if operation == 'deleteScene' else 'into'} document {_quoted(document_id)} at " \
+            f"DSL version {_quoted(doc.stored_version)}"
+    if stamp == "future":
+        raise FutureVersion(f"@openmaic/storage: cannot {where} — it was written by a newer OpenMAIC than this "
+                            f"server's {fmt.DSL_VERSION}", stageId=document_id, storedVersion=doc.stored_version)
+    raise StaleDocument(f"@openmaic/storage: cannot {where} — load and save it to bring it to {fmt.DSL_VERSION} "
+                        "first", stageId=document_id)
 
 
 def missing(document_id: str) -> DocumentNotFound:
@@ -139,10 +195,26 @@ async def find_document(conn: Connection | Any, owner: str, document_id: str, *,
     return None
 
 
+FOLD_CACHE_BYTES = 8 * 1024 * 1024
+"""What the courses this process folded last may take, per event log, counted as their JSON's bytes (in memory,
+as structs, a 20-scene course takes about twice its JSON); a course over a quarter of it is not kept."""
+
+_folds: weakref.WeakKeyDictionary[EventLog, FoldCache[CourseDocument]] = weakref.WeakKeyDictionary()
+
+
+def _cache(log: EventLog) -> FoldCache[CourseDocument]:
+    cache = _folds.get(log)
+    if cache is None:
+        cache = _folds[log] = FoldCache(FOLD_CACHE_BYTES, lambda doc: len(_ENCODE(doc)))
+    return cache
+
+
 async def _load(conn: Connection | None, log: EventLog, course_id: str | None) -> tuple[CourseDocument, int]:
+    """The course folded (and its head seq). A document saved whole again and again is a stream of whole
+    documents: only what was appended since this process last folded it is read (:func:`fold_cached`)."""
     if course_id is None:
         return CourseDocument(), 0
-    return await fold_on(conn, log, course_id, CourseDocument(), evolve_course)
+    return await fold_cached(conn, log, _cache(log), course_id, CourseDocument(), evolve_course)
 
 
 async def read_document(log: EventLog, owner: str, document_id: str) -> fmt.Document:
@@ -151,19 +223,25 @@ async def read_document(log: EventLog, owner: str, document_id: str) -> fmt.Docu
     doc, head = await _load(None, log, course_id)
     if course_id is None or head == 0 or doc.deleted:
         raise missing(document_id)
-    return document_of(course_id, doc)
+    document = document_of(course_id, doc)  # stamped current: an older document is migrated on read
+    if stored_stamp(doc, document_id) == "future":
+        # Never downgraded: a newer server's document keeps its stamp (OpenMAIC's clients refuse to edit it).
+        return msgspec.structs.replace(document, dslVersion=doc.stored_version)
+    return document
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-async def _existing(w: Writer, owner: str, document_id: str) -> tuple[str, CourseDocument, int]:
-    """The course of an existing, writable document (DocumentNotFound, CourseLocked)."""
+async def _existing(w: Writer, owner: str, document_id: str, operation: str) -> tuple[str, CourseDocument, int]:
+    """The course of an existing, writable document at this server's DSL version (DocumentNotFound, CourseLocked,
+    StaleDocument, FutureVersion)."""
     course_id = await find_document(w.conn, owner, document_id)
     doc, head = await _load(w.conn, w.log, course_id)
     if course_id is None or head == 0 or doc.deleted:
         raise missing(document_id)
+    _current_for(doc, document_id, operation)
     _writable(doc, document_id)
     return course_id, doc, head
 
@@ -194,9 +272,15 @@ async def put_document(log: EventLog, owner: str, document_id: str, body: Any, *
                 raise DocumentNotFound(f"document {document_id!r} was deleted", id=document_id)
             course_id, before, head = await _fresh_course(w.conn, owner, document_id), CourseDocument(), 0
         if head:
+            if stored_stamp(before, document_id) == "future":
+                raise FutureVersion(
+                    f"@openmaic/storage: refusing to overwrite document {_quoted(document_id)} — the stored copy is "
+                    f"at DSL version {_quoted(before.stored_version)}, newer than this server's {fmt.DSL_VERSION}",
+                    stageId=document_id, storedVersion=before.stored_version)
             _writable(before, document_id)
             as_stored = msgspec.structs.replace(document, scenes=sorted(document.scenes, key=lambda s: s.order))
-            if document_of(course_id, before, ready_only=False) == as_stored:  # type: ignore[arg-type]
+            if (before.stored_version == fmt.DSL_VERSION  # a stale one is saved anew, stamped current
+                    and document_of(course_id, before, ready_only=False) == as_stored):  # type: ignore[arg-type]
                 return False  # the same document again: nothing to record
         course_id = course_id or await _fresh_course(w.conn, owner, document_id)
         events: list[Event] = []
@@ -226,7 +310,7 @@ async def put_stage(log: EventLog, owner: str, document_id: str, body: Any, *, b
     if stage.id != document_id:
         raise fmt.FormatInvalid([fmt.Problem("/id", f"the stage's id must be the document's id ({document_id!r})")])
     async with writing(log, owner) as w:
-        course_id, doc, head = await _existing(w, owner, document_id)
+        course_id, doc, head = await _existing(w, owner, document_id, "putStage")
         if stage_of(course_id, doc) == stage:
             return False
         if stage.name.strip() and stage.name != doc.title:
@@ -242,7 +326,7 @@ async def put_scene(log: EventLog, owner: str, document_id: str, scene_id: str, 
     """Save (or add) one scene of ``owner``'s existing document; True when it changed."""
     scene = fmt.decode_scene(body, stage_id=document_id, scene_id=scene_id)
     async with writing(log, owner) as w:
-        course_id, doc, head = await _existing(w, owner, document_id)
+        course_id, doc, head = await _existing(w, owner, document_id, "putScene")
         if doc.scene(scene_id) == scene and scene_id in doc.ready:
             return False
         if doc.scene(scene_id) is None and len(doc.scenes) >= MAX_SCENES:
@@ -304,7 +388,10 @@ async def delete_scene(log: EventLog, owner: str, document_id: str, scene_id: st
     async with writing(log, owner) as w:
         course_id = await find_document(w.conn, owner, document_id)
         doc, head = await _load(w.conn, log, course_id)
-        if course_id is None or head == 0 or doc.deleted or doc.scene(scene_id) is None:
+        if course_id is None or head == 0 or doc.deleted:
+            return False
+        _current_for(doc, document_id, "deleteScene")  # guarded once the parent exists, as OpenMAIC's stores are
+        if doc.scene(scene_id) is None:
             return False
         _writable(doc, document_id)
         await w.append(StreamAppend(stream_id=course_id, events=[CourseSceneDeleted(scene_id=scene_id)],

@@ -22,13 +22,15 @@ from typing import TypeVar
 import trio
 
 from openmaic import errors
+from openmaic.events.fold_cache import FoldCache
+from openmaic.events.hashchain import event_hash
 from openmaic.events.log import FOLD_PAGE, EventLog, StreamAppend, recorded
 from openmaic.events.types import Event
 from openmaic.store.database import Connection
 from openmaic.store.locks import owner_lock
 from openmaic.store.queries import Q
 
-__all__ = ["PERSISTENCE_LOCK", "Writer", "fold_on", "owner_turn", "writing"]
+__all__ = ["PERSISTENCE_LOCK", "Writer", "fold_cached", "fold_on", "owner_turn", "writing"]
 
 PERSISTENCE_LOCK = 0x6F6D7073
 """The owner-lock namespace of the persistence routes' writes."""
@@ -50,6 +52,36 @@ async def fold_on(conn: Connection | None, log: EventLog, stream_id: str, state:
             seq = e.seq
         if len(page) < FOLD_PAGE:
             return state, seq
+
+
+async def fold_cached(conn: Connection | None, log: EventLog, cache: FoldCache[S], stream_id: str, initial: S,
+                      evolve: Callable[[S, Event, int], S]) -> tuple[S, int]:
+    """:func:`fold_on` from ``initial``, starting from the state ``cache`` keeps for the stream: only the events
+    after it are read. The kept state is used only where the stream still continues it (the log's hash chain):
+    a database restored to an earlier point, or a standby promoted without the last commits, and written on since,
+    has other events at those seqs, and the stream is folded again from its first event."""
+    source = conn if conn is not None else log.db
+    row = await source.fetchrow(Q.stream, stream_id)
+    if row is None:
+        cache.drop(stream_id)
+        return initial, 0
+    head, head_hash = int(row["head_seq"]), bytes(row["head_hash"] or b"")
+    kept = cache.get(stream_id)
+    if kept is not None and kept[1] == head and kept[2] == head_hash:
+        return kept[0], head
+    state, seq, last = (kept if kept is not None and kept[1] < head else (initial, 0, b""))
+    while True:
+        page = [recorded(r) for r in await source.fetch(Q.read_stream, stream_id, seq, FOLD_PAGE, None, None)]
+        if seq and page and event_hash(last, page[0].seq, page[0].type, bytes(page[0].data)) != page[0].hash:
+            state, seq, last = initial, 0, b""  # the stream does not continue what was kept: from the start
+            continue
+        for e in page:
+            state, seq, last = evolve(state, log.decode(e), e.seq), e.seq, e.hash
+        if len(page) < FOLD_PAGE:
+            break
+    if seq:
+        cache.put(stream_id, state, seq, last)
+    return state, seq
 
 
 class Writer:

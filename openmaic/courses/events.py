@@ -260,6 +260,12 @@ class CourseDocument(msgspec.Struct, frozen=True, kw_only=True):
     locked_by: str | None = None
     deleted: bool = False
     seq: int = 0
+    stored_version: str | None = fmt.DSL_VERSION
+    """The ``dslVersion`` the document was stored at by its last whole save: what this server writes
+    (:data:`~openmaic.courses.format.DSL_VERSION`), a newer server's stamp (``course.document_set`` holds it as it
+    was written), or None for a document an earlier server stored unstamped (``course.browser_document_set``).
+    OpenMAIC's document contract reads it: a stale document is migrated on read and must be saved whole before a
+    part of it is written, a newer one is never overwritten, a malformed one is not read."""
 
     def scene(self, scene_id: str) -> fmt.Scene | None:
         return next((s for s in self.scenes if s.id == scene_id), None)
@@ -396,7 +402,7 @@ def evolve_course(doc: CourseDocument, event: Event, seq: int) -> CourseDocument
             return r(doc, stage=d.stage, title=d.stage.name, scenes=_sorted(list(d.scenes)),
                      ready=tuple(sorted({s.id for s in d.scenes})), pending=(), outline=d.outline, browser=True,
                      agents=tuple(d.stage.generatedAgentConfigs or ()), agent_ids=tuple(d.stage.agentIds or ()),
-                     updated_ms=int(d.stage.updatedAt), seq=seq)
+                     updated_ms=int(d.stage.updatedAt), stored_version=d.dslVersion, seq=seq)
         case CourseStageSet(stage=stage):
             return r(doc, stage=stage, title=stage.name, agents=tuple(stage.generatedAgentConfigs or ()),
                      agent_ids=tuple(stage.agentIds or ()), updated_ms=int(stage.updatedAt), seq=seq)
@@ -407,7 +413,8 @@ def evolve_course(doc: CourseDocument, event: Event, seq: int) -> CourseDocument
             return r(doc, stage=st, title=st.name if st is not None else doc.title, scenes=found,
                      ready=tuple(sorted({s.id for s in found})), pending=(),
                      outline=outline if outline is not None else msgspec.UNSET, browser=True,
-                     agents=tuple(st.generatedAgentConfigs or ()) if st is not None else doc.agents, seq=seq)
+                     agents=tuple(st.generatedAgentConfigs or ()) if st is not None else doc.agents,
+                     stored_version=None, seq=seq)  # stored as the client sent it, without its stamp
         case BrowserStageSet(stage=stage):
             st = lenient_stage(stage)
             return r(doc, stage=st or doc.stage, title=st.name if st is not None else doc.title, seq=seq)

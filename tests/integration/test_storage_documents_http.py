@@ -1,17 +1,25 @@
 """OpenMAIC's document contract (``@openmaic/storage`` ``test/document-contract.ts`` and ``http-document-store``)
 ported case by case, over real sockets against `openmaic serve`: each test is named after the clause it checks.
 
-Left out, and why: the two stale-stamp cases and the corrupt-stamp listing case seed a stored version through a
-backend seam; this server migrates every document on write and never stores an older or malformed stamp, so a
-stored document is always exactly current (an incoming newer one is refused, below)."""
+The stale-, future- and corrupt-stamp cases seed the stored version as OpenMAIC's suite does (``seedStoredVersion``,
+after a save), here by appending to the document's course stream through the event log what another server would
+have stored: an earlier one stored a save unstamped (``course.browser_document_set``, the client's JSON without its
+stamp); a newer one, or a writer that corrupted it, stores a ``course.document_set`` whose document carries its
+own stamp. The server under test reads that stream as any other."""
 
 from __future__ import annotations
 
 import math
 
 import msgspec
+import pytest
 
+from openmaic.courses import format as fmt
+from openmaic.courses.events import BrowserDocumentSet, CourseDocumentSet
 from openmaic.courses.format import DSL_VERSION
+from openmaic.events.log import EventLog, StreamAppend
+from openmaic.owners.learners import learner_key
+from openmaic.store.database import open_database
 from tests.integration.storage_harness import storage_server_fixture
 
 storage_server = storage_server_fixture()
@@ -157,6 +165,118 @@ async def test_put_stage_updates_only_the_stage_row_of_an_existing_document(stor
         assert (loaded["stage"]["name"], loaded["stage"]["updatedAt"]) == ("Renamed", 3000)
         assert loaded["scenes"] == before["scenes"]
         assert loaded["outline"] == doc["outline"]
+
+
+async def seed_stored_version(server, c, stage_id: str, version: str | None) -> None:
+    """The suite's ``seedStoredVersion``: the visitor's saved document ``stage_id`` as stored again by another
+    server, unstamped (``version`` None: an earlier server's ``course.browser_document_set``) or stamped
+    ``version`` (a newer server's, or a corrupted, ``course.document_set``), appended to its course stream."""
+    current = await load(c, stage_id)
+    key = (await c.get("/learner-key")).json()["learnerKey"]
+    async with open_database(server.db_url, min_size=1, max_size=2) as db:
+        rows = await db.fetch("SELECT course_id, owner_id FROM browser_documents WHERE document_id = $1", stage_id)
+        course_id = next(r["course_id"] for r in rows if learner_key(r["owner_id"]) == key)
+        head = await db.fetchval("SELECT head_seq FROM streams WHERE id = $1", course_id)
+        if version is None:
+            event = BrowserDocumentSet(document_id=stage_id, stage=current["stage"], scenes=current["scenes"],
+                                       outline=current.get("outline"))
+        else:
+            document = fmt.decode_document({k: v for k, v in current.items() if k != "dslVersion"})
+            event = CourseDocumentSet(document=msgspec.structs.replace(document, dslVersion=version))
+        await EventLog(db).append(StreamAppend(stream_id=course_id, events=[event], expected_seq=head))
+
+
+async def test_put_stage_rejects_a_stale_stored_document(storage_server):
+    async with storage_server.visitor() as c:
+        doc = make_document()
+        await save(c, doc)
+        await seed_stored_version(storage_server, c, "stage-1", None)
+        r = await c.put("/documents/stage-1/stage", json={**doc["stage"], "name": "Stale Rename"})
+        assert "load and save it" in refused(r, 400, "VALIDATION_FAILED")["message"]
+        assert (await load(c, "stage-1"))["stage"]["name"] == "Intro Course"
+
+
+async def test_put_stage_rejects_a_future_versioned_stored_document(storage_server):
+    async with storage_server.visitor() as c:
+        doc = make_document()
+        await save(c, doc)
+        await seed_stored_version(storage_server, c, "stage-1", "99.0.0")
+        r = await c.put("/documents/stage-1/stage", json={**doc["stage"], "name": "Future Rename"})
+        assert refused(r, 409, "FUTURE_VERSION")["details"] == {"stageId": "stage-1", "storedVersion": "99.0.0"}
+        loaded = await load(c, "stage-1")
+        assert loaded["stage"]["name"] == "Intro Course"
+        assert loaded["dslVersion"] == "99.0.0"  # never downgraded on read
+
+
+async def test_list_documents_tolerates_a_corrupt_stored_version_stamp(storage_server):
+    async with storage_server.visitor() as c:
+        await save(c, make_document())
+        await seed_stored_version(storage_server, c, "stage-1", "not-a-version")
+        listed = (await c.get("/documents")).json()
+        assert [(d["id"], d["name"], d["sceneCount"]) for d in listed] == [("stage-1", "Intro Course", 2)]
+        refused(await c.get("/documents/stage-1"), 500, "INTERNAL_ERROR")
+
+
+async def test_load_migrates_a_stale_stored_document_which_a_whole_save_brings_to_the_current_version(
+        storage_server):
+    """GET migrates on read ("Load and migrate one complete document"); "a stale document must first be loaded and
+    saved as a full aggregate", after which the part writes are accepted again."""
+    async with storage_server.visitor() as c:
+        doc = make_document()
+        await save(c, doc)
+        before = await load(c, "stage-1")
+        await seed_stored_version(storage_server, c, "stage-1", None)
+        loaded = await load(c, "stage-1")
+        assert loaded == before and loaded["dslVersion"] == DSL_VERSION
+        assert (await get_scene(c, "stage-1", "scene-a")) == before["scenes"][0]
+        await save(c, loaded)
+        r = await c.put("/documents/stage-1/stage", json={**doc["stage"], "name": "Renamed"})
+        assert r.status_code == 204, r.text
+        assert (await load(c, "stage-1"))["stage"]["name"] == "Renamed"
+
+
+@pytest.mark.parametrize("operation", ["putStage", "putScene", "deleteScene"])
+async def test_http_maps_unversioned_writes_to_400_validation_failed(storage_server, operation):
+    async with storage_server.visitor() as c:
+        await save(c, make_document())
+        await seed_stored_version(storage_server, c, "stage-1", None)
+        if operation == "putStage":
+            r = await c.put("/documents/stage-1/stage",
+                            json={"id": "stage-1", "name": "Stale update", "createdAt": 1, "updatedAt": 2})
+        elif operation == "putScene":
+            r = await c.put("/documents/stage-1/scenes/scene-c", json=slide_scene("stage-1", "scene-c", 2))
+        else:
+            r = await c.delete("/documents/stage-1/scenes/scene-a")
+        assert f"cannot {operation}" in refused(r, 400, "VALIDATION_FAILED")["message"]
+        assert [s["id"] for s in (await load(c, "stage-1"))["scenes"]] == ["scene-a", "scene-b"]
+
+
+async def test_http_rematerializes_a_typed_future_version_error_classified_from_the_backing_store(storage_server):
+    async with storage_server.visitor() as c:
+        await save(c, make_document())
+        await seed_stored_version(storage_server, c, "stage-1", "99.0.0")
+        replacement = make_document()
+        replacement["stage"]["name"] = "Old Client Overwrite"
+        error = refused(await c.put("/documents/stage-1", json=replacement), 409, "FUTURE_VERSION")
+        assert error["details"] == {"stageId": "stage-1", "storedVersion": "99.0.0"}
+        assert "refusing to overwrite document" in error["message"]
+        assert (await load(c, "stage-1"))["stage"]["name"] == "Intro Course"
+
+
+@pytest.mark.parametrize("version", ["99.0.0", "not-a-version"])
+async def test_delete_document_is_not_version_guarded(storage_server, version):
+    """"Idempotent and intentionally not version-guarded": the way out for a document this server cannot write."""
+    async with storage_server.visitor() as c:
+        await save(c, make_document())
+        await seed_stored_version(storage_server, c, "stage-1", version)
+        if version == "not-a-version":  # nothing else reads or writes it
+            refused(await c.get("/documents/stage-1/scenes/scene-a"), 500, "INTERNAL_ERROR")
+            refused(await c.put("/documents/stage-1", json=make_document()), 500, "INTERNAL_ERROR")
+            refused(await c.delete("/documents/stage-1/scenes/scene-a"), 500, "INTERNAL_ERROR")
+        assert (await c.delete("/documents/stage-1")).status_code == 204
+        assert await load(c, "stage-1") is None
+        await save(c, make_document())  # and the id is saved anew, current
+        assert (await load(c, "stage-1"))["dslVersion"] == DSL_VERSION
 
 
 async def test_put_stage_rejects_when_the_document_is_absent(storage_server):

@@ -278,7 +278,8 @@ def test_null_members_are_dropped_not_refused() -> None:
 @pytest.mark.parametrize(
     ("value", "path"),
     [({"x": float("nan")}, "/x"), ({"x": float("inf")}, "/x"), ({"x": -0.0}, "/x"), ({"x": "a\x00b"}, "/x"),
-     ({"x": ["\ud800"]}, "/x/0"), ({"x\x00": 1}, "/"), ({"x": {1, 2}}, "/x"), ({"x": b"raw"}, "/x")],
+     ({"x": ["\ud800"]}, "/x/0"), ({"x\x00": 1}, "/"), ({"x": {1, 2}}, "/x"), ({"x": b"raw"}, "/x"),
+     ({"x": {"y": {1: "a"}}}, "/x/y"), ({"x": [{"\udfff": 1}]}, "/x/0")],
 )  # fmt: skip
 def test_values_that_are_not_json_safe(value: dict[str, Any], path: str) -> None:
     stage = {"id": "s", "name": "n", "createdAt": 1, "updatedAt": 2, "style": value}
