@@ -125,8 +125,9 @@ async def test_a_question_streams_the_agents_reply_and_the_conversation_is_kept_
         assert r.status_code == 404
         # It is the learner's runtime session of kind chat, with OpenMAIC's chat payloads.
         r = await client.get(f"/api/persistence/runtime/sessions/{mine['sessionId']}/records", headers=alice)
-        assert [rec["payload"]["role"] for rec in r.json()] == ["user", "assistant", "user", "assistant"]
-        assert r.json()[0]["actionIndex"] == 2
+        # Each reply is claimed before it is written (a system record the conversation does not show).
+        assert [rec["payload"]["role"] for rec in r.json()] == ["user", "system", "assistant"] * 2
+        assert r.json()[0]["actionIndex"] == 2 and r.json()[1]["payload"]["reply"]["to"] == r.json()[0]["id"]
 
         bad = [({**ask, "message": " "}, "message"), ({**ask, "agentId": "nobody"}, "agentId"),
                ({**ask, "scene": {**SCENE, "texts": "not a list"}}, "scene.texts"),
