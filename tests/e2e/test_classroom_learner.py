@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import trio
 
 from openmaic.owners.tokens import create_token
@@ -137,6 +138,47 @@ async def test_a_question_streams_the_agents_answer_which_stays_with_its_learner
         assert "Charts, code and video" in discussed[-1]["content"]
         assert [m["role"] for m in discussed] == ["system", "user", "assistant", "user"]
         assert fake.pending == 0 and not fake.errors
+
+
+async def test_a_question_left_without_its_reply_is_answered_when_the_conversation_is_shown(db_url, tmp_path):
+    async with open_fake_provider() as fake, running_server(db_url, tmp_path, config(fake.openai_url)) as base:
+        alice, _ = await tokens(db_url)
+        # The state a server killed mid-reply leaves: the learner's question kept, no reply after it.
+        auth = {"Authorization": f"Bearer {alice}"}
+        async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=10, headers=auth) as client:
+            key = (await client.get("/api/persistence/learner-key")).json()["learnerKey"]
+            sid, now = f"classroom-chat:{CLASSROOM}", "2026-12-02T10:00:00.000Z"
+            r = await client.post("/api/persistence/runtime/sessions", json={
+                "id": sid, "kind": "chat", "stageId": CLASSROOM, "learnerKey": key, "status": "active",
+                "createdAt": now, "updatedAt": now})
+            assert r.status_code == 201, r.text
+            r = await client.post(f"/api/persistence/runtime/sessions/{sid}/records", json={
+                "id": "msg-left", "sessionId": sid, "createdAt": now,
+                "payload": {"role": "user", "content": "Do roots drink?"}})
+            assert r.status_code == 201, r.text
+        fake.push(Text("Yes: roots take in water and minerals from the soil.", chunks=2))
+        PAGE_ERRORS.clear()
+
+        def scenario(page: Page) -> None:
+            page.close()
+            first = open_as(page, alice, base)
+            first.keyboard.press("q")
+            messages = first.locator(".chat-message")
+            expect(messages).to_have_count(2)
+            expect(messages.nth(0)).to_contain_text("Do roots drink?")
+            expect(messages.nth(1)).to_have_attribute("data-state", "done")
+            expect(messages.nth(1)).to_contain_text("roots take in water")
+            shot(first, "chat-recovered")
+            # Shown again (a reload, another device): the reply is there, and nobody answers it a second time.
+            second = open_as(page, alice, base)
+            second.keyboard.press("q")
+            expect(second.locator(".chat-panel")).to_have_attribute("data-loaded", "true")
+            expect(second.locator(".chat-message")).to_have_count(2)
+
+        await in_browser(scenario, base, expected_errors=r"status of 404")
+        assert not PAGE_ERRORS
+        assert len(fake.requests) == 1 and fake.pending == 0 and not fake.errors
+        assert "> Do roots drink?" in fake.requests[0].body["messages"][-1]["content"]
 
 
 async def test_a_learners_answers_and_place_are_kept_for_a_reload_and_another_device(db_url, tmp_path):
