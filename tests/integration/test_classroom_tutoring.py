@@ -183,3 +183,51 @@ async def test_a_reply_its_reader_leaves_is_kept_as_far_as_it_was_written(db_url
         assert messages[0]["content"] == "Why does the sea rise?"
         assert messages[1]["content"] == "The moon pul" and messages[1]["interrupted"] is True  # the first third
         assert messages[1]["agentName"] == "Ms Moon"
+
+
+async def test_an_owners_classroom_model_calls_are_bounded_and_a_question_sends_only_the_last_messages(
+        db_url, tmp_path):
+    async with open_fake_provider() as fake, running_server(db_url, tmp_path, config(fake.openai_url) + (
+            "limits: {classroom_calls_per_owner: 1, runtime_list_bytes: 3000}\n")) as (client, _):
+        async with open_database(db_url) as db:
+            alice = {"Authorization": f"Bearer {await create_token(db, 'alice')}"}
+            bob = {"Authorization": f"Bearer {await create_token(db, 'bob')}"}
+        gate = trio.Event()
+        fake.push(Text("The moon pulls the water.", chunks=2, gate=gate), Json({"score": 1, "comment": "Right."}))
+        ask = {"message": "Why does the sea rise?", "scene": SCENE, "agents": AGENTS}
+        grade = {"question": "Why are there tides?", "userAnswer": "The moon."}
+        body = ""
+        async with client.stream("POST", "/api/classroom-chat/stage-tides/messages", json=ask, headers=alice) as r:
+            async for chunk in r.aiter_text():
+                body += chunk
+                if not gate.is_set() and "event: delta" in body:
+                    # Alice's one call is running: her grading and her next question are refused, naming the key.
+                    for path, refused in (("/api/quiz-grade", grade), ("/api/classroom-chat/stage-tides/messages",
+                                                                       {**ask, "message": "And the sun?"})):
+                        r2 = await client.post(path, json=refused, headers=alice)
+                        assert r2.status_code == 429, r2.text
+                        error = r2.json()["error"]
+                        assert "limits.classroom_calls_per_owner" in error["message"], error
+                        assert error["details"]["key"] == "limits.classroom_calls_per_owner", error
+                    # Another owner's calls are their own.
+                    r2 = await client.post("/api/quiz-grade", json=grade, headers=bob)
+                    assert r2.status_code == 200, r2.text
+                    gate.set()
+        assert frames(body)[-1][0] == "done"
+        kept = (await client.get("/api/classroom-chat/stage-tides", headers=alice)).json()["messages"]
+        assert [m["content"] for m in kept] == ["Why does the sea rise?", "The moon pulls the water."]  # none refused
+
+        # The call ended and gave its slot back. Then a long conversation: each question sends the model only its
+        # last 12 messages, read from the session's end (a whole read would stop at limits.runtime_list_bytes, at
+        # the conversation's start).
+        for i in range(8):
+            fake.push(Text(f"Answer number {i}.", chunks=1))
+            r = await client.post("/api/classroom-chat/stage-tides/messages", json={**ask, "message": f"Q{i}?"},
+                                  headers=alice)
+            assert frames(r.text)[-1][0] == "done", r.text
+        sent = fake.requests[-1].body["messages"]
+        past = sent[1:-1]
+        assert len(past) == 12, [m["content"] for m in past]
+        assert past[-1]["content"] == "Ms Moon: Answer number 6." and past[-2]["content"] == "Q6?"
+        assert past[0]["content"] == "Q1?"
+        assert len(fake.requests) == 10
