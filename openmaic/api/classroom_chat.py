@@ -2,7 +2,11 @@
 answered by the caller's ``classroom`` model slot, streamed, and kept.
 
 * ``GET /api/classroom-chat/{stageId}`` → ``{success, sessionId, messages: [{id, role, content, agentId?,
-  agentName?, sceneId?, createdAt, interrupted?}]}``: the caller's conversation on that course, oldest first.
+  agentName?, sceneId?, createdAt, interrupted?}], pendingQuestion?}``: the caller's conversation on that course,
+  oldest first, and the last question when no reply follows it.
+* ``POST /api/classroom-chat/{stageId}/pending {scene?, agents?, …}`` → that question's reply, streamed as below
+  (no ``message`` frame); 204 when none waits, 409 ``REPLY_IN_PROGRESS`` while a reply to it is being written
+  (:mod:`openmaic.api.classroom_replies`: how a reply lost with its process is known, and written once).
 * ``POST /api/classroom-chat/{stageId}/messages {message, scene?: {id?, title, texts, speech}, agents?: [{id,
   name, role?, persona?}], agentId?, topic?, actionIndex?, course?, language?}`` → ``text/event-stream``:
   ``message`` (the learner's message, as kept), ``agent`` ``{agentId, agentName}`` (who answers), ``delta``
@@ -13,8 +17,8 @@ The conversation is the learner's runtime session of kind ``chat`` on the course
 filed under the caller's learner key, :mod:`openmaic.browser_import.runtime`), each message one record with
 OpenMAIC's chat payload ``{role, content}`` (plus who spoke) anchored at the scene: so it is the learner's alone,
 survives a reload, reads the same from another device, and goes with the learner's runtime data (deleted,
-merged on a claim) through ``/api/persistence/runtime``. The learner's message is kept before the model is asked;
-the reply when it ends. A reader that leaves mid-reply cancels it: what was written so far is kept, marked
+merged on a claim) through ``/api/persistence/runtime``. The learner's message is kept before the model is asked,
+then the reply's claim, then the reply when it ends. A reader that leaves mid-reply cancels it: what was written so far is kept, marked
 ``interrupted``.
 
 The page says what the learner sees (the scene's title, the text of its elements, its speech lines, the course's
