@@ -11,7 +11,8 @@ answered by the caller's ``classroom`` model slot, streamed, and kept.
   name, role?, persona?}], agentId?, topic?, actionIndex?, course?, language?}`` → ``text/event-stream``:
   ``message`` (the learner's message, as kept), ``agent`` ``{agentId, agentName}`` (who answers), ``delta``
   ``{text}`` as the model writes (``reset``: start the reply over, when a fallback model took over), then
-  ``done`` (the reply, as kept) or ``error`` ``{code, message}``.
+  ``done`` (the reply, as kept) or ``error`` ``{code, message}``. In a discussion (``topic``), another agent of the
+  course (a student agent if any) then follows up in the same stream: ``agent``, its deltas, ``done``.
 
 The conversation is the learner's runtime session of kind ``chat`` on the course (``classroom-chat:<stageId>``,
 filed under the caller's learner key, :mod:`openmaic.browser_import.runtime`), each message one record with
@@ -217,92 +218,123 @@ def _frame(event: str, value: Any) -> bytes:
 
 
 
-def _prompt(b: ReplyContext, speaker: Speaker, message: str, history: list[dict[str, Any]]) -> list[Any]:
-    turns = [Turn(role=m.role, content=m.content, name=m.agent_name or "")
-             for m in map(_message, history) if m is not None][-HISTORY_TURNS:]
+def _turns(history: list[dict[str, Any]]) -> list[Turn]:
+    return [Turn(role=m.role, content=m.content, name=m.agent_name or "")
+            for m in map(_message, history) if m is not None][-HISTORY_TURNS:]
+
+
+def _prompt(b: ReplyContext, speaker: Speaker, message: str, turns: list[Turn], *,
+            follow_up: str | None = None) -> list[Any]:
     scene = SceneContext(title=b.scene.title.strip(), texts=[t for t in b.scene.texts if t.strip()],
                          speech=[s for s in b.scene.speech if s.strip()])
     return tutor_messages(message=message, speaker=speaker, scene=scene, course=b.course.strip(),
                           agents=[Speaker(id=a.id, name=a.name, role=a.role) for a in b.agents], history=turns,
-                          language=b.language, topic=(b.topic or "").strip() or None)
+                          language=b.language, topic=(b.topic or "").strip() or None, follow_up=follow_up)
 
 
-def _stream(call: Call, session_id: str, b: ReplyContext, speaker: Speaker, prompt: list[Any],
+def _follower(b: ReplyContext, lead: Speaker) -> Speaker | None:
+    """Who adds a follow-up to the lead's answer in a discussion: a student agent of the course if there is one,
+    else another of its agents; nobody outside a discussion, or when the course has no other agent."""
+    if not (b.topic or "").strip():
+        return None
+    others = [a for a in b.agents if a.id != lead.id]
+    chosen = next((a for a in others if a.role == "student"), others[0] if others else None)
+    if chosen is None:
+        return None
+    return Speaker(id=chosen.id, name=chosen.name.strip() or chosen.id, role=chosen.role, persona=chosen.persona)
+
+
+def _stream(call: Call, session_id: str, b: ReplyContext, speaker: Speaker, message: str, turns: list[Turn],
             claim: replies.Claim, release: Any, lead: list[bytes]) -> Response:
-    """The reply's response: ``lead`` frames, ``agent``, its deltas, then ``done`` (kept) or ``error``. The reply is
-    kept only while ``claim`` is the session's last record, so that two writers of one reply never both keep it."""
+    """The reply's response: ``lead`` frames, then for each agent who speaks, ``agent``, its deltas and ``done``
+    (kept), or ``error``. The reply is kept only while ``claim`` is the session's last record, so that two writers
+    of one reply never both keep it; in a discussion another agent then adds a follow-up, kept after the reply."""
     provider, model = claim.provider, claim.model
-    said = {"agentId": speaker.id, "agentName": speaker.name}
     limit_s = call.services.config.limits.classroom_reply_s
+    follower = _follower(b, speaker)
 
-    async def keep(payload: dict[str, Any]) -> dict[str, Any] | None:
+    async def keep(payload: dict[str, Any], after_seq: int) -> dict[str, Any] | None:
         try:
-            return await _append(call, session_id, payload, b, expected_last_seq=claim.seq)
+            return await _append(call, session_id, payload, b, expected_last_seq=after_seq)
         except runtime.AppendConflict:
-            return None  # the reply was claimed again (this one was taken for lost): the other writer keeps it
+            return None  # the session moved on (the reply was claimed again elsewhere): the other writer keeps it
 
     @trio.as_safe_channel
     async def frames() -> AsyncIterator[bytes]:
         for chunk in lead:
             yield chunk
-        yield _frame("agent", said)
-        written: list[str] = []
-        wake = trio.Event()
-        result: dict[str, Any] = {}
+        who, prompt, after_seq = speaker, _prompt(b, speaker, message, turns), claim.seq
+        while True:
+            said = {"agentId": who.id, "agentName": who.name}
+            yield _frame("agent", said)
+            written: list[str] = []
+            wake = trio.Event()
+            result: dict[str, Any] = {}
 
-        def on_delta(text: str) -> None:
-            written.append(text)
-            wake.set()
+            def on_delta(text: str) -> None:
+                written.append(text)
+                wake.set()
 
-        def on_retry() -> None:
-            written.clear()  # a fallback model starts the reply over
+            def on_retry() -> None:
+                written.clear()  # a fallback model starts the reply over
 
-        async def answer() -> None:
-            with trio.move_on_after(limit_s) as bounded:
-                try:
-                    turn = await provider.stream_turn(model, prompt, [], on_delta=on_delta, on_retry=on_retry)
-                    result["text"] = turn.text
-                except ProviderError as exc:
-                    result["error"] = (exc.error_code, exc.message)
-            if bounded.cancelled_caught:
-                result["error"] = ("MODEL_TIMEOUT", f"the reply took longer than limits.classroom_reply_s ({limit_s:g} s)")
-            wake.set()
+            async def answer() -> None:
+                with trio.move_on_after(limit_s) as bounded:
+                    try:
+                        turn = await provider.stream_turn(model, prompt, [], on_delta=on_delta, on_retry=on_retry)
+                        result["text"] = turn.text
+                    except ProviderError as exc:
+                        result["error"] = (exc.error_code, exc.message)
+                if bounded.cancelled_caught:
+                    result["error"] = ("MODEL_TIMEOUT",
+                                       f"the reply took longer than limits.classroom_reply_s ({limit_s:g} s)")
+                wake.set()
 
-        shown = ""  # what the reader has been sent
-        try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(answer)
-                while True:
-                    await wake.wait()
-                    wake = trio.Event()
-                    text = "".join(written)
-                    if text.startswith(shown) and len(text) > len(shown):
-                        yield _frame("delta", {"text": text[len(shown):]})
-                        shown = text
-                    if result:
-                        break
-        finally:
-            if not result and written:
-                # The reader went away mid-reply: keep what was written, marked as cut off. Shielded and bounded,
-                # since this runs while the request is being cancelled.
-                with trio.CancelScope(shield=True), trio.move_on_after(SAVE_TIMEOUT_S):
-                    await keep({"role": "assistant", "content": "".join(written), "interrupted": True, **said})
-        if "error" in result:
-            code, message = result["error"]
-            yield _frame("error", {"code": code, "message": message})
-            return
-        reply = str(result["text"])
-        if not reply.startswith(shown):
-            yield _frame("reset", {})  # a fallback model wrote the reply over: the reader starts it again
-            shown = ""
-        if len(reply) > len(shown):
-            yield _frame("delta", {"text": reply[len(shown):]})
-        kept = await keep({"role": "assistant", "content": reply.strip(), **said})
-        if kept is None:
-            yield _frame("error", {"code": "REPLY_TAKEN_OVER",
-                                   "message": "this reply was answered again elsewhere; reload the conversation"})
-            return
-        yield _frame("done", _message(kept))
+            shown = ""  # what the reader has been sent
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(answer)
+                    while True:
+                        await wake.wait()
+                        wake = trio.Event()
+                        text = "".join(written)
+                        if text.startswith(shown) and len(text) > len(shown):
+                            yield _frame("delta", {"text": text[len(shown):]})
+                            shown = text
+                        if result:
+                            break
+            finally:
+                if not result and written:
+                    # The reader went away mid-reply: keep what was written, marked as cut off. Shielded and
+                    # bounded, since this runs while the request is being cancelled.
+                    with trio.CancelScope(shield=True), trio.move_on_after(SAVE_TIMEOUT_S):
+                        await keep({"role": "assistant", "content": "".join(written), "interrupted": True, **said},
+                                   after_seq)
+            if "error" in result:
+                code, text = result["error"]
+                yield _frame("error", {"code": code, "message": text})
+                return
+            reply = str(result["text"])
+            if not reply.startswith(shown):
+                yield _frame("reset", {})  # a fallback model wrote the reply over: the reader starts it again
+                shown = ""
+            if len(reply) > len(shown):
+                yield _frame("delta", {"text": reply[len(shown):]})
+            kept = await keep({"role": "assistant", "content": reply.strip(), **said}, after_seq)
+            if kept is None and who is follower:
+                return  # the learner went on meanwhile: the follow-up is left out
+            if kept is None:
+                yield _frame("error", {"code": "REPLY_TAKEN_OVER",
+                                       "message": "this reply was answered again elsewhere; reload the conversation"})
+                return
+            yield _frame("done", _message(kept))
+            if follower is None or who is follower:
+                return
+            # The discussion goes on: a classmate adds to the lead's answer, which it hears as the last message.
+            heard = [*turns, Turn(role="user", content=message), Turn(role="assistant", content=reply.strip(),
+                                                                       name=who.name)][-HISTORY_TURNS:]
+            prompt = _prompt(b, follower, message, heard, follow_up=who.name)
+            who, after_seq = follower, int(kept["seq"])
 
     async def body() -> AsyncIterator[bytes]:
         try:
@@ -343,8 +375,8 @@ async def ask(call: Call, stage_id: str) -> Response:
     except BaseException:
         release()
         raise
-    prompt = _prompt(b, speaker, message, history)
-    return _stream(call, session_id, b, speaker, prompt, claim, release, [_frame("message", _message(mine))])
+    return _stream(call, session_id, b, speaker, message, _turns(history), claim, release,
+                   [_frame("message", _message(mine))])
 
 
 @api_route(bp, "POST", "/api/classroom-chat/{stage_id}/pending", body=ReplyContext, sse=True,
@@ -378,5 +410,5 @@ async def answer_pending(call: Call, stage_id: str) -> Response:
     except BaseException:
         release()
         raise
-    prompt = _prompt(context, speaker, asked["content"], records[:records.index(question)])
-    return _stream(call, session_id, context, speaker, prompt, claim, release, [])
+    return _stream(call, session_id, context, speaker, asked["content"], _turns(records[:records.index(question)]),
+                   claim, release, [])

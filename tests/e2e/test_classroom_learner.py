@@ -66,7 +66,8 @@ async def test_a_question_streams_the_agents_answer_which_stays_with_its_learner
         said = "Chlorophyll reflects green light, so the leaves look green to us."
         first_piece = said[: -(-len(said) // 3)]  # the fake's first of three pieces
         fake.push(Text(said, chunks=3, gate=gate),
-                  Text("Because chlorophyll takes in red and blue light and gives back the green.", chunks=2))
+                  Text("Because chlorophyll takes in red and blue light and gives back the green.", chunks=2),
+                  Text("So a plant under green light alone would go hungry?", chunks=2))
 
         PAGE_ERRORS.clear()
 
@@ -114,12 +115,17 @@ async def test_a_question_streams_the_agents_answer_which_stays_with_its_learner
             expect(answer).to_have_attribute("data-state", "done")
             expect(answer.locator(".chat-name")).to_have_text("好奇宝宝")
             expect(answer).to_contain_text("gives back the green")
+            # Then another agent of the course follows up in the same discussion.
+            follow_up = first.locator('.chat-message[data-role="assistant"]').nth(2)
+            expect(follow_up).to_have_attribute("data-state", "done")
+            expect(follow_up).to_contain_text("would go hungry?")
+            expect(follow_up.locator(".chat-name")).not_to_have_text("好奇宝宝")
             shot(first, "chat-discussion")
 
             # The same learner on another device sees the same conversation; another learner sees none of it.
             second = open_as(page, alice, base)
             second.keyboard.press("q")
-            expect(second.locator(".chat-message")).to_have_count(4)
+            expect(second.locator(".chat-message")).to_have_count(5)
             shot(second, "chat-second-device")
             other = open_as(page, bob, base)
             other.keyboard.press("q")
@@ -137,6 +143,8 @@ async def test_a_question_streams_the_agents_answer_which_stays_with_its_learner
         assert "好奇宝宝" in discussed[0]["content"] and "> Why are leaves green?" in discussed[-1]["content"]
         assert "Charts, code and video" in discussed[-1]["content"]
         assert [m["role"] for m in discussed] == ["system", "user", "assistant", "user"]
+        followed = fake.requests[2].body["messages"]
+        assert "好奇宝宝 has answered" in followed[-1]["content"] and "好奇宝宝" not in followed[0]["content"][:40]
         assert fake.pending == 0 and not fake.errors
 
 

@@ -81,7 +81,7 @@ async def test_a_question_streams_the_agents_reply_and_the_conversation_is_kept_
             bob = {"Authorization": f"Bearer {await create_token(db, 'bob')}"}
         gate = trio.Event()
         fake.push(Text("The moon pulls the water towards it, twice a day.", chunks=4, gate=gate),
-                  Text("Yes: the sun pulls too, more weakly.", chunks=2))
+                  Text("Yes: the sun pulls too, more weakly.", chunks=2), Text("And the moon is closer.", chunks=2))
         ask = {"message": "Why does the sea rise?", "scene": SCENE, "agents": AGENTS, "course": "Tides",
                "language": "en", "actionIndex": 2}
         body = ""
@@ -107,17 +107,29 @@ async def test_a_question_streams_the_agents_reply_and_the_conversation_is_kept_
         for line in ("Why the sea rises", "> The moon pulls the ocean towards it.", "> Twice a day the water rises."):
             assert line in sent[-1]["content"], line
 
-        # A discussion's opener answers the next one, and the conversation so far goes with it.
+        # A discussion's opener answers the next one, and the conversation so far goes with it; then another agent
+        # of the course adds a follow-up in the same stream, having heard the answer.
         follow = {**ask, "message": "Does the sun matter?", "agentId": "s1", "topic": "Sun or moon?"}
         r = await client.post("/api/classroom-chat/stage-tides/messages", json=follow, headers=alice)
-        assert frames(r.text)[1][1]["agentName"] == "Curious Cat"
+        got = frames(r.text)
+        runs = [k for i, (k, _) in enumerate(got) if k != "delta" or got[i - 1][0] != "delta"]  # deltas may merge
+        assert runs == ["message", "agent", "delta", "done", "agent", "delta", "done"], got
+        assert [d["agentName"] for k, d in got if k == "agent"] == ["Curious Cat", "Ms Moon"]
+        assert [d["content"] for k, d in got if k == "done"] == ["Yes: the sun pulls too, more weakly.",
+                                                                  "And the moon is closer."]
         sent = fake.requests[1].body["messages"]
         assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
         assert "> Sun or moon?" in sent[-1]["content"]
+        sent = fake.requests[2].body["messages"]
+        assert "You are Ms Moon" in sent[0]["content"]
+        assert [m["role"] for m in sent] == ["system", "user", "assistant", "user", "assistant", "user"]
+        assert sent[-2]["content"] == "Curious Cat: Yes: the sun pulls too, more weakly."
+        assert "Curious Cat has answered" in sent[-1]["content"] and '"followUp":"Curious Cat"' in sent[-1]["content"]
 
         mine = (await client.get("/api/classroom-chat/stage-tides", headers=alice)).json()
         assert [(m["role"], m.get("agentName")) for m in mine["messages"]] == [
-            ("user", None), ("assistant", "Ms Moon"), ("user", None), ("assistant", "Curious Cat")]
+            ("user", None), ("assistant", "Ms Moon"), ("user", None), ("assistant", "Curious Cat"),
+            ("assistant", "Ms Moon")]
         assert mine["messages"][1]["content"] == "The moon pulls the water towards it, twice a day."
         # Another learner has a conversation of their own (empty), and cannot reach this one.
         assert (await client.get("/api/classroom-chat/stage-tides", headers=bob)).json()["messages"] == []
@@ -126,7 +138,7 @@ async def test_a_question_streams_the_agents_reply_and_the_conversation_is_kept_
         # It is the learner's runtime session of kind chat, with OpenMAIC's chat payloads.
         r = await client.get(f"/api/persistence/runtime/sessions/{mine['sessionId']}/records", headers=alice)
         # Each reply is claimed before it is written (a system record the conversation does not show).
-        assert [rec["payload"]["role"] for rec in r.json()] == ["user", "system", "assistant"] * 2
+        assert [rec["payload"]["role"] for rec in r.json()] == ["user", "system", "assistant"] * 2 + ["assistant"]
         assert r.json()[0]["actionIndex"] == 2 and r.json()[1]["payload"]["reply"]["to"] == r.json()[0]["id"]
 
         bad = [({**ask, "message": " "}, "message"), ({**ask, "agentId": "nobody"}, "agentId"),
@@ -135,9 +147,9 @@ async def test_a_question_streams_the_agents_reply_and_the_conversation_is_kept_
         for body, path in bad:
             r = await client.post("/api/classroom-chat/stage-tides/messages", json=body, headers=alice)
             assert r.status_code == 400 and r.json()["error"]["details"]["path"] == path, (body, r.text)
-        assert len(fake.requests) == 2
+        assert len(fake.requests) == 3
         after = (await client.get("/api/classroom-chat/stage-tides", headers=alice)).json()["messages"]
-        assert len(after) == 4  # nothing refused was kept
+        assert len(after) == 5  # nothing refused was kept
 
 
 async def test_with_no_key_the_demo_model_grades_and_answers(db_url, tmp_path):
@@ -151,6 +163,13 @@ async def test_with_no_key_the_demo_model_grades_and_answers(db_url, tmp_path):
             "message": "What is this about?", "scene": SCENE, "agents": AGENTS, "language": "en"})
         reply = "".join(d["text"] for k, d in frames(r.text) if k == "delta")
         assert "Ms Moon" in reply and "Why the sea rises" in reply, reply
+        # In a discussion the demo model answers as the lead, then as a classmate following up.
+        r = await client.post("/api/classroom-chat/stage-demo/messages", json={
+            "message": "The moon, I think.", "scene": SCENE, "agents": AGENTS, "language": "en",
+            "agentId": "t1", "topic": "Sun or moon?"})
+        done = [d for k, d in frames(r.text) if k == "done"]
+        assert [d["agentName"] for d in done] == ["Ms Moon", "Curious Cat"], r.text
+        assert done[1]["content"].startswith("Curious Cat here. Adding to what Ms Moon said:"), done
 
 
 async def test_a_reply_its_reader_leaves_is_kept_as_far_as_it_was_written(db_url, tmp_path):
