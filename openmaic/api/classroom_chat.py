@@ -19,8 +19,8 @@ filed under the caller's learner key, :mod:`openmaic.browser_import.runtime`), e
 OpenMAIC's chat payload ``{role, content}`` (plus who spoke) anchored at the scene: so it is the learner's alone,
 survives a reload, reads the same from another device, and goes with the learner's runtime data (deleted,
 merged on a claim) through ``/api/persistence/runtime``. The learner's message is kept before the model is asked,
-then the reply's claim, then the reply when it ends. A reader that leaves mid-reply cancels it: what was written so far is kept, marked
-``interrupted``.
+then the reply's claim, then the reply when it ends. A reader that leaves mid-reply cancels it: what was written so
+far is kept, marked ``interrupted``.
 
 The page says what the learner sees (the scene's title, the text of its elements, its speech lines, the course's
 agents), as OpenMAIC's stateless ``/api/chat`` is told its store state; the prompt quotes it

@@ -10,10 +10,11 @@ lapsed claim after it) is the session's last record (the runtime append's ``expe
 while the claim is: of two writers racing for one question, one claims and the other is refused, and a writer whose
 claim was taken over keeps nothing.
 
-A question **waits** when no reply follows it; a claim after it is **live** while its process is writing it (in
-this process: from its claim until its attempt ends; a claim of this process whose attempt does not run was cut off with its
-request) or, for another process's claim, until it lapses. A process killed mid-reply leaves a claim that lapses;
-its question is answered again when the learner's page asks (``POST /api/classroom-chat/{stageId}/pending``).
+A question **waits** when no reply follows it; a claim after it is **live** until it lapses, and a claim of this
+process only while its attempt runs (one that does not run was cut off with its request). A process killed
+mid-reply leaves a claim that lapses; its question is answered again when the learner's page asks
+(``POST /api/classroom-chat/{stageId}/pending``). A reply that failed (the model's error) keeps nothing either: its
+question waits, and is asked again the next time the page shows the conversation.
 """
 
 from __future__ import annotations
@@ -104,10 +105,11 @@ def live(claimed: dict[str, Any] | None, now: dt.datetime) -> bool:
     """Whether the reply ``claimed`` is being written (see the module doc); ``now`` on the database's clock."""
     if claimed is None:
         return False
-    if claimed.get("process") == PROCESS:
-        return claimed.get("attempt") in _running
     until = _instant(claimed.get("until"))
-    return until is not None and now < until
+    if until is None or now >= until:
+        return False  # lapsed: no reply of a live process runs this long
+    # This process knows its own attempts: one that does not run was cut off with its request.
+    return claimed.get("process") != PROCESS or claimed.get("attempt") in _running
 
 
 def refuse_if_live(claimed: dict[str, Any] | None, now: dt.datetime) -> None:
