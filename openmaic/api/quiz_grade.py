@@ -6,7 +6,8 @@ quiz view counts an answer right at 80 % of its points, and shows the comment be
 
 Refusals: a missing or empty question or answer, points that are not a positive number, or a text past its bound is
 400 (``{"error": {code, message, details}}``); a slot that cannot run is 400 ``MISSING_MODEL`` /
-``MISSING_API_KEY``; a model that fails, or answers no score, is 502. Nothing is stored: the learner's answer and
+``MISSING_API_KEY``; an owner with ``limits.classroom_calls_per_owner`` classroom model calls running is 429 (the
+key named); a model that fails, or answers no score, is 502. Nothing is stored: the learner's answer and
 its grade are the quiz attempt's runtime records, which the page writes (:mod:`openmaic.api.persistence_runtime`).
 """
 
@@ -18,6 +19,7 @@ import msgspec
 from quart import Blueprint
 
 from openmaic import errors
+from openmaic.api import classroom_calls
 from openmaic.api.routing import Call, api_route
 from openmaic.api.wire import Success, Wire
 from openmaic.steps.tutoring import grade_messages, parse_grade
@@ -62,7 +64,7 @@ def required_text(value: str, name: str) -> str:
 
 
 @api_route(bp, "POST", "/api/quiz-grade", body=GradeBody, response=GradeAnswer, error_style="json",
-           errors=(400, 502, 503))
+           errors=(400, 429, 502, 503))
 async def quiz_grade(call: Call) -> GradeAnswer:
     """Grade a short answer with your classroom model: a score within 0…points and a comment in your language."""
     b: GradeBody = call.body
@@ -70,6 +72,10 @@ async def quiz_grade(call: Call) -> GradeAnswer:
     answer = required_text(b.user_answer, "userAnswer")
     provider, model = await classroom_model(call)
     messages = grade_messages(question, answer, b.points, (b.comment_prompt or "").strip() or None, b.language)
-    turn = await provider.stream_turn(model, messages, [], on_delta=lambda _: None)
+    release = classroom_calls.admit(call.user, call.services.config.limits.classroom_calls_per_owner)
+    try:
+        turn = await provider.stream_turn(model, messages, [], on_delta=lambda _: None)
+    finally:
+        release()
     grade = parse_grade(turn.text, b.points)
     return GradeAnswer(score=grade.score, comment=grade.comment)

@@ -53,7 +53,7 @@ __all__ = [
     "AppendConflict", "ForbiddenLearner", "Head", "RecordAppended", "RuntimeSession", "SessionCreated",
     "SessionDeleted", "SessionExists", "SessionNotFound", "SessionRekeyed", "SessionStatusSet", "append_record",
     "create_session", "delete_sessions", "list_records", "merge_learner", "read_session", "sessions_of",
-    "set_status",
+    "set_status", "tail_records",
 ]  # fmt: skip
 
 NO_SEQ: Any = msgspec.UNSET
@@ -342,6 +342,16 @@ async def list_records(log: EventLog, owner: str, session_id: str, scene_id: str
                 return out, seq
         if len(page) < FOLD_PAGE:
             return out, None
+
+
+async def tail_records(log: EventLog, owner: str, session_id: str, count: int) -> list[dict[str, Any]]:
+    """The last ``count`` records of ``owner``'s session, oldest first: read from the session's end, so its cost does
+    not grow with the session."""
+    head = await _head(log.db, log, owner, session_id)
+    if head is None:
+        raise _not_found(session_id)
+    rows = await log.db.fetch(Q.runtime_session_tail, head.stream_id, RecordAppended.__struct_config__.tag, count)
+    return [msgspec.json.decode(recorded(r).data, type=RecordAppended).record for r in reversed(rows)]
 
 
 async def sessions_of(log: EventLog, owner: str, stage_id: str, learner_key: str, *, limit: int | None = None,

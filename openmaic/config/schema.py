@@ -136,6 +136,12 @@ class LimitsConfig(_Section):
     runtime_list_bytes: PosInt = 8_388_608
     """The most record bytes one answer of ``GET …/runtime/sessions/{id}/records`` holds; past them it is a page
     and ``X-Next-Cursor`` names the next (``?cursor=``)."""
+    classroom_calls_per_owner: PosInt = 4
+    """Classroom model calls (questions, discussions, short-answer grading) one owner may have running at once in
+    one API process; one more is a 429 naming this key."""
+    classroom_reply_s: PosFloat = 120.0
+    """The longest a classroom reply may take; past it the reply is an error. A reply a crashed process was writing
+    is answered again once this long has passed since it started (its claim, on the database's clock)."""
     document_bytes_per_owner: PosInt = 1_073_741_824
     """What one owner's saved documents (``/api/persistence/documents``) may take together, each as its JSON."""
     anonymous_owners_per_minute: PosInt = 60

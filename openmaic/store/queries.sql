@@ -749,6 +749,18 @@ SELECT stream_id, session::text AS session, last_seq, records, record_bytes, las
   FROM runtime_sessions WHERE owner_id = $1 AND session_id = $2
  ORDER BY created_at, stream_id LIMIT 1;
 
+-- name: runtime_session_tail
+-- The last $3 events of type $2 of stream $1 (a session's last records), newest first: a backward scan of the
+-- (stream_id, seq) key that stops at the LIMIT, however long the stream.
+SELECT position, epoch, tx::text AS tx, stream_id, seq, type, v, data::text AS data, attempt, command_id,
+       recorded_at, hash
+  FROM events WHERE stream_id = $1 AND type = $2
+ ORDER BY seq DESC LIMIT $3;
+
+-- name: database_clock
+-- The database's clock: the one clock every process agrees on (a lease written by one process is judged by another).
+SELECT clock_timestamp();
+
 -- name: runtime_session_set_head
 UPDATE runtime_sessions
    SET session = $2::json, last_seq = $3, records = $4, record_bytes = $5, last_record = $6::json

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+import httpx
 import trio
 
 from openmaic.owners.tokens import create_token
@@ -44,7 +45,8 @@ def shot(page: Page, name: str) -> None:
 def open_as(page: Page, token: str, base: str) -> Page:
     """A new browser (its own context: no cookies or storage shared) signed in with ``token``, on the classroom."""
     context = page.context.browser.new_context(base_url=base, viewport={"width": 1280, "height": 900})
-    context.add_init_script(f"localStorage.setItem('openmaic.token', {json.dumps(token)})")
+    # The script runs in every frame, the sandboxed interactive scene's too, which has no storage to write.
+    context.add_init_script(f"try {{ localStorage.setItem('openmaic.token', {json.dumps(token)}) }} catch {{}}")
     other = context.new_page()
     other.on("pageerror", lambda e: PAGE_ERRORS.append(str(e)))
     serve_fixture(other, CLASSROOM, classroom_answer(CLASSROOM, course("generated_every_element")), grading=True)
@@ -65,7 +67,8 @@ async def test_a_question_streams_the_agents_answer_which_stays_with_its_learner
         said = "Chlorophyll reflects green light, so the leaves look green to us."
         first_piece = said[: -(-len(said) // 3)]  # the fake's first of three pieces
         fake.push(Text(said, chunks=3, gate=gate),
-                  Text("Because chlorophyll takes in red and blue light and gives back the green.", chunks=2))
+                  Text("Because chlorophyll takes in red and blue light and gives back the green.", chunks=2),
+                  Text("So a plant under green light alone would go hungry?", chunks=2))
 
         PAGE_ERRORS.clear()
 
@@ -113,12 +116,17 @@ async def test_a_question_streams_the_agents_answer_which_stays_with_its_learner
             expect(answer).to_have_attribute("data-state", "done")
             expect(answer.locator(".chat-name")).to_have_text("好奇宝宝")
             expect(answer).to_contain_text("gives back the green")
+            # Then another agent of the course follows up in the same discussion.
+            follow_up = first.locator('.chat-message[data-role="assistant"]').nth(2)
+            expect(follow_up).to_have_attribute("data-state", "done")
+            expect(follow_up).to_contain_text("would go hungry?")
+            expect(follow_up.locator(".chat-name")).not_to_have_text("好奇宝宝")
             shot(first, "chat-discussion")
 
             # The same learner on another device sees the same conversation; another learner sees none of it.
             second = open_as(page, alice, base)
             second.keyboard.press("q")
-            expect(second.locator(".chat-message")).to_have_count(4)
+            expect(second.locator(".chat-message")).to_have_count(5)
             shot(second, "chat-second-device")
             other = open_as(page, bob, base)
             other.keyboard.press("q")
@@ -136,7 +144,51 @@ async def test_a_question_streams_the_agents_answer_which_stays_with_its_learner
         assert "好奇宝宝" in discussed[0]["content"] and "> Why are leaves green?" in discussed[-1]["content"]
         assert "Charts, code and video" in discussed[-1]["content"]
         assert [m["role"] for m in discussed] == ["system", "user", "assistant", "user"]
+        followed = fake.requests[2].body["messages"]
+        assert "好奇宝宝 has answered" in followed[-1]["content"]
+        assert followed[0]["content"].startswith("You are AI teacher")  # the roster's other agent follows up
         assert fake.pending == 0 and not fake.errors
+
+
+async def test_a_question_left_without_its_reply_is_answered_when_the_conversation_is_shown(db_url, tmp_path):
+    async with open_fake_provider() as fake, running_server(db_url, tmp_path, config(fake.openai_url)) as base:
+        alice, _ = await tokens(db_url)
+        # The state a server killed mid-reply leaves: the learner's question kept, no reply after it.
+        auth = {"Authorization": f"Bearer {alice}"}
+        async with httpx.AsyncClient(base_url=base, trust_env=False, timeout=10, headers=auth) as client:
+            key = (await client.get("/api/persistence/learner-key")).json()["learnerKey"]
+            sid, now = f"classroom-chat:{CLASSROOM}", "2026-12-02T10:00:00.000Z"
+            r = await client.post("/api/persistence/runtime/sessions", json={
+                "id": sid, "kind": "chat", "stageId": CLASSROOM, "learnerKey": key, "status": "active",
+                "createdAt": now, "updatedAt": now})
+            assert r.status_code == 201, r.text
+            r = await client.post(f"/api/persistence/runtime/sessions/{sid}/records", json={
+                "id": "msg-left", "sessionId": sid, "createdAt": now,
+                "payload": {"role": "user", "content": "Do roots drink?"}})
+            assert r.status_code == 201, r.text
+        fake.push(Text("Yes: roots take in water and minerals from the soil.", chunks=2))
+        PAGE_ERRORS.clear()
+
+        def scenario(page: Page) -> None:
+            page.close()
+            first = open_as(page, alice, base)
+            first.keyboard.press("q")
+            messages = first.locator(".chat-message")
+            expect(messages).to_have_count(2)
+            expect(messages.nth(0)).to_contain_text("Do roots drink?")
+            expect(messages.nth(1)).to_have_attribute("data-state", "done")
+            expect(messages.nth(1)).to_contain_text("roots take in water")
+            shot(first, "chat-recovered")
+            # Shown again (a reload, another device): the reply is there, and nobody answers it a second time.
+            second = open_as(page, alice, base)
+            second.keyboard.press("q")
+            expect(second.locator(".chat-panel")).to_have_attribute("data-loaded", "true")
+            expect(second.locator(".chat-message")).to_have_count(2)
+
+        await in_browser(scenario, base, expected_errors=r"status of 404")
+        assert not PAGE_ERRORS
+        assert len(fake.requests) == 1 and fake.pending == 0 and not fake.errors
+        assert "> Do roots drink?" in fake.requests[0].body["messages"][-1]["content"]
 
 
 async def test_a_learners_answers_and_place_are_kept_for_a_reload_and_another_device(db_url, tmp_path):

@@ -81,7 +81,7 @@ async def test_a_question_streams_the_agents_reply_and_the_conversation_is_kept_
             bob = {"Authorization": f"Bearer {await create_token(db, 'bob')}"}
         gate = trio.Event()
         fake.push(Text("The moon pulls the water towards it, twice a day.", chunks=4, gate=gate),
-                  Text("Yes: the sun pulls too, more weakly.", chunks=2))
+                  Text("Yes: the sun pulls too, more weakly.", chunks=2), Text("And the moon is closer.", chunks=2))
         ask = {"message": "Why does the sea rise?", "scene": SCENE, "agents": AGENTS, "course": "Tides",
                "language": "en", "actionIndex": 2}
         body = ""
@@ -107,17 +107,29 @@ async def test_a_question_streams_the_agents_reply_and_the_conversation_is_kept_
         for line in ("Why the sea rises", "> The moon pulls the ocean towards it.", "> Twice a day the water rises."):
             assert line in sent[-1]["content"], line
 
-        # A discussion's opener answers the next one, and the conversation so far goes with it.
+        # A discussion's opener answers the next one, and the conversation so far goes with it; then another agent
+        # of the course adds a follow-up in the same stream, having heard the answer.
         follow = {**ask, "message": "Does the sun matter?", "agentId": "s1", "topic": "Sun or moon?"}
         r = await client.post("/api/classroom-chat/stage-tides/messages", json=follow, headers=alice)
-        assert frames(r.text)[1][1]["agentName"] == "Curious Cat"
+        got = frames(r.text)
+        runs = [k for i, (k, _) in enumerate(got) if k != "delta" or got[i - 1][0] != "delta"]  # deltas may merge
+        assert runs == ["message", "agent", "delta", "done", "agent", "delta", "done"], got
+        assert [d["agentName"] for k, d in got if k == "agent"] == ["Curious Cat", "Ms Moon"]
+        assert [d["content"] for k, d in got if k == "done"] == ["Yes: the sun pulls too, more weakly.",
+                                                                  "And the moon is closer."]
         sent = fake.requests[1].body["messages"]
         assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
         assert "> Sun or moon?" in sent[-1]["content"]
+        sent = fake.requests[2].body["messages"]
+        assert "You are Ms Moon" in sent[0]["content"]
+        assert [m["role"] for m in sent] == ["system", "user", "assistant", "user", "assistant", "user"]
+        assert sent[-2]["content"] == "Curious Cat: Yes: the sun pulls too, more weakly."
+        assert "Curious Cat has answered" in sent[-1]["content"] and '"followUp":"Curious Cat"' in sent[-1]["content"]
 
         mine = (await client.get("/api/classroom-chat/stage-tides", headers=alice)).json()
         assert [(m["role"], m.get("agentName")) for m in mine["messages"]] == [
-            ("user", None), ("assistant", "Ms Moon"), ("user", None), ("assistant", "Curious Cat")]
+            ("user", None), ("assistant", "Ms Moon"), ("user", None), ("assistant", "Curious Cat"),
+            ("assistant", "Ms Moon")]
         assert mine["messages"][1]["content"] == "The moon pulls the water towards it, twice a day."
         # Another learner has a conversation of their own (empty), and cannot reach this one.
         assert (await client.get("/api/classroom-chat/stage-tides", headers=bob)).json()["messages"] == []
@@ -125,8 +137,9 @@ async def test_a_question_streams_the_agents_reply_and_the_conversation_is_kept_
         assert r.status_code == 404
         # It is the learner's runtime session of kind chat, with OpenMAIC's chat payloads.
         r = await client.get(f"/api/persistence/runtime/sessions/{mine['sessionId']}/records", headers=alice)
-        assert [rec["payload"]["role"] for rec in r.json()] == ["user", "assistant", "user", "assistant"]
-        assert r.json()[0]["actionIndex"] == 2
+        # Each reply is claimed before it is written (a system record the conversation does not show).
+        assert [rec["payload"]["role"] for rec in r.json()] == ["user", "system", "assistant"] * 2 + ["assistant"]
+        assert r.json()[0]["actionIndex"] == 2 and r.json()[1]["payload"]["reply"]["to"] == r.json()[0]["id"]
 
         bad = [({**ask, "message": " "}, "message"), ({**ask, "agentId": "nobody"}, "agentId"),
                ({**ask, "scene": {**SCENE, "texts": "not a list"}}, "scene.texts"),
@@ -134,9 +147,9 @@ async def test_a_question_streams_the_agents_reply_and_the_conversation_is_kept_
         for body, path in bad:
             r = await client.post("/api/classroom-chat/stage-tides/messages", json=body, headers=alice)
             assert r.status_code == 400 and r.json()["error"]["details"]["path"] == path, (body, r.text)
-        assert len(fake.requests) == 2
+        assert len(fake.requests) == 3
         after = (await client.get("/api/classroom-chat/stage-tides", headers=alice)).json()["messages"]
-        assert len(after) == 4  # nothing refused was kept
+        assert len(after) == 5  # nothing refused was kept
 
 
 async def test_with_no_key_the_demo_model_grades_and_answers(db_url, tmp_path):
@@ -150,6 +163,13 @@ async def test_with_no_key_the_demo_model_grades_and_answers(db_url, tmp_path):
             "message": "What is this about?", "scene": SCENE, "agents": AGENTS, "language": "en"})
         reply = "".join(d["text"] for k, d in frames(r.text) if k == "delta")
         assert "Ms Moon" in reply and "Why the sea rises" in reply, reply
+        # In a discussion the demo model answers as the lead, then as a classmate following up.
+        r = await client.post("/api/classroom-chat/stage-demo/messages", json={
+            "message": "The moon, I think.", "scene": SCENE, "agents": AGENTS, "language": "en",
+            "agentId": "t1", "topic": "Sun or moon?"})
+        done = [d for k, d in frames(r.text) if k == "done"]
+        assert [d["agentName"] for d in done] == ["Ms Moon", "Curious Cat"], r.text
+        assert done[1]["content"].startswith("Curious Cat here. Adding to what Ms Moon said:"), done
 
 
 async def test_a_reply_its_reader_leaves_is_kept_as_far_as_it_was_written(db_url, tmp_path):
@@ -182,3 +202,51 @@ async def test_a_reply_its_reader_leaves_is_kept_as_far_as_it_was_written(db_url
         assert messages[0]["content"] == "Why does the sea rise?"
         assert messages[1]["content"] == "The moon pul" and messages[1]["interrupted"] is True  # the first third
         assert messages[1]["agentName"] == "Ms Moon"
+
+
+async def test_an_owners_classroom_model_calls_are_bounded_and_a_question_sends_only_the_last_messages(
+        db_url, tmp_path):
+    async with open_fake_provider() as fake, running_server(db_url, tmp_path, config(fake.openai_url) + (
+            "limits: {classroom_calls_per_owner: 1, runtime_list_bytes: 3000}\n")) as (client, _):
+        async with open_database(db_url) as db:
+            alice = {"Authorization": f"Bearer {await create_token(db, 'alice')}"}
+            bob = {"Authorization": f"Bearer {await create_token(db, 'bob')}"}
+        gate = trio.Event()
+        fake.push(Text("The moon pulls the water.", chunks=2, gate=gate), Json({"score": 1, "comment": "Right."}))
+        ask = {"message": "Why does the sea rise?", "scene": SCENE, "agents": AGENTS}
+        grade = {"question": "Why are there tides?", "userAnswer": "The moon."}
+        body = ""
+        async with client.stream("POST", "/api/classroom-chat/stage-tides/messages", json=ask, headers=alice) as r:
+            async for chunk in r.aiter_text():
+                body += chunk
+                if not gate.is_set() and "event: delta" in body:
+                    # Alice's one call is running: her grading and her next question are refused, naming the key.
+                    for path, refused in (("/api/quiz-grade", grade), ("/api/classroom-chat/stage-tides/messages",
+                                                                       {**ask, "message": "And the sun?"})):
+                        r2 = await client.post(path, json=refused, headers=alice)
+                        assert r2.status_code == 429, r2.text
+                        error = r2.json()["error"]
+                        assert "limits.classroom_calls_per_owner" in error["message"], error
+                        assert error["details"]["key"] == "limits.classroom_calls_per_owner", error
+                    # Another owner's calls are their own.
+                    r2 = await client.post("/api/quiz-grade", json=grade, headers=bob)
+                    assert r2.status_code == 200, r2.text
+                    gate.set()
+        assert frames(body)[-1][0] == "done"
+        kept = (await client.get("/api/classroom-chat/stage-tides", headers=alice)).json()["messages"]
+        assert [m["content"] for m in kept] == ["Why does the sea rise?", "The moon pulls the water."]  # none refused
+
+        # The call ended and gave its slot back. Then a long conversation: each question sends the model only its
+        # last 12 messages, read from the session's end (a whole read would stop at limits.runtime_list_bytes, at
+        # the conversation's start).
+        for i in range(8):
+            fake.push(Text(f"Answer number {i}.", chunks=1))
+            r = await client.post("/api/classroom-chat/stage-tides/messages", json={**ask, "message": f"Q{i}?"},
+                                  headers=alice)
+            assert frames(r.text)[-1][0] == "done", r.text
+        sent = fake.requests[-1].body["messages"]
+        past = sent[1:-1]
+        assert len(past) == 12, [m["content"] for m in past]
+        assert past[-1]["content"] == "Ms Moon: Answer number 6." and past[-2]["content"] == "Q6?"
+        assert past[0]["content"] == "Q1?"
+        assert len(fake.requests) == 10

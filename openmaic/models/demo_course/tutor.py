@@ -3,7 +3,8 @@ the course's agents (``step: "tutor"``), from the brief alone and the same way e
 
 A short answer earns the share of the rubric's (or else the question's) content words it uses, at least a fifth
 of the points when it says anything of substance; the comment names what it covered and what it left out. A
-reply takes the scene's title and its first lines of text or speech, and answers in the course's language.
+reply takes the scene's title and its first lines of text or speech, and answers in the course's language; a
+classmate's follow-up in a discussion (``followUp``: the lead agent's name) adds the scene's last line.
 """
 
 from __future__ import annotations
@@ -66,6 +67,12 @@ def tutor(brief: dict[str, Any]) -> str:
     agent = brief.get("agent") if isinstance(brief.get("agent"), dict) else {}
     name = text_of(agent.get("name"), pick(lang, "your teacher", "老师"))
     point = lines[0][:160] if lines else ""
+    lead = text_of(brief.get("followUp"))
+    if lead:  # a classmate's short follow-up to the lead agent's answer in a discussion
+        last = lines[-1][:160] if lines else title
+        if lang == ZH:
+            return f"我是{name}。我补充一下{lead}说的：{last} 这在生活中是什么样子呢？"
+        return f"{name} here. Adding to what {lead} said: {last} I wonder where we see that in real life?"
     if lang == ZH:
         head = f"我是{name}。" + (f"关于“{topic}”：" if topic else "好问题！")
         body = (f"这一节“{title}”讲的是：{point}" if title and point

@@ -91,7 +91,7 @@ export function createChat(stageId, { context, onOpen = () => {}, onClose = () =
   const panel = h("aside", { class: "chat-panel", "aria-labelledby": "chat-heading", hidden: true,
     dataset: { state: "closed" } },
   h("div", { class: "chat-head" }, heading, closeBtn), topicLine, empty, list, status, form);
-  const state = { loaded: null, busy: false, topic: null, agentId: null };
+  const state = { loaded: null, busy: false, topic: null, agentId: null, waits: 0 };
 
   const agentOf = (id, name) => context().agents.find((a) => a.id === id) || { id, name: name || "?", color: "#3b82f6" };
 
@@ -123,11 +123,13 @@ export function createChat(stageId, { context, onOpen = () => {}, onClose = () =
         const r = await fetch(`/api/classroom-chat/${encodeURIComponent(stageId)}`, {
           headers: { Accept: "application/json", ...authHeaders() }, credentials: "same-origin" });
         if (!r.ok) throw new Error(`${r.status}`);
-        const kept = (await r.json()).messages || [];
+        const conversation = await r.json();
+        const kept = conversation.messages || [];
         list.replaceChildren();
         kept.forEach(show);
         empty.hidden = kept.length > 0;
         panel.dataset.loaded = "true";
+        if (conversation.pendingQuestion) answerPending();
       } catch (err) {
         status.textContent = t("chatFailed", { message: err.message });
         state.loaded = null;
@@ -136,15 +138,11 @@ export function createChat(stageId, { context, onOpen = () => {}, onClose = () =
     return state.loaded;
   }
 
-  async function ask(message) {
-    if (state.busy || !message.trim()) return;
-    state.busy = true;
-    send.disabled = true;
-    panel.dataset.state = "asking";
-    status.textContent = "";
+  /** The request body: the moment's context (scene, agents, course, language) and who answers. */
+  function replyContext() {
     const ctx = context();
     const body = {
-      message: message.slice(0, LIMITS.message), scene: sceneContext(ctx.scene), course: (ctx.course || "").slice(0, 300),
+      scene: sceneContext(ctx.scene), course: (ctx.course || "").slice(0, 300),
       agents: ctx.agents.slice(0, LIMITS.agents).map((a) => ({ id: String(a.id).slice(0, 200),
         name: String(a.name || a.id).slice(0, 100), role: String(a.role || "").slice(0, 40),
         persona: String(a.persona || "").slice(0, LIMITS.persona) })),
@@ -153,21 +151,15 @@ export function createChat(stageId, { context, onOpen = () => {}, onClose = () =
     if (Number.isInteger(ctx.actionIndex)) body.actionIndex = ctx.actionIndex;
     if (state.agentId && body.agents.some((a) => a.id === state.agentId)) body.agentId = state.agentId;
     if (state.topic) body.topic = state.topic.slice(0, 2000);
-    const pending = show({ role: "user", content: message });
-    pending.li.dataset.state = "sending";
+    return body;
+  }
+
+  /** Shows a reply's frames as they come (agent, delta…, done); answers the reply's node, done or not. */
+  async function showReply(r, pending) {
     let reply = null;
     try {
-      const r = await fetch(`/api/classroom-chat/${encodeURIComponent(stageId)}/messages`, {
-        method: "POST", credentials: "same-origin",
-        headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...authHeaders() },
-        body: JSON.stringify(body),
-      });
-      if (!r.ok) {
-        const err = await r.json().catch(() => ({}));
-        throw new Error(err.error?.message || `${r.status}`);
-      }
       await readFrames(r, (event, data) => {
-        if (event === "message") {
+        if (event === "message" && pending) {
           pending.li.dataset.state = "done";
           pending.li.dataset.id = data.id;
         } else if (event === "agent") {
@@ -188,13 +180,78 @@ export function createChat(stageId, { context, onOpen = () => {}, onClose = () =
         }
       });
       if (reply?.li.dataset.state !== "done") throw new Error(t("cutOff"));
-      input.value = "";
     } catch (err) {
-      if (pending.li.dataset.state === "sending") pending.li.dataset.state = "failed";
       if (reply) {
         reply.li.dataset.state = "error";
         reply.li.removeAttribute("aria-busy");
       }
+      throw err;
+    }
+  }
+
+  // A question whose reply was lost (the server stopped while writing it) is answered when the conversation is
+  // shown: the server writes it once however many devices ask, and tells the others how long to wait.
+  async function answerPending() {
+    if (state.busy) return;
+    state.busy = true;
+    send.disabled = true;
+    if (!panel.hidden) panel.dataset.state = "asking";
+    let retry = 0;
+    try {
+      const r = await fetch(`/api/classroom-chat/${encodeURIComponent(stageId)}/pending`, {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...authHeaders() },
+        body: JSON.stringify(replyContext()),
+      });
+      if (r.status === 409) {
+        const err = await r.json().catch(() => ({}));
+        retry = Math.min(30, Math.max(1, Number(err.error?.details?.retryAfter) || 5));
+      } else if (r.status === 200) {
+        await showReply(r, null);
+      } else if (r.status !== 204) {
+        const err = await r.json().catch(() => ({}));
+        throw new Error(err.error?.message || `${r.status}`);
+      }
+    } catch (err) {
+      status.textContent = t("chatFailed", { message: err.message });
+    } finally {
+      state.busy = false;
+      send.disabled = false;
+      panel.dataset.state = panel.hidden ? "closed" : "open";
+    }
+    state.waits = retry ? state.waits + 1 : 0;
+    if (retry && state.waits <= 20) {
+      // Another writer holds the reply: look again once it has written it or its claim has lapsed.
+      setTimeout(() => {
+        state.loaded = null;
+        load();
+      }, retry * 1000);
+    }
+  }
+
+  async function ask(message) {
+    if (state.busy || !message.trim()) return;
+    state.busy = true;
+    send.disabled = true;
+    panel.dataset.state = "asking";
+    status.textContent = "";
+    const body = { message: message.slice(0, LIMITS.message), ...replyContext() };
+    const pending = show({ role: "user", content: message });
+    pending.li.dataset.state = "sending";
+    try {
+      const r = await fetch(`/api/classroom-chat/${encodeURIComponent(stageId)}/messages`, {
+        method: "POST", credentials: "same-origin",
+        headers: { "Content-Type": "application/json", Accept: "text/event-stream", ...authHeaders() },
+        body: JSON.stringify(body),
+      });
+      if (!r.ok) {
+        const err = await r.json().catch(() => ({}));
+        throw new Error(err.error?.message || `${r.status}`);
+      }
+      await showReply(r, pending);
+      input.value = "";
+    } catch (err) {
+      if (pending.li.dataset.state === "sending") pending.li.dataset.state = "failed";
       status.textContent = t("chatFailed", { message: err.message });
     } finally {
       state.busy = false;
