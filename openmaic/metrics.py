@@ -175,7 +175,7 @@ REPLICA_READS = Counter(
 )  # fmt: skip
 REPLICA_LAG_BYTES = Gauge(
     "openmaic_replica_lag_bytes",
-    "WAL bytes the replica had still to replay behind the primary's insert position, at the last /readyz.",
+    "WAL bytes the replica had still to replay behind the primary's flush position, at the last /readyz.",
     registry=REGISTRY,
 )  # fmt: skip
 

@@ -825,10 +825,12 @@ ON CONFLICT (owner_id) DO UPDATE SET share_key = EXCLUDED.share_key, seen_at = n
  WHERE anonymous_clients.share_key IS DISTINCT FROM EXCLUDED.share_key;
 
 -- name: replica_primary_lsn
--- On the primary: where its WAL is inserted up to now, past the commit record of every transaction committed
--- before this statement (an asynchronous commit's too, whose record may not be written yet; the write position,
--- pg_current_wal_lsn, may still lie before it). What a replica must have replayed to hold all of it.
-SELECT pg_current_wal_insert_lsn()::text;
+-- On the primary: where its WAL is flushed up to now, past the commit record of every durably committed
+-- transaction a reader can have seen (such a commit is flushed before it becomes visible). Not the insert
+-- position: that also counts records not yet flushed (an asynchronous commit's, like the NOTIFY hints'), which a
+-- walsender does not send before the WAL writer flushes them, up to 3 x wal_writer_delay later: a wait for it
+-- would run out on a replica that holds everything the reader needs.
+SELECT pg_current_wal_flush_lsn()::text;
 
 -- name: replica_replayed
 -- On the replica: whether it has replayed the WAL up to $1. A server that is not in recovery (a promoted standby,

@@ -7,10 +7,11 @@ already holds what the reader must see. The reader says what that is, as a predi
 client resumes from"), and :meth:`Replica.read` keeps to it:
 
 1. read on the replica; an answer that is complete is served (the usual case: replay trails by milliseconds);
-2. one that is not means the replica is behind: ask the primary where its WAL is now
-   (``pg_current_wal_insert_lsn()``, past every commit the reader can have seen) and wait, at most
+2. one that is not means the replica is behind: ask the primary where its WAL is flushed now
+   (``pg_current_wal_flush_lsn()``, past every durable commit the reader can have seen) and wait, at most
    ``database.replica_wait_ms``, for the replica to replay that far (``pg_last_wal_replay_lsn()``), then read it
-   again; complete, it is served;
+   again; complete, it is served. Still short (what the reader saw was committed asynchronously, and not flushed
+   when the primary was asked), it asks the primary again and waits on, within the same bound;
 3. otherwise, and whenever the replica cannot be reached or refuses the read (a query cancelled for a conflict
    with recovery), the primary answers.
 
@@ -97,33 +98,40 @@ class Replica:
             return await self._failed(exc, primary, read)
         if trio.current_time() < self._lagging_until:  # a wait ran out a moment ago: do not wait on every read
             return await self._on_primary(primary, read, "lagging")
-        # Where the primary's WAL is now: past the commit of everything this reader can have seen.
-        target = await primary.fetchval(Q.replica_primary_lsn)
         try:
-            if await self._wait_replayed(target):
-                answer = await read(self.db)
-                if complete(answer):
-                    return self._served(answer, "waited")
+            answer, target = await self._wait_complete(primary, read, complete)
         except errors.OpenMaicError as exc:
             return await self._failed(exc, primary, read)
+        if target is None:
+            return self._served(answer, "waited")
         self._lagging_until = trio.current_time() + LAG_RETRY_S
         self._lag_target = target
         self._change("lagging", f"it had not replayed the primary's WAL up to {target} within "
                                 f"{self.wait_s * 1000:.0f} ms")
         return await self._on_primary(primary, read, "lagging")
 
-    async def _wait_replayed(self, lsn: str) -> bool:
-        """Whether the replica replays up to ``lsn`` within the wait. Never cancels a statement (a connection
-        cancelled mid-statement is closed): the deadline is checked between looks."""
+    async def _wait_complete(self, primary: Gateway, read: Callable[[Gateway], Awaitable[T]],
+                             complete: Callable[[T], bool]) -> tuple[T, None] | tuple[None, str]:
+        """``(answer, None)``: the replica's complete answer, once it has replayed far enough, within the wait;
+        ``(None, lsn)``: the wait ran out with the replica short of the primary's WAL position ``lsn``. Never cancels
+        a statement (a connection cancelled mid-statement is closed): the deadline is checked between looks."""
         deadline = trio.current_time() + self.wait_s
         pause, longest = POLL_S
-        while not await self.db.fetchval(Q.replica_replayed, lsn):
+        # Where the primary's WAL is flushed now: past the commit of everything durable this reader can have seen.
+        target = await primary.fetchval(Q.replica_primary_lsn)
+        while True:
+            if await self.db.fetchval(Q.replica_replayed, target):
+                answer = await read(self.db)
+                if complete(answer):
+                    return answer, None
+                # Replayed that far and still short: what the reader saw was committed asynchronously and was not
+                # flushed yet (a walsender sends only flushed WAL). Where the flush is now says when to look again.
+                target = await primary.fetchval(Q.replica_primary_lsn)
             left = deadline - trio.current_time()
             if left <= 0:
-                return False
+                return None, target
             await trio.sleep(min(pause, left))
             pause = min(pause * 2, longest)
-        return True
 
     def _served(self, answer: T, outcome: str, *, checked: bool = True) -> T:
         metrics.REPLICA_READS.labels(outcome).inc()
