@@ -278,8 +278,12 @@ def _stream(call: Call, session_id: str, b: ReplyContext, speaker: Speaker, mess
             def on_retry() -> None:
                 written.clear()  # a fallback model starts the reply over
 
+            # The lead's reply is bounded by its claim (another writer may take the question once it lapses); a
+            # follow-up comes after the question is answered, so by the limit alone.
+            deadline = trio.current_time() + limit_s if who is follower else claim.deadline
+
             async def answer() -> None:
-                with trio.move_on_after(limit_s) as bounded:
+                with trio.move_on_at(deadline) as bounded:
                     try:
                         turn = await provider.stream_turn(model, prompt, [], on_delta=on_delta, on_retry=on_retry)
                         result["text"] = turn.text

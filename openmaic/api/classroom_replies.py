@@ -10,6 +10,10 @@ lapsed claim after it) is the session's last record (the runtime append's ``expe
 while the claim is: of two writers racing for one question, one claims and the other is refused, and a writer whose
 claim was taken over keeps nothing.
 
+The claim's instant is stamped before it is stored, and storing it may wait (for the owner's lock): a claim stored
+after it lapsed is given up at once (409, ask again), and the reply is asked of the model only for what is left of
+its claim (:attr:`Claim.deadline`), so a writer does not go on answering while another claims the question.
+
 A question **waits** when no reply follows it; a claim after it is **live** until it lapses, and a claim of this
 process only while its attempt runs (one that does not run was cut off with its request). A process killed
 mid-reply leaves a claim that lapses; its question is answered again when the learner's page asks
@@ -23,6 +27,8 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Any
+
+import trio
 
 from openmaic import errors
 from openmaic.browser_import import runtime
@@ -54,6 +60,8 @@ class Claim:
     attempt: str
     provider: Any
     model: str
+    deadline: float
+    """When the claim lapses, on this process's trio clock: the model's answer must be in by then."""
 
 
 @dataclass(frozen=True)
@@ -153,7 +161,15 @@ async def claim(call: Any, session_id: str, question: dict[str, Any], provider: 
         raise ReplyInProgress("another request claimed this reply first; reload the conversation") from exc
     # Running from the moment it is claimed: a reader of this process must not take it for lost meanwhile.
     _running.add(attempt)
-    return Claim(seq=int(stored["seq"]), attempt=attempt, provider=provider, model=model)
+    # What is left of the claim once it is stored, on the database's clock: another writer may take the question
+    # from its lapse on, so this one must not answer past it.
+    left = (until - await database_now(call.services.log.db)).total_seconds()
+    if left <= 0:
+        ended(attempt)
+        raise ReplyInProgress("this reply's claim lapsed before it was stored (the database was slow); reload the "
+                              "conversation", retryAfter=1)
+    return Claim(seq=int(stored["seq"]), attempt=attempt, provider=provider, model=model,
+                 deadline=trio.current_time() + left)
 
 
 def ended(attempt: str) -> None:
