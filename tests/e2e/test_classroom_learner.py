@@ -261,3 +261,38 @@ async def test_a_learners_answers_and_place_are_kept_for_a_reload_and_another_de
         graded = fake.requests[0].body["messages"][-1]["content"]
         assert "> So the leaves catch more light." in graded and "Mentions light." in graded
         assert fake.pending == 0 and not fake.errors
+
+
+async def test_a_short_answer_is_marked_as_openmaics_quiz_view_marks_it(db_url, tmp_path):
+    # OpenMAIC's quiz view (components/scene-renderers/quiz-view.tsx, gradeShortAnswerQuestion): a short answer is
+    # correct at 80 % of its points or more and incorrect below, zero included; the points earned are shown with
+    # the grader's comment either way.
+    marks = [(5, "correct", "Correct"), (4, "correct", "Correct"), (2, "incorrect", "Incorrect"),
+             (0, "incorrect", "Incorrect")]
+    async with open_fake_provider() as fake, running_server(db_url, tmp_path, config(fake.openai_url)) as base:
+        alice, _ = await tokens(db_url)
+        for score, _, _ in marks:
+            fake.push(Json({"score": score, "comment": f"Worth {score}."}))
+        PAGE_ERRORS.clear()
+
+        def scenario(page: Page) -> None:
+            page.close()
+            first = open_as(page, alice, base)
+            first.get_by_role("navigation", name="Scenes").get_by_role("button").nth(2).click()
+            for score, result, verdict in marks:
+                quiz = first.locator("form.quiz")
+                quiz.locator('[data-question-id="q1"]').get_by_label("Water").check()
+                quiz.locator('[data-question-id="q2"]').get_by_label("Light").check()
+                quiz.locator('[data-question-id="q2"]').get_by_label("CO2").check()
+                quiz.get_by_label("Your answer").fill("So the leaves catch more light.")
+                quiz.get_by_role("button", name="Submit answers").click()
+                q3 = quiz.locator('[data-question-id="q3"]')
+                expect(q3).to_have_attribute("data-result", result)
+                expect(q3.locator(".verdict")).to_have_text(f"{verdict} · {score} of 5 points")
+                expect(q3.locator(".grader-comment")).to_have_text(f"Comment: Worth {score}.")
+                expect(quiz.locator(".quiz-score")).to_have_text(f"Score: {25 + score} of 30")
+                shot(first, f"short-answer-{score}-of-5")
+                quiz.get_by_role("button", name="Try again").click()
+
+        await in_browser(scenario, base, expected_errors=r"status of 404")
+        assert not PAGE_ERRORS

@@ -42,6 +42,9 @@ export function gradeChoice(q, value) {
   return { correct: ok, score: ok ? pointsOf(q) : 0, graded: true };
 }
 
+/** Grade a short answer with the model (`/api/quiz-grade`): as OpenMAIC's quiz view does, the answer counts as
+ * correct at 80 % of its points or more and as incorrect below, whatever it earned; the points earned are shown
+ * beside the verdict. */
 async function gradeShort(q, value) {
   try {
     const r = await fetch("/api/quiz-grade", {
@@ -129,7 +132,7 @@ export function quizView(scene, { onGraded = () => {} } = {}) {
       }
       fill(node.querySelector(".quiz-review"),
         h("p", { class: `verdict ${node.dataset.result}` }, verdict,
-          g.graded && !isChoice(q) ? ` · ${t("score", { score: g.score, total: pointsOf(q) })}` : ""),
+          g.graded && !isChoice(q) ? ` · ${t("earned", { score: g.score, total: pointsOf(q) })}` : ""),
         right.length ? h("p", {}, t("correctAnswer", { answer: right.map((o) => `${o.value}. ${o.label}`).join("; ") }))
           : null,
         g.comment ? h("p", { class: "grader-comment" }, h("strong", {}, `${t("comment")}: `), g.comment) : null,
