@@ -37,7 +37,7 @@ from openmaic.events.log import EventLog, StreamAppend
 from openmaic.events.types import Event
 from openmaic.models.errors import ModelNotReady, ProviderError
 from openmaic.models.types import INVALID_ARGUMENTS_KEY, ToolCall, ToolSpec
-from openmaic.workbench.content import outline_of, write_scene
+from openmaic.workbench.content import outline_of, run_choices_of, write_scene
 
 Title = Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
 Text = Annotated[str, msgspec.Meta(max_length=2000)]
@@ -521,7 +521,7 @@ async def _prepare(env: ToolEnv, call: ToolCall, args: _Args) -> Any:
         sid, others = new_scene_id(env.session_id, call.id), doc
     try:
         return await write_scene(env.models, others, outline, position=position, scene_id=sid, stage_id=stage_id,
-                                 owner=env.owner)
+                                 owner=env.owner, choices=await run_choices_of(env.log, env.course_id, env.owner))
     except (ProviderError, ModelNotReady) as exc:
         raise ToolFailure(f"the scene could not be written: {exc.message}") from None
 
