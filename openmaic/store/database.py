@@ -75,8 +75,8 @@ Record = asyncpg.Record
 _CONNECTION_ERRORS = (OSError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError, asyncpg.CannotConnectNowError,
                       asyncpg.AdminShutdownError, asyncpg.CrashShutdownError, asyncio.TimeoutError)
 
-def translate(exc: BaseException) -> BaseException:
-    """Map a driver exception to the project's hierarchy (``__cause__`` keeps the original)."""
+def translate(exc: BaseException, setting: str = "DATABASE_URL") -> BaseException:
+    """Map a driver exception to the project's hierarchy (``__cause__`` keeps the original), naming ``setting``."""
     if isinstance(exc, errors.OpenMaicError):
         return exc
     if isinstance(exc, asyncpg.PostgresError):
@@ -93,7 +93,7 @@ def translate(exc: BaseException) -> BaseException:
         new = errors.DatabaseUnavailable(f"PostgreSQL connection unusable (it was closed by the server?): {exc}")
     elif isinstance(exc, _CONNECTION_ERRORS) or (isinstance(exc, ConnectionError)):
         new = errors.DatabaseUnavailable(
-            f"cannot reach PostgreSQL ({type(exc).__name__}: {exc}); check DATABASE_URL and that the server runs"
+            f"cannot reach PostgreSQL ({type(exc).__name__}: {exc}); check {setting} and that the server runs"
         )
     else:
         return exc
@@ -102,22 +102,23 @@ def translate(exc: BaseException) -> BaseException:
 
 
 @contextlib.contextmanager
-def translated() -> Iterator[None]:
-    """Re-raise driver errors as project errors. The one place where that happens."""
+def translated(setting: str = "DATABASE_URL") -> Iterator[None]:
+    """Re-raise driver errors as project errors (naming ``setting``). The one place where that happens."""
     try:
         yield
     except (asyncpg.PostgresError, asyncpg.InterfaceError, asyncpg.InternalClientError, OSError,
             asyncio.TimeoutError) as exc:
-        raise translate(exc) from exc
+        raise translate(exc, setting) from exc
 
 
-async def _aio(fn: Callable[..., Any], *args: Any) -> Any:
-    """Run one asyncio coroutine function to completion from trio."""
-    with translated():
+async def _aio(fn: Callable[..., Any], *args: Any, setting: str = "DATABASE_URL") -> Any:
+    """Run one asyncio coroutine function to completion from trio (its errors naming ``setting``)."""
+    with translated(setting):
         return await trio_asyncio.aio_as_trio(fn)(*args)
 
 
-async def _aio_or_abort(fn: Callable[..., Any], *args: Any, abort: Callable[[], None], grace: float) -> Any:
+async def _aio_or_abort(fn: Callable[..., Any], *args: Any, abort: Callable[[], None], grace: float,
+                        setting: str = "DATABASE_URL") -> Any:
     """:func:`_aio`, for a call on a connection: if trio cancels it and it has not come back ``grace`` seconds later,
     ``abort()`` (terminate the connection), which ends it at once.
 
@@ -129,7 +130,7 @@ async def _aio_or_abort(fn: Callable[..., Any], *args: Any, abort: Callable[[], 
     """
     loop = trio_asyncio.current_loop.get()
     finished = trio.Event()
-    with translated():  # also around fn(*args): the proxy of a connection asyncpg took back raises right there
+    with translated(setting):  # also around fn(*args): the proxy of a connection asyncpg took back raises right there
         future = asyncio.ensure_future(fn(*args), loop=loop)
         future.add_done_callback(lambda _: finished.set())
         try:
@@ -181,8 +182,9 @@ class Connection(Gateway):
     driver level is marked broken and terminated on release; the server then rolls back its transaction.
     """
 
-    def __init__(self, raw: asyncpg.Connection) -> None:
+    def __init__(self, raw: asyncpg.Connection, setting: str = "DATABASE_URL") -> None:
         self._raw = raw
+        self._setting = setting
         self.broken = False
 
     async def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -190,7 +192,7 @@ class Connection(Gateway):
         try:
             # Cancelled mid-statement, the connection is terminated at once rather than cancelled: asyncpg's cancel
             # would leave a connection that outlives the unit unusable, and may never return (see the module doc).
-            result = await _aio_or_abort(call, *args, abort=self.terminate, grace=0.0)
+            result = await _aio_or_abort(call, *args, abort=self.terminate, grace=0.0, setting=self._setting)
         except errors.DatabaseUnavailable:
             self.broken = True
             raise
@@ -254,8 +256,10 @@ class Database(Gateway, Background):
     """A pool, a LISTEN connection and a coalescing NOTIFY sender. Open it with :func:`open_database`."""
 
     def __init__(self, dsn: str, pool: asyncpg.Pool, server_settings: dict[str, str],
-                 command_timeout: float | None = None, pooler: Pooler = Pooler()) -> None:
+                 command_timeout: float | None = None, pooler: Pooler = Pooler(),
+                 setting: str = "DATABASE_URL") -> None:
         self.dsn = dsn
+        self.setting = setting  # where dsn came from (DATABASE_URL, DATABASE_REPLICA_URL): what its errors name
         self.pooler = pooler
         self._pool = pool
         self._server_settings = server_settings
@@ -277,8 +281,8 @@ class Database(Gateway, Background):
         :func:`_aio_or_abort`)."""
         try:
             if abort is None:
-                return await _aio(fn, *args)
-            return await _aio_or_abort(fn, *args, abort=abort, grace=grace)
+                return await _aio(fn, *args, setting=self.setting)
+            return await _aio_or_abort(fn, *args, abort=abort, grace=grace, setting=self.setting)
         except errors.DatabaseUnavailable as exc:
             self._refusals.note(exc)
             raise
@@ -364,7 +368,7 @@ class Database(Gateway, Background):
         statement on it that is cancelled terminates the connection at once (see :class:`Connection`)."""
 
         raw = await self._run(self._spares.get, self._pool.acquire)
-        conn = Connection(raw)
+        conn = Connection(raw, self.setting)
         try:
             yield conn
         finally:
@@ -522,20 +526,21 @@ async def open_database(
     connect_timeout: float = 10.0,
     statement_timeout_s: float | None = STATEMENT_TIMEOUT_S,
     pooler: Pooler | None = None,
+    setting: str = "DATABASE_URL",
 ) -> AsyncIterator[Database]:
     """Open a pool (and, with ``listen``, the LISTEN connection and the NOTIFY sender) for the block's lifetime.
 
     Every statement is bounded by ``statement_timeout_s`` on the server and a little later on the client (None:
-    unbounded, for tools that run one huge statement on purpose). Raises
-    :class:`~openmaic.errors.DatabaseUnavailable` at once if PostgreSQL cannot be reached, and ConfigError if the bounds
-    do not hold behind ``pooler`` (default: from the environment; see :mod:`openmaic.store.pooler`).
-    """
+    unbounded, for tools that run one huge statement on purpose). Raises :class:`~openmaic.errors.DatabaseUnavailable`
+    (naming ``setting``, where ``dsn`` came from) at once if PostgreSQL cannot be reached, and ConfigError if the
+    bounds do not hold behind ``pooler`` (default: from the environment; see :mod:`openmaic.store.pooler`)."""
     settings, command_timeout = session_bounds(server_settings, statement_timeout_s)
     pooler = Pooler.from_env() if pooler is None else pooler
     summarize_driver_logs()
     async with open_loop():
-        pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout, command_timeout, pooler)
-        db = Database(dsn, pool, settings, command_timeout, pooler)
+        pool = await _aio(_create_pool, dsn, min_size, max_size, settings, connect_timeout, command_timeout, pooler,
+                          setting)
+        db = Database(dsn, pool, settings, command_timeout, pooler, setting)
         try:
             with collapse_groups():
                 async with trio.open_nursery() as nursery:
@@ -565,10 +570,10 @@ async def open_database(
                     pool.terminate()
 
 
-async def _connect(dsn: str, **kwargs: Any) -> asyncpg.Connection:
+async def _connect(dsn: str, *, setting: str = "DATABASE_URL", **kwargs: Any) -> asyncpg.Connection:
     """The pool's and the listener's connect: one host of a multi-host DSN at a time, so that when none can serve,
-    the error names every host and what it said (:mod:`openmaic.store.hosts`)."""
-    return await connect_each(dsn, functools.partial(asyncpg.connect, **kwargs), translate)
+    the error names every host and what it said (:mod:`openmaic.store.hosts`), and ``setting``."""
+    return await connect_each(dsn, functools.partial(asyncpg.connect, **kwargs), translate, setting=setting)
 
 
 async def _no_reset(_conn: asyncpg.Connection) -> None:
@@ -580,13 +585,13 @@ async def _no_reset(_conn: asyncpg.Connection) -> None:
 
 async def _create_pool(
     dsn: str, min_size: int, max_size: int, settings: dict[str, str], timeout: float, command_timeout: float | None,
-    pooler: Pooler,
+    pooler: Pooler, setting: str,
 ) -> asyncpg.Pool:
     try:
         # command_timeout bounds each statement on the client, and asyncpg's own cancel requests too.
         return await asyncpg.create_pool(
-            dsn, min_size=min_size, max_size=max_size, timeout=timeout, reset=_no_reset,
-            command_timeout=command_timeout, **pooler.pool_options(settings, _connect),
+            dsn, min_size=min_size, max_size=max_size, reset=_no_reset, command_timeout=command_timeout,
+            timeout=timeout, **pooler.pool_options(settings, functools.partial(_connect, setting=setting)),
         )
     except asyncpg.InvalidCatalogNameError as exc:
         raise errors.DatabaseUnavailable(f"database does not exist: {exc}") from exc

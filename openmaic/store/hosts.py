@@ -34,16 +34,16 @@ def split_hosts(dsn: str) -> list[tuple[str, str]]:
 
 
 async def connect_each(dsn: str, connect: Callable[[str], Awaitable[Any]],
-                       translate: Callable[[BaseException], BaseException]) -> Any:
+                       translate: Callable[[BaseException], BaseException], *, setting: str = "DATABASE_URL") -> Any:
     """``connect(url)`` for each host of ``dsn`` in turn (the driver's connect, bound to its other arguments; see
     :class:`_Failed` for the order); the first connection made is the answer. A failure that ``translate`` makes
     :class:`~openmaic.errors.DatabaseUnavailable` is the host's (the next host is tried); any other is a refusal no
     other host would change (credentials, no such database), raised as is. With one host, its failure is raised as
-    is; with several, one error names each host and what it said."""
+    is; with several, one error names ``setting`` (where ``dsn`` came from), each host and what it said."""
     hosts = split_hosts(dsn)
     if len(hosts) > 1:
         hosts = sorted(hosts, key=lambda h: _FAILED.cost(h[0]))  # stable: the URL's order among equals
-    tried = Tried()
+    tried = Tried(setting)
     for host, one in hosts:
         started = time.monotonic()
         try:
@@ -103,9 +103,10 @@ def said(exc: errors.DatabaseUnavailable) -> str:
 
 
 class Tried:
-    """The hosts tried for one connection, and what each said."""
+    """The hosts tried for one connection (of the URL in ``setting``), and what each said."""
 
-    def __init__(self) -> None:
+    def __init__(self, setting: str = "DATABASE_URL") -> None:
+        self.setting = setting
         self.hosts: list[tuple[str, errors.DatabaseUnavailable]] = []
 
     def add(self, host: str, exc: errors.DatabaseUnavailable) -> None:
@@ -117,7 +118,9 @@ class Tried:
         reasons = {exc.details.get("reason") for _, exc in self.hosts}
         reason = reasons.pop() if len(reasons) == 1 else None
         each = "; ".join(f"{host}: {said(exc)}" for host, exc in self.hosts)
-        message = f"no PostgreSQL host of DATABASE_URL can serve now ({each}; a failover lasts until one is promoted)"
+        # The primary's URL names the cluster's members, one of which a failover promotes; a replica's names standbys.
+        after = "; a failover lasts until one is promoted" if self.setting == "DATABASE_URL" else ""
+        message = f"no PostgreSQL host of {self.setting} can serve now ({each}{after})"
         new = errors.DatabaseUnavailable(message, **({"reason": reason} if reason else {}))
         new.__cause__ = self.hosts[-1][1] if self.hosts else None
         return new

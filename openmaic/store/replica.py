@@ -23,9 +23,10 @@ also holds for a "replica" that is not a standby of this primary at all, which t
 A replica that cannot be reached is left alone for :data:`DOWN_RETRY_S` (every read goes to the primary at once;
 then reads try it again, a connection attempt bounded by :data:`CONNECT_TIMEOUT_S`), and one whose wait ran out is
 not waited for again for :data:`LAG_RETRY_S`: a lagging replica costs each read one short replica query, not the
-whole wait. Each change of
-state is logged once; ``openmaic_replica_reads{outcome}`` counts where reads went, and :meth:`Replica.check` is the
-``replica`` entry of ``/readyz``, which warns and never fails readiness (the primary serves every read meanwhile).
+whole wait. Each change of state is logged once, and reads the replica refuses the first time and then as a count
+at most every :data:`REFUSED_LOG_S`; ``openmaic_replica_reads{outcome}`` counts where each read went, and
+:meth:`Replica.check` is the ``replica`` entry of ``/readyz``, which warns and never fails readiness (the primary
+serves every read meanwhile).
 
 Everything else stays on the primary: live tails (the feeds read right behind the newest commit, which a replica
 would only delay), the horizon (``openmaic_horizon`` calls ``nextval``), claims, appends and every write.
@@ -52,6 +53,8 @@ log = logging.getLogger("openmaic.store.replica")
 
 T = TypeVar("T")
 
+URL_SETTING = "DATABASE_REPLICA_URL"
+"""Where the replica's URL comes from, as its errors name it."""
 APPLICATION_NAME = "openmaic replica reads"
 """The replica pool's connections' ``application_name`` (what ``pg_stat_activity`` on the standby shows)."""
 CONNECT_TIMEOUT_S = 2.0
@@ -60,6 +63,9 @@ DOWN_RETRY_S = 5.0
 """After the replica could not be reached, every read goes to the primary this long before it is tried again."""
 LAG_RETRY_S = 1.0
 """After a wait for the replica ran out, reads it cannot answer go to the primary at once this long."""
+REFUSED_LOG_S = 60.0
+"""Reads the replica refuses are logged the first time, then as a count at most this often (a standby busy with
+recovery conflicts may refuse many reads a second; ``openmaic_replica_reads{outcome="failed"}`` counts each)."""
 POLL_S = (0.002, 0.025)
 """The first and the longest pause between two looks at the replica's replay position while waiting."""
 
@@ -67,11 +73,15 @@ POLL_S = (0.002, 0.025)
 class Replica:
     """The replica's pool and where it stands. Open it with :func:`open_replica`."""
 
-    def __init__(self, db: Database, name: str, wait_s: float) -> None:
+    def __init__(self, db: Database, name: str, wait_s: float, *, refused_log_s: float = REFUSED_LOG_S) -> None:
         self.db = db
         self.name = name
         """Host, port and database, for logs (never the credentials)."""
         self.wait_s = wait_s
+        self.refused_log_s = refused_log_s
+        self._refused = 0
+        """Reads refused since the last line that said so."""
+        self._refused_logged = float("-inf")
         self.state = "ok"
         """``ok``, ``lagging`` (the last wait ran out) or ``unreachable`` (the last attempt failed)."""
         self.problem = ""
@@ -148,8 +158,22 @@ class Replica:
             return await self._on_primary(primary, read, "unreachable")
         # A server that answers refused this one read (a query cancelled for a conflict with recovery, a statement
         # timeout): the primary answers it; the replica stays in use.
-        log.warning("a catch-up read on the replica %s failed (%s); the primary answers it", self.name, exc)
+        self._note_refused(exc)
         return await self._on_primary(primary, read, "failed")
+
+    def _note_refused(self, exc: errors.OpenMaicError) -> None:
+        """Log a refused read: the first at once, then how many at most every :attr:`refused_log_s` seconds (the
+        metric counts each), so that a standby refusing every read does not flood the log."""
+        self._refused += 1
+        now = trio.current_time()
+        if now - self._refused_logged < self.refused_log_s:
+            return
+        if self._refused == 1:
+            log.warning("a catch-up read on the replica %s failed (%s); the primary answers it", self.name, exc)
+        else:
+            log.warning("%d catch-up reads on the replica %s failed in the last %.0f s (the last: %s); the primary "
+                        "answered them", self._refused, self.name, now - self._refused_logged, exc)
+        self._refused, self._refused_logged = 0, now
 
     async def _on_primary(self, primary: Gateway, read: Callable[[Gateway], Awaitable[T]], outcome: str) -> T:
         answer = await read(primary)
@@ -208,7 +232,7 @@ async def open_replica(url: str | None, *, wait_s: float, pool_size: int) -> Asy
         yield None
         return
     async with open_database(url, min_size=0, max_size=pool_size, connect_timeout=CONNECT_TIMEOUT_S,
-                             server_settings={"application_name": APPLICATION_NAME}) as db:
+                             server_settings={"application_name": APPLICATION_NAME}, setting=URL_SETTING) as db:
         replica = Replica(db, _name(url), wait_s)
         log.info("catch-up reads: the replica %s (waited for up to %.0f ms, else the primary)", replica.name,
                  wait_s * 1000)
