@@ -163,7 +163,11 @@ async def claim(call: Any, session_id: str, question: dict[str, Any], provider: 
     _running.add(attempt)
     # What is left of the claim once it is stored, on the database's clock: another writer may take the question
     # from its lapse on, so this one must not answer past it.
-    left = (until - await database_now(call.services.log.db)).total_seconds()
+    try:
+        left = (until - await database_now(call.services.log.db)).total_seconds()
+    except BaseException:
+        ended(attempt)  # its request fails: nothing writes the reply
+        raise
     if left <= 0:
         ended(attempt)
         raise ReplyInProgress("this reply's claim lapsed before it was stored (the database was slow); reload the "

@@ -31,7 +31,7 @@ from tests.fakes.provider_server import Status, Text, open_fake_provider
 from tests.integration.test_classroom_tutoring import AGENTS, SCENE, config, frames
 from tests.serving import serve_processes, stderr_of, wait_ready
 
-REPLY_S = 3
+REPLY_S = 5
 """limits.classroom_reply_s: how long a claim holds its question."""
 
 SECOND_ROLE = "openmaic_second"
@@ -84,7 +84,11 @@ async def _hold_lock(db: Database, release: trio.Event, *, task_status: Any = tr
     async with owner_lock(db, "alice", PERSISTENCE_LOCK) as held:
         task_status.started((await held.fetchval("SELECT pg_backend_pid()"),
                              await held.fetchval("SELECT clock_timestamp()")))
-        await release.wait()
+        while not release.is_set():
+            with trio.move_on_after(1):
+                await release.wait()
+            # A transaction idle past idle_in_transaction_session_timeout (5 s) is ended by the server.
+            await held.fetchval("SELECT 1")
 
 
 async def _fail_a_reply(client: httpx.AsyncClient, auth: dict[str, str], fake: Any, message: str) -> dict[str, Any]:
