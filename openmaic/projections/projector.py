@@ -126,6 +126,7 @@ class Applier:
         tables: Tables,
         pause_key: int | None,
         batch_size: int = LIVE_BATCH,
+        defer_s: float | None = None,
     ) -> None:
         self.db = db
         self.log = log_
@@ -138,6 +139,15 @@ class Applier:
         self.cursor: Cursor | None = None
         self.generation = 0
         """The generation of the checkpoint row the cursor was read from (see the module doc)."""
+        self.defer_s = defer_s
+        """With a value, a batch none of whose events the projection wants moves only the in-memory cursor, and
+        its checkpoint write is put off for up to this many seconds (see :meth:`_deferrable`); None: every batch
+        writes its checkpoint."""
+        self.written: Cursor | None = None
+        """The checkpoint as the database holds it: the fence of the next write (the cursor may be ahead)."""
+        self.unwritten = 0
+        """Events between ``written`` and the cursor (none of them wanted), to be counted by the next write."""
+        self._unwritten_since = 0.0
         self.events_applied = 0
         self.batches = 0
 
@@ -149,7 +159,38 @@ class Applier:
         early = await self.db.fetch_as(StreamSeq, Q.projection_early, self.checkpoint)
         self.order.reset({(r.stream_id, r.seq) for r in early})
         self.cursor = (row.epoch, int(row.tx), row.position)
+        self.written = self.cursor
+        self.unwritten = 0
         self.generation = row.generation
+
+    def _advance(self, to: Cursor, events: int) -> Op:
+        """The checkpoint fence of a write that moves the checkpoint to ``to`` over ``events`` more events, from
+        where the database holds it (with the batches whose write was put off)."""
+        frm = self.written
+        assert frm is not None
+        return (Q.projection_advance, (
+            self.checkpoint, self.generation, frm[0], str(frm[1]), frm[2], to[0], str(to[1]), to[2],
+            events + self.unwritten, self.pause_key,
+        ))
+
+    def _deferrable(self, plan: Plan) -> bool:
+        """May this batch, none of whose events the projection wants, leave its checkpoint write to a later one?
+
+        Writing it would be a transaction (and a WAL flush) that changes nothing but the checkpoint; most batches
+        of a projection are such when it wants few of the log's types. Putting it off is safe: the batch wrote
+        nothing, so a restart that re-reads it from the older checkpoint writes nothing either, and the next
+        write carries the move through the same fence. Not when the batch changes the early set, which must move
+        with the checkpoint; and for at most ``defer_s`` seconds, so that the checkpoint (the projection's lag
+        in ``projection_status``) is never that much behind a projection that keeps up."""
+        if self.defer_s is None or plan.early_added or plan.early_reached:
+            return False
+        return not self.unwritten or trio.current_time() - self._unwritten_since < self.defer_s
+
+    async def _write_deferred(self) -> None:
+        """Write the checkpoint move put off by the last batches (the log had nothing new to read)."""
+        assert self.cursor is not None
+        await self.db.transaction([self._advance(self.cursor, 0)])
+        self.written, self.unwritten = self.cursor, 0
 
     async def step(self) -> int:
         """Apply the next batch. Returns the number of log events it covered (0: caught up).
@@ -195,15 +236,15 @@ class Applier:
         try:
             page = await self.log.read_all(self.cursor, limit)
             if not page:
+                if self.unwritten and trio.current_time() - self._unwritten_since >= (self.defer_s or 0.0):
+                    await self._write_deferred()
                 return 0
             plan = await self.order.arrange(self.log.events, page)
             wants = self.projection.wants
             relevant = [e for e in plan.events if wants(e.type)]
             last = page[-1]
-            ops: list[Op] = [(Q.projection_advance, (
-                self.checkpoint, self.generation, self.cursor[0], str(self.cursor[1]), self.cursor[2], last.epoch,
-                str(last.tx), last.position, len(plan.events), self.pause_key,
-            ))]
+            deferred = False
+            ops: list[Op] = [self._advance(last.cursor, len(plan.events))]
             if plan.early_added:
                 ops.append((Q.projection_early_add, (
                     self.checkpoint, [k[0] for k in plan.early_added], [k[1] for k in plan.early_added],
@@ -233,6 +274,8 @@ class Applier:
                     if _transient(exc):
                         raise
                     raise _Refused(len(page), exc) from exc
+            elif self._deferrable(plan):
+                deferred = True
             else:
                 await self.db.transaction(ops)
         except errors.OpenMaicError as exc:
@@ -247,6 +290,12 @@ class Applier:
             self.cursor = None
             raise
         self.cursor = page[-1].cursor
+        if deferred:
+            if not self.unwritten:
+                self._unwritten_since = trio.current_time()
+            self.unwritten += len(plan.events)
+        else:
+            self.written, self.unwritten = self.cursor, 0
         self.order.commit(plan)
         self.events_applied += len(plan.events)
         self.batches += 1
@@ -277,8 +326,7 @@ class Applier:
             assert key in plan.early_added, key
             one = Plan(events=[first], early_added=[key], last={first.stream_id: first.seq})
             ops: list[Op] = [
-                (Q.projection_advance, (self.checkpoint, self.generation, cursor[0], str(cursor[1]), cursor[2],
-                                        cursor[0], str(cursor[1]), cursor[2], 1, self.pause_key)),
+                self._advance(cursor, 1),
                 (Q.projection_early_add, (self.checkpoint, [first.stream_id], [first.seq])),
             ]
             failed: BaseException | None = None
@@ -302,6 +350,7 @@ class Applier:
         except BaseException:
             self.cursor = None
             raise
+        self.written, self.unwritten = cursor, 0
         self.order.commit(one)
         self.events_applied += 1
         if failed is not None:
@@ -318,7 +367,7 @@ class Applier:
 
     def statistics(self) -> dict[str, Any]:
         return {"events_applied": self.events_applied, "batches": self.batches,
-                "cursor": self.cursor, **self.order.statistics()}
+                "cursor": self.cursor, "unwritten": self.unwritten, **self.order.statistics()}
 
 
 class Projector:
@@ -329,7 +378,7 @@ class Projector:
         self.projection = projection
         self.applier = Applier(
             db, log_, projection, checkpoint=projection.name, tables=Tables({t: t for t in projection.tables}),
-            pause_key=lock_key("apply", projection.name), batch_size=batch_size,
+            pause_key=lock_key("apply", projection.name), batch_size=batch_size, defer_s=poll_s,
         )
         self.db = db
         self.poll_s = poll_s

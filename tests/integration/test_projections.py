@@ -497,6 +497,57 @@ async def _applied_some(db) -> bool:
     return bool(await db.fetchval("SELECT events_applied FROM projection_checkpoints WHERE name = 'test_counting'"))
 
 
+class CountingCourses(Counting):
+    """Counts course events only: a run's events are not its business."""
+
+    def wants(self, type_: str) -> bool:
+        return type_.startswith("course.")
+
+
+async def _checkpoint(db, name: str) -> tuple[int, int]:
+    row = await db.fetchrow("SELECT position, events_applied FROM projection_checkpoints WHERE name = $1", name)
+    return row["position"], row["events_applied"]
+
+
+async def test_a_batch_of_unwanted_events_puts_its_checkpoint_write_off_and_the_next_write_carries_it(db):
+    """With ``defer_s`` (the live projector's), a batch of only unwanted events moves the cursor in memory; the
+    next batch that writes moves the checkpoint over both through one fence, and a restart from the older
+    checkpoint re-reads the unwanted events without writing anything twice."""
+    log = EventLog(db)
+    p = CountingCourses()
+    await db.transaction([(s, ()) for s in p.ddl(live_tables(p))])
+    await log.append(StreamAppend(stream_id="s", events=[SessionCreated(kind="chat", owner_id="o")],
+                                  create=NewStream("session", "o")))
+    a = Applier(db, log, p, checkpoint=p.name, tables=live_tables(p), pause_key=lock_key("apply", p.name),
+                defer_s=60.0)
+    assert await a.step() == 1
+    assert await _checkpoint(db, p.name) == (0, 0) and a.unwritten == 1, "no write for an unwanted event"
+    assert await a.step() == 0 and a.unwritten == 1, "nothing new to read, and not yet due"
+
+    # A fresh applier (a restart) starts from the older checkpoint: re-reading the session event writes nothing.
+    fresh = Applier(db, log, p, checkpoint=p.name, tables=live_tables(p), pause_key=lock_key("apply", p.name),
+                    defer_s=60.0)
+    assert await fresh.step() == 1 and fresh.unwritten == 1
+
+    await log.append(StreamAppend(stream_id="c", events=[CourseCreated(title="t")],
+                                  create=NewStream("course", "o")))
+    await log.append_one("s", [SessionMessagePosted(text="unwanted")])
+    assert await a.step() == 2  # the course event and the message: one write, both moves counted
+    total = await events_in_log(db)
+    position = await db.fetchval("SELECT max(position) FROM events")
+    assert await _checkpoint(db, p.name) == (position, total) and a.unwritten == 0
+    assert [tuple(r) for r in await db.fetch("SELECT stream_id, seq, applied FROM test_counting")] == [("c", 1, 1)]
+    with pytest.raises(CheckpointMoved):
+        await fresh.step()  # its fence is the checkpoint it read: the write above moved it
+
+    # Due: the next empty read writes what was put off.
+    await log.append_one("s", [SessionMessagePosted(text="unwanted too")])
+    a.defer_s = 0.0
+    assert await a.step() == 1 and a.unwritten == 1  # the first unwanted batch after a write is always put off
+    assert await a.step() == 0 and a.unwritten == 0
+    assert await _checkpoint(db, p.name) == (await db.fetchval("SELECT max(position) FROM events"), total + 1)
+
+
 async def test_status_reports_checkpoint_lag_and_holder(db):
     log = EventLog(db)
     await play(log, generation(random.Random(4), "r", "c", "o", scenes=2))
