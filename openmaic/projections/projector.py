@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import trio
@@ -41,6 +41,7 @@ from openmaic.projections.base import (
     lock_key,
 )
 from openmaic.projections.ordering import Plan, StreamOrder
+from openmaic.projections.shared_reads import SharedReads
 from openmaic.store.backoff import FIRST_S
 from openmaic.store.database import Backoff, Database, Op
 from openmaic.store.queries import Q
@@ -127,9 +128,12 @@ class Applier:
         pause_key: int | None,
         batch_size: int = LIVE_BATCH,
         defer_s: float | None = None,
+        read_all: Callable[[Cursor, int], Awaitable[list[RecordedEvent]]] | None = None,
     ) -> None:
         self.db = db
         self.log = log_
+        self._read_all = read_all or log_.read_all
+        """The log's ``read_all``, or the live projectors' shared one (see :mod:`.shared_reads`)."""
         self.projection = projection
         self.checkpoint = checkpoint
         self.ctx = Context(db, tables, log_.types)
@@ -234,7 +238,7 @@ class Applier:
             await self.load()
         assert self.cursor is not None
         try:
-            page = await self.log.read_all(self.cursor, limit)
+            page = await self._read_all(self.cursor, limit)
             if not page:
                 if self.unwritten and trio.current_time() - self._unwritten_since >= (self.defer_s or 0.0):
                     await self._write_deferred()
@@ -319,7 +323,7 @@ class Applier:
         assert self.cursor is not None
         cursor = self.cursor
         try:
-            page = await self.log.read_all(cursor, 1)
+            page = await self._read_all(cursor, 1)
             plan = await self.order.arrange(self.log.events, page)
             first = plan.events[0]
             key = (first.stream_id, first.seq)
@@ -374,11 +378,12 @@ class Projector:
     """The live projector of one projection, driven by :func:`run_projectors` while it holds the own lock."""
 
     def __init__(self, db: Database, log_: EventLog, projection: Projection, *, batch_size: int = LIVE_BATCH,
-                 poll_s: float = 1.0) -> None:
+                 poll_s: float = 1.0, reads: SharedReads | None = None) -> None:
         self.projection = projection
         self.applier = Applier(
             db, log_, projection, checkpoint=projection.name, tables=Tables({t: t for t in projection.tables}),
             pause_key=lock_key("apply", projection.name), batch_size=batch_size, defer_s=poll_s,
+            read_all=reads.read_all if reads is not None else None,
         )
         self.db = db
         self.poll_s = poll_s
@@ -466,8 +471,10 @@ async def run_projectors(
     over. ``projectors`` (optional) receives the :class:`Projector` objects, for statistics.
     """
     found = projectors if projectors is not None else {}
+    # The projections of this process wake on the same hints and tail the log together: one read serves them.
+    reads = SharedReads(log_)
     for p in projections:
-        found[p.name] = Projector(db, log_, p, batch_size=batch_size, poll_s=poll_s)
+        found[p.name] = Projector(db, log_, p, batch_size=batch_size, poll_s=poll_s, reads=reads)
     keys = {p.name: lock_key("own", p.name) for p in projections}
     # Paced like every serving loop (0.1 s doubling to 1 s), not by lock_retry_s: while this connection is away no
     # projection is applied by this process, so after a failover it must be back as soon as the workers are.

@@ -19,7 +19,7 @@ import trio
 from benchmarks.workload import generation, scenarios, workbench
 from openmaic.courses.events import CourseCreated, CourseDocument, CourseRetitled, evolve_course
 from openmaic.events.core import SessionCreated, SessionMessagePosted
-from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.events.log import START, EventLog, NewStream, StreamAppend
 from openmaic.events.wakeups import Wakeups
 from openmaic.runs.events import RunStopRequested
 from openmaic.projections import (
@@ -36,6 +36,7 @@ from openmaic.projections import (
     run_projectors,
 )
 from openmaic.projections.base import CheckpointMoved, Tables, live_tables, lock_key
+from openmaic.projections.shared_reads import SharedReads
 from openmaic.store.queries import Q
 from tests.integration.projection_helpers import (
     Counting,
@@ -546,6 +547,29 @@ async def test_a_batch_of_unwanted_events_puts_its_checkpoint_write_off_and_the_
     assert await a.step() == 1 and a.unwritten == 1  # the first unwanted batch after a write is always put off
     assert await a.step() == 0 and a.unwritten == 0
     assert await _checkpoint(db, p.name) == (await db.fetchval("SELECT max(position) FROM events"), total + 1)
+
+
+async def test_projections_woken_together_share_one_read_and_a_later_asker_reads_afresh(db):
+    """Projections asking for the same page in the same scheduling round share one read; one that asks after the
+    read was sent reads for itself and sees what was appended meanwhile."""
+    log = EventLog(db)
+    await play(log, generation(random.Random(5), "r", "c", "o", scenes=1))
+    reads = SharedReads(log)
+    pages: dict[str, list] = {}
+
+    async def ask(name: str) -> None:
+        pages[name] = await reads.read_all(START, 500)
+
+    async with trio.open_nursery() as nursery:
+        for name in ("documents", "library", "history"):
+            nursery.start_soon(ask, name)
+    assert reads.statistics() == {"reads": 1, "shared": 2}
+    assert pages["documents"] == pages["library"] == pages["history"] == await log.read_all(START, 500)
+
+    await log.append_one("c", [CourseRetitled(title="later")])
+    await ask("later")
+    assert reads.statistics() == {"reads": 2, "shared": 2}
+    assert pages["later"] == await log.read_all(START, 500) and len(pages["later"]) == len(pages["history"]) + 1
 
 
 async def test_status_reports_checkpoint_lag_and_holder(db):
