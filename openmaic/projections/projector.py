@@ -163,6 +163,7 @@ class Applier:
         early = await self.db.fetch_as(StreamSeq, Q.projection_early, self.checkpoint)
         self.order.reset({(r.stream_id, r.seq) for r in early})
         self.cursor = (row.epoch, int(row.tx), row.position)
+        self.ctx.forget()
         self.written = self.cursor
         self.unwritten = 0
         self.generation = row.generation
@@ -294,6 +295,7 @@ class Applier:
             self.cursor = None
             raise
         self.cursor = page[-1].cursor
+        self.ctx.committed()
         if deferred:
             if not self.unwritten:
                 self._unwritten_since = trio.current_time()
@@ -342,6 +344,7 @@ class Applier:
                         raise
                     failed = exc
                 if failed is not None:
+                    self.ctx.discard()
                     await self.db.transaction(ops + [_dead_letter(self.projection.name, first, failed)])
             else:
                 await self.db.transaction(ops)
@@ -355,6 +358,7 @@ class Applier:
             self.cursor = None
             raise
         self.written, self.unwritten = cursor, 0
+        self.ctx.committed()
         self.order.commit(one)
         self.events_applied += 1
         if failed is not None:

@@ -17,7 +17,7 @@ import pytest
 import trio
 
 from benchmarks.workload import generation, scenarios, workbench
-from openmaic.courses.events import CourseCreated, CourseDocument, CourseRetitled, evolve_course
+from openmaic.courses.events import CourseCreated, CourseDocument, CourseRetitled, CourseUnlocked, evolve_course
 from openmaic.events.core import SessionCreated, SessionMessagePosted
 from openmaic.events.log import START, EventLog, NewStream, StreamAppend
 from openmaic.events.wakeups import Wakeups
@@ -570,6 +570,49 @@ async def test_projections_woken_together_share_one_read_and_a_later_asker_reads
     await ask("later")
     assert reads.statistics() == {"reads": 2, "shared": 2}
     assert pages["later"] == await log.read_all(START, 500) and len(pages["later"]) == len(pages["history"]) + 1
+
+
+async def test_documents_kept_in_memory_are_forgotten_when_another_writer_moved_the_checkpoint(db):
+    """The documents projection keeps the documents it committed instead of reading them back; when another
+    applier (a process that took the lock over) wrote meanwhile, the fence refuses the stale batch and the reload
+    forgets what was kept, so the next batch folds onto the other writer's document."""
+    log = EventLog(db)
+    docs = CourseDocuments()
+    a, b = applier(db, log, docs), applier(db, log, docs)
+    await log.append(StreamAppend(stream_id="c", events=[CourseCreated(title="one")], create=NewStream("course", "o")))
+    assert await a.step() == 1
+    await log.append_one("c", [CourseRetitled(title="two")])
+    assert await b.step() == 1  # b starts from the checkpoint a wrote
+    await log.append_one("c", [CourseUnlocked(run_id="r")])
+    with pytest.raises(CheckpointMoved):
+        await a.step()  # folded onto what a kept; refused by the fence, and a reloads
+    assert await a.step() == 1
+    await documents_match_replay(db, log)
+    assert msgspec.json.decode(await db.fetchval("SELECT document::text FROM course_documents"),
+                               type=CourseDocument).title == "two"
+
+
+async def test_documents_kept_in_memory_are_what_was_committed(db):
+    """A kept document is folded on from memory: a row changed behind the projector's back is not read again
+    until the applier reloads (then it is)."""
+    log = EventLog(db)
+    docs = CourseDocuments()
+    a = applier(db, log, docs)
+    await log.append(StreamAppend(stream_id="c", events=[CourseCreated(title="one")], create=NewStream("course", "o")))
+    assert await a.step() == 1
+    await db.execute("UPDATE course_documents SET document = json_build_object('title', 'changed', 'seq', 1, "
+                     "'requirement', 'changed')")
+    await log.append_one("c", [CourseRetitled(title="two")])
+    assert await a.step() == 1
+    await documents_match_replay(db, log)  # folded onto the kept document, not onto the changed row
+    await db.execute("UPDATE course_documents SET document = json_build_object('title', 'changed', 'seq', 2, "
+                     "'requirement', 'changed')")
+    await log.append_one("c", [CourseRetitled(title="three"), CourseRetitled(title="four")])
+    a.cursor = None  # as after any failure or a lock handover: the checkpoint and the tables are read again
+    assert await a.step() == 2
+    stored = msgspec.json.decode(await db.fetchval("SELECT document::text FROM course_documents"),
+                                 type=CourseDocument)
+    assert (stored.title, stored.seq, stored.requirement) == ("four", 4, "changed")
 
 
 async def test_status_reports_checkpoint_lag_and_holder(db):
