@@ -16,7 +16,7 @@ from __future__ import annotations
 import abc
 import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 import msgspec
@@ -112,6 +112,31 @@ class Context:
         self.tables = tables
         self.types = types
         self._warned: set[str] = set()
+        self.kept: dict[str, Any] = {}
+        """What a projection keeps of the rows this applier committed, to read them from memory rather than from
+        its tables. Only ever what committed (see :meth:`after_commit`), and forgotten whenever the applier
+        reloads its checkpoint: after any failure, a lock handover or a rebuild's swap, the tables may hold what
+        this process did not write."""
+        self._on_commit: list[Callable[[], None]] = []
+
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` once the batch's transaction has committed (never if it does not)."""
+        self._on_commit.append(fn)
+
+    def committed(self) -> None:
+        """The applier's batch committed: run what its projection left for then."""
+        pending, self._on_commit = self._on_commit, []
+        for fn in pending:
+            fn()
+
+    def discard(self) -> None:
+        """The batch's transaction did not commit: what its projection left for the commit is dropped."""
+        self._on_commit = []
+
+    def forget(self) -> None:
+        """The applier reloads its checkpoint: drop everything kept."""
+        self.kept.clear()
+        self._on_commit = []
 
     def sql(self, template: str) -> str:
         return self.tables.sql(template)

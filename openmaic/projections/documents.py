@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import msgspec
 
 from openmaic.courses.events import CourseDocument, evolve_course
 from openmaic.events.core import StreamOwnerChanged
+from openmaic.events.fold_cache import FoldCache
 from openmaic.events.log import RecordedEvent
 from openmaic.events.types import registry
 from openmaic.projections.base import Context, Projection
@@ -38,6 +40,19 @@ class _Loaded(msgspec.Struct, frozen=True):
     document: str | None
     updated_at: dt.datetime | None
 
+
+class _Kept(NamedTuple):
+    """A course's row as this applier committed it (see ``Context.kept``)."""
+
+    document: CourseDocument
+    owner_id: str | None
+    updated_at: object
+    size: int
+    """The document's JSON length: what it counts against :data:`KEPT_BYTES`."""
+
+
+KEPT_BYTES = 8 * 1024 * 1024
+"""The documents kept in memory per applier, by their JSON's length (least recently written dropped first)."""
 
 COURSE_TYPES = frozenset(t for t in registry.tags() if t.startswith("course."))
 OWNER_CHANGED = StreamOwnerChanged.__struct_config__.tag
@@ -63,7 +78,19 @@ class CourseDocuments(Projection):
         owners: dict[str, str | None] = {}
         updated: dict[str, object] = {}
         courses: set[str] = set()
-        for r in await ctx.fetch(_Loaded, SQL.load, ids):
+        # The rows this applier wrote last are kept (as committed), so a course written batch after batch is not
+        # read back and decoded each time; the others are loaded.
+        kept: FoldCache[_Kept] = ctx.kept.setdefault(self.name, FoldCache(KEPT_BYTES, lambda k: k.size))
+        load = []
+        for i in ids:
+            hit = kept.get(i)
+            if hit is None:
+                load.append(i)
+                continue
+            k = hit[0]
+            docs[i], owners[i], updated[i] = k.document, k.owner_id, k.updated_at
+            courses.add(i)
+        for r in await ctx.fetch(_Loaded, SQL.load, load) if load else ():
             docs[r.id] = _decode_doc(r.document) if r.document is not None else CourseDocument()
             owners[r.id] = r.owner_id
             updated[r.id] = r.updated_at
@@ -88,8 +115,16 @@ class CourseDocuments(Projection):
         rows = [i for i in ids if owners[i] is not None and i in courses]
         if not rows:
             return []
+        texts = [_encode(docs[i]).decode() for i in rows]
+        written = [_Kept(docs[i], owners[i], updated[i], len(t)) for i, t in zip(rows, texts)]
+
+        def keep() -> None:
+            for i, k in zip(rows, written):
+                kept.put(i, k, k.document.seq, b"")
+
+        ctx.after_commit(keep)
         return [ctx.op(
             SQL.upsert,
-            rows, [owners[i] for i in rows], [_encode(docs[i]).decode() for i in rows], [docs[i].seq for i in rows],
+            rows, [owners[i] for i in rows], texts, [docs[i].seq for i in rows],
             [docs[i].deleted for i in rows], [updated[i] for i in rows],
         )]

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import trio
@@ -41,6 +41,7 @@ from openmaic.projections.base import (
     lock_key,
 )
 from openmaic.projections.ordering import Plan, StreamOrder
+from openmaic.projections.shared_reads import SharedReads
 from openmaic.store.backoff import FIRST_S
 from openmaic.store.database import Backoff, Database, Op
 from openmaic.store.queries import Q
@@ -126,9 +127,13 @@ class Applier:
         tables: Tables,
         pause_key: int | None,
         batch_size: int = LIVE_BATCH,
+        defer_s: float | None = None,
+        read_all: Callable[[Cursor, int], Awaitable[list[RecordedEvent]]] | None = None,
     ) -> None:
         self.db = db
         self.log = log_
+        self._read_all = read_all or log_.read_all
+        """The log's ``read_all``, or the live projectors' shared one (see :mod:`.shared_reads`)."""
         self.projection = projection
         self.checkpoint = checkpoint
         self.ctx = Context(db, tables, log_.types)
@@ -138,6 +143,15 @@ class Applier:
         self.cursor: Cursor | None = None
         self.generation = 0
         """The generation of the checkpoint row the cursor was read from (see the module doc)."""
+        self.defer_s = defer_s
+        """With a value, a batch none of whose events the projection wants moves only the in-memory cursor, and
+        its checkpoint write is put off for up to this many seconds (see :meth:`_deferrable`); None: every batch
+        writes its checkpoint."""
+        self.written: Cursor | None = None
+        """The checkpoint as the database holds it: the fence of the next write (the cursor may be ahead)."""
+        self.unwritten = 0
+        """Events between ``written`` and the cursor (none of them wanted), to be counted by the next write."""
+        self._unwritten_since = 0.0
         self.events_applied = 0
         self.batches = 0
 
@@ -149,7 +163,39 @@ class Applier:
         early = await self.db.fetch_as(StreamSeq, Q.projection_early, self.checkpoint)
         self.order.reset({(r.stream_id, r.seq) for r in early})
         self.cursor = (row.epoch, int(row.tx), row.position)
+        self.ctx.forget()
+        self.written = self.cursor
+        self.unwritten = 0
         self.generation = row.generation
+
+    def _advance(self, to: Cursor, events: int) -> Op:
+        """The checkpoint fence of a write that moves the checkpoint to ``to`` over ``events`` more events, from
+        where the database holds it (with the batches whose write was put off)."""
+        frm = self.written
+        assert frm is not None
+        return (Q.projection_advance, (
+            self.checkpoint, self.generation, frm[0], str(frm[1]), frm[2], to[0], str(to[1]), to[2],
+            events + self.unwritten, self.pause_key,
+        ))
+
+    def _deferrable(self, plan: Plan) -> bool:
+        """May this batch, none of whose events the projection wants, leave its checkpoint write to a later one?
+
+        Writing it would be a transaction (and a WAL flush) that changes nothing but the checkpoint; most batches
+        of a projection are such when it wants few of the log's types. Putting it off is safe: the batch wrote
+        nothing, so a restart that re-reads it from the older checkpoint writes nothing either, and the next
+        write carries the move through the same fence. Not when the batch changes the early set, which must move
+        with the checkpoint; and for at most ``defer_s`` seconds, so that the checkpoint (the projection's lag
+        in ``projection_status``) is never that much behind a projection that keeps up."""
+        if self.defer_s is None or plan.early_added or plan.early_reached:
+            return False
+        return not self.unwritten or trio.current_time() - self._unwritten_since < self.defer_s
+
+    async def _write_deferred(self) -> None:
+        """Write the checkpoint move put off by the last batches (the log had nothing new to read)."""
+        assert self.cursor is not None
+        await self.db.transaction([self._advance(self.cursor, 0)])
+        self.written, self.unwritten = self.cursor, 0
 
     async def step(self) -> int:
         """Apply the next batch. Returns the number of log events it covered (0: caught up).
@@ -193,17 +239,17 @@ class Applier:
             await self.load()
         assert self.cursor is not None
         try:
-            page = await self.log.read_all(self.cursor, limit)
+            page = await self._read_all(self.cursor, limit)
             if not page:
+                if self.unwritten and trio.current_time() - self._unwritten_since >= (self.defer_s or 0.0):
+                    await self._write_deferred()
                 return 0
             plan = await self.order.arrange(self.log.events, page)
             wants = self.projection.wants
             relevant = [e for e in plan.events if wants(e.type)]
             last = page[-1]
-            ops: list[Op] = [(Q.projection_advance, (
-                self.checkpoint, self.generation, self.cursor[0], str(self.cursor[1]), self.cursor[2], last.epoch,
-                str(last.tx), last.position, len(plan.events), self.pause_key,
-            ))]
+            deferred = False
+            ops: list[Op] = [self._advance(last.cursor, len(plan.events))]
             if plan.early_added:
                 ops.append((Q.projection_early_add, (
                     self.checkpoint, [k[0] for k in plan.early_added], [k[1] for k in plan.early_added],
@@ -233,6 +279,8 @@ class Applier:
                     if _transient(exc):
                         raise
                     raise _Refused(len(page), exc) from exc
+            elif self._deferrable(plan):
+                deferred = True
             else:
                 await self.db.transaction(ops)
         except errors.OpenMaicError as exc:
@@ -247,6 +295,13 @@ class Applier:
             self.cursor = None
             raise
         self.cursor = page[-1].cursor
+        self.ctx.committed()
+        if deferred:
+            if not self.unwritten:
+                self._unwritten_since = trio.current_time()
+            self.unwritten += len(plan.events)
+        else:
+            self.written, self.unwritten = self.cursor, 0
         self.order.commit(plan)
         self.events_applied += len(plan.events)
         self.batches += 1
@@ -270,15 +325,14 @@ class Applier:
         assert self.cursor is not None
         cursor = self.cursor
         try:
-            page = await self.log.read_all(cursor, 1)
+            page = await self._read_all(cursor, 1)
             plan = await self.order.arrange(self.log.events, page)
             first = plan.events[0]
             key = (first.stream_id, first.seq)
             assert key in plan.early_added, key
             one = Plan(events=[first], early_added=[key], last={first.stream_id: first.seq})
             ops: list[Op] = [
-                (Q.projection_advance, (self.checkpoint, self.generation, cursor[0], str(cursor[1]), cursor[2],
-                                        cursor[0], str(cursor[1]), cursor[2], 1, self.pause_key)),
+                self._advance(cursor, 1),
                 (Q.projection_early_add, (self.checkpoint, [first.stream_id], [first.seq])),
             ]
             failed: BaseException | None = None
@@ -290,6 +344,7 @@ class Applier:
                         raise
                     failed = exc
                 if failed is not None:
+                    self.ctx.discard()
                     await self.db.transaction(ops + [_dead_letter(self.projection.name, first, failed)])
             else:
                 await self.db.transaction(ops)
@@ -302,6 +357,8 @@ class Applier:
         except BaseException:
             self.cursor = None
             raise
+        self.written, self.unwritten = cursor, 0
+        self.ctx.committed()
         self.order.commit(one)
         self.events_applied += 1
         if failed is not None:
@@ -318,18 +375,19 @@ class Applier:
 
     def statistics(self) -> dict[str, Any]:
         return {"events_applied": self.events_applied, "batches": self.batches,
-                "cursor": self.cursor, **self.order.statistics()}
+                "cursor": self.cursor, "unwritten": self.unwritten, **self.order.statistics()}
 
 
 class Projector:
     """The live projector of one projection, driven by :func:`run_projectors` while it holds the own lock."""
 
     def __init__(self, db: Database, log_: EventLog, projection: Projection, *, batch_size: int = LIVE_BATCH,
-                 poll_s: float = 1.0) -> None:
+                 poll_s: float = 1.0, reads: SharedReads | None = None) -> None:
         self.projection = projection
         self.applier = Applier(
             db, log_, projection, checkpoint=projection.name, tables=Tables({t: t for t in projection.tables}),
-            pause_key=lock_key("apply", projection.name), batch_size=batch_size,
+            pause_key=lock_key("apply", projection.name), batch_size=batch_size, defer_s=poll_s,
+            read_all=reads.read_all if reads is not None else None,
         )
         self.db = db
         self.poll_s = poll_s
@@ -417,8 +475,10 @@ async def run_projectors(
     over. ``projectors`` (optional) receives the :class:`Projector` objects, for statistics.
     """
     found = projectors if projectors is not None else {}
+    # The projections of this process wake on the same hints and tail the log together: one read serves them.
+    reads = SharedReads(log_)
     for p in projections:
-        found[p.name] = Projector(db, log_, p, batch_size=batch_size, poll_s=poll_s)
+        found[p.name] = Projector(db, log_, p, batch_size=batch_size, poll_s=poll_s, reads=reads)
     keys = {p.name: lock_key("own", p.name) for p in projections}
     # Paced like every serving loop (0.1 s doubling to 1 s), not by lock_retry_s: while this connection is away no
     # projection is applied by this process, so after a failover it must be back as soon as the workers are.

@@ -17,9 +17,9 @@ import pytest
 import trio
 
 from benchmarks.workload import generation, scenarios, workbench
-from openmaic.courses.events import CourseCreated, CourseDocument, CourseRetitled, evolve_course
+from openmaic.courses.events import CourseCreated, CourseDocument, CourseRetitled, CourseUnlocked, evolve_course
 from openmaic.events.core import SessionCreated, SessionMessagePosted
-from openmaic.events.log import EventLog, NewStream, StreamAppend
+from openmaic.events.log import START, EventLog, NewStream, StreamAppend
 from openmaic.events.wakeups import Wakeups
 from openmaic.runs.events import RunStopRequested
 from openmaic.projections import (
@@ -36,6 +36,7 @@ from openmaic.projections import (
     run_projectors,
 )
 from openmaic.projections.base import CheckpointMoved, Tables, live_tables, lock_key
+from openmaic.projections.shared_reads import SharedReads
 from openmaic.store.queries import Q
 from tests.integration.projection_helpers import (
     Counting,
@@ -495,6 +496,123 @@ async def test_killed_projector_applies_no_event_twice_and_skips_none(db, db_url
 
 async def _applied_some(db) -> bool:
     return bool(await db.fetchval("SELECT events_applied FROM projection_checkpoints WHERE name = 'test_counting'"))
+
+
+class CountingCourses(Counting):
+    """Counts course events only: a run's events are not its business."""
+
+    def wants(self, type_: str) -> bool:
+        return type_.startswith("course.")
+
+
+async def _checkpoint(db, name: str) -> tuple[int, int]:
+    row = await db.fetchrow("SELECT position, events_applied FROM projection_checkpoints WHERE name = $1", name)
+    return row["position"], row["events_applied"]
+
+
+async def test_a_batch_of_unwanted_events_puts_its_checkpoint_write_off_and_the_next_write_carries_it(db):
+    """With ``defer_s`` (the live projector's), a batch of only unwanted events moves the cursor in memory; the
+    next batch that writes moves the checkpoint over both through one fence, and a restart from the older
+    checkpoint re-reads the unwanted events without writing anything twice."""
+    log = EventLog(db)
+    p = CountingCourses()
+    await db.transaction([(s, ()) for s in p.ddl(live_tables(p))])
+    await log.append(StreamAppend(stream_id="s", events=[SessionCreated(kind="chat", owner_id="o")],
+                                  create=NewStream("session", "o")))
+    a = Applier(db, log, p, checkpoint=p.name, tables=live_tables(p), pause_key=lock_key("apply", p.name),
+                defer_s=60.0)
+    assert await a.step() == 1
+    assert await _checkpoint(db, p.name) == (0, 0) and a.unwritten == 1, "no write for an unwanted event"
+    assert await a.step() == 0 and a.unwritten == 1, "nothing new to read, and not yet due"
+
+    # A fresh applier (a restart) starts from the older checkpoint: re-reading the session event writes nothing.
+    fresh = Applier(db, log, p, checkpoint=p.name, tables=live_tables(p), pause_key=lock_key("apply", p.name),
+                    defer_s=60.0)
+    assert await fresh.step() == 1 and fresh.unwritten == 1
+
+    await log.append(StreamAppend(stream_id="c", events=[CourseCreated(title="t")],
+                                  create=NewStream("course", "o")))
+    await log.append_one("s", [SessionMessagePosted(text="unwanted")])
+    assert await a.step() == 2  # the course event and the message: one write, both moves counted
+    total = await events_in_log(db)
+    position = await db.fetchval("SELECT max(position) FROM events")
+    assert await _checkpoint(db, p.name) == (position, total) and a.unwritten == 0
+    assert [tuple(r) for r in await db.fetch("SELECT stream_id, seq, applied FROM test_counting")] == [("c", 1, 1)]
+    with pytest.raises(CheckpointMoved):
+        await fresh.step()  # its fence is the checkpoint it read: the write above moved it
+
+    # Due: the next empty read writes what was put off.
+    await log.append_one("s", [SessionMessagePosted(text="unwanted too")])
+    a.defer_s = 0.0
+    assert await a.step() == 1 and a.unwritten == 1  # the first unwanted batch after a write is always put off
+    assert await a.step() == 0 and a.unwritten == 0
+    assert await _checkpoint(db, p.name) == (await db.fetchval("SELECT max(position) FROM events"), total + 1)
+
+
+async def test_projections_woken_together_share_one_read_and_a_later_asker_reads_afresh(db):
+    """Projections asking for the same page in the same scheduling round share one read; one that asks after the
+    read was sent reads for itself and sees what was appended meanwhile."""
+    log = EventLog(db)
+    await play(log, generation(random.Random(5), "r", "c", "o", scenes=1))
+    reads = SharedReads(log)
+    pages: dict[str, list] = {}
+
+    async def ask(name: str) -> None:
+        pages[name] = await reads.read_all(START, 500)
+
+    async with trio.open_nursery() as nursery:
+        for name in ("documents", "library", "history"):
+            nursery.start_soon(ask, name)
+    assert reads.statistics() == {"reads": 1, "shared": 2}
+    assert pages["documents"] == pages["library"] == pages["history"] == await log.read_all(START, 500)
+
+    await log.append_one("c", [CourseRetitled(title="later")])
+    await ask("later")
+    assert reads.statistics() == {"reads": 2, "shared": 2}
+    assert pages["later"] == await log.read_all(START, 500) and len(pages["later"]) == len(pages["history"]) + 1
+
+
+async def test_documents_kept_in_memory_are_forgotten_when_another_writer_moved_the_checkpoint(db):
+    """The documents projection keeps the documents it committed instead of reading them back; when another
+    applier (a process that took the lock over) wrote meanwhile, the fence refuses the stale batch and the reload
+    forgets what was kept, so the next batch folds onto the other writer's document."""
+    log = EventLog(db)
+    docs = CourseDocuments()
+    a, b = applier(db, log, docs), applier(db, log, docs)
+    await log.append(StreamAppend(stream_id="c", events=[CourseCreated(title="one")], create=NewStream("course", "o")))
+    assert await a.step() == 1
+    await log.append_one("c", [CourseRetitled(title="two")])
+    assert await b.step() == 1  # b starts from the checkpoint a wrote
+    await log.append_one("c", [CourseUnlocked(run_id="r")])
+    with pytest.raises(CheckpointMoved):
+        await a.step()  # folded onto what a kept; refused by the fence, and a reloads
+    assert await a.step() == 1
+    await documents_match_replay(db, log)
+    assert msgspec.json.decode(await db.fetchval("SELECT document::text FROM course_documents"),
+                               type=CourseDocument).title == "two"
+
+
+async def test_documents_kept_in_memory_are_what_was_committed(db):
+    """A kept document is folded on from memory: a row changed behind the projector's back is not read again
+    until the applier reloads (then it is)."""
+    log = EventLog(db)
+    docs = CourseDocuments()
+    a = applier(db, log, docs)
+    await log.append(StreamAppend(stream_id="c", events=[CourseCreated(title="one")], create=NewStream("course", "o")))
+    assert await a.step() == 1
+    await db.execute("UPDATE course_documents SET document = json_build_object('title', 'changed', 'seq', 1, "
+                     "'requirement', 'changed')")
+    await log.append_one("c", [CourseRetitled(title="two")])
+    assert await a.step() == 1
+    await documents_match_replay(db, log)  # folded onto the kept document, not onto the changed row
+    await db.execute("UPDATE course_documents SET document = json_build_object('title', 'changed', 'seq', 2, "
+                     "'requirement', 'changed')")
+    await log.append_one("c", [CourseRetitled(title="three"), CourseRetitled(title="four")])
+    a.cursor = None  # as after any failure or a lock handover: the checkpoint and the tables are read again
+    assert await a.step() == 2
+    stored = msgspec.json.decode(await db.fetchval("SELECT document::text FROM course_documents"),
+                                 type=CourseDocument)
+    assert (stored.title, stored.seq, stored.requirement) == ("four", 4, "changed")
 
 
 async def test_status_reports_checkpoint_lag_and_holder(db):
