@@ -33,6 +33,18 @@ def run_refs(state: Any) -> dict[str, str]:
     return {m.type: m.elementId for o in state.confirmed for m in o.mediaGenerations or []}
 
 
+async def wait_lane_parked(log: EventLog, lane: str) -> None:
+    """Wait until the lane has recorded telling the run and let go of its lease. The run may complete before the
+    lane commits its report (the run is told first), and a worker shut down in between would interrupt the lane
+    for ``shutdown``, an interruption that is the test's own doing."""
+    async def parked() -> bool:
+        row = await log.stream_row(lane)
+        return (row is not None and row.status in ("waiting", "terminal") and row.lease_worker is None
+                and await decoded(log, lane, "media.pass_reported") != [])
+
+    await wait_for(parked, timeout=30)
+
+
 async def assert_lane_uncharged(log: EventLog, lane: str) -> None:
     interrupted = await decoded(log, lane, "session.interrupted")
     assert [i.reason for i in interrupted] == [DATABASE_TROUBLE], interrupted
@@ -53,6 +65,7 @@ async def test_a_pictures_asset_write_cut_off_is_stored_from_the_kept_bytes(db_u
             await blocker.conn.execute("ROLLBACK")
             await blocker.conn.execute("BEGIN")
             await wait_state(svc, snap.id, "completed", timeout=60)
+            await wait_lane_parked(log, lane_id(snap.id))
         state = await run_state(log, snap.id)
         refs = run_refs(state)
         assert state.media[refs["image"]].status == "done", state.media
@@ -82,6 +95,7 @@ async def test_a_video_whose_submission_record_is_cut_off_is_never_submitted_aga
                 fake.release("videos.submit")
                 await blocker.terminate_blocked()
             await wait_state(svc, snap.id, "completed", timeout=60)
+            await wait_lane_parked(log, lane)
         state = await run_state(log, snap.id)
         assert state.media[run_refs(state)["video"]].status == "done", state.media
         assert fake.counts["videos.submit"] == 1  # paid for once
