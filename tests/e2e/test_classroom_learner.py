@@ -12,6 +12,7 @@ Screenshots land in tests/artifacts/.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import httpx
 import trio
@@ -53,6 +54,17 @@ def open_as(page: Page, token: str, base: str) -> Page:
     other.goto(f"/classroom/{CLASSROOM}")
     expect(other.locator("main")).to_have_attribute("aria-busy", "false")
     return other
+
+
+def answer_quiz(page: Page) -> Any:
+    """Answer the fixture course's quiz (two choice questions and the short answer) and submit it; the quiz form."""
+    quiz = page.locator("form.quiz")
+    quiz.locator('[data-question-id="q1"]').get_by_label("Water").check()
+    quiz.locator('[data-question-id="q2"]').get_by_label("Light").check()
+    quiz.locator('[data-question-id="q2"]').get_by_label("CO2").check()
+    quiz.get_by_label("Your answer").fill("So the leaves catch more light.")
+    quiz.get_by_role("button", name="Submit answers").click()
+    return quiz
 
 
 async def tokens(db_url: str) -> tuple[str, str]:
@@ -203,12 +215,7 @@ async def test_a_learners_answers_and_place_are_kept_for_a_reload_and_another_de
             first = open_as(page, alice, base)
             nav = first.get_by_role("navigation", name="Scenes")
             nav.get_by_role("button").nth(2).click()
-            quiz = first.locator("form.quiz")
-            quiz.locator('[data-question-id="q1"]').get_by_label("Water").check()
-            quiz.locator('[data-question-id="q2"]').get_by_label("Light").check()
-            quiz.locator('[data-question-id="q2"]').get_by_label("CO2").check()
-            quiz.get_by_label("Your answer").fill("So the leaves catch more light.")
-            quiz.get_by_role("button", name="Submit answers").click()
+            quiz = answer_quiz(first)
             # The short answer is graded by the model, with its comment beside the explanation.
             q3 = quiz.locator('[data-question-id="q3"]')
             expect(q3).to_have_attribute("data-result", "correct")  # 4 of 5: at least 80 %
@@ -280,12 +287,7 @@ async def test_a_short_answer_is_marked_as_openmaics_quiz_view_marks_it(db_url, 
             first = open_as(page, alice, base)
             first.get_by_role("navigation", name="Scenes").get_by_role("button").nth(2).click()
             for score, result, verdict in marks:
-                quiz = first.locator("form.quiz")
-                quiz.locator('[data-question-id="q1"]').get_by_label("Water").check()
-                quiz.locator('[data-question-id="q2"]').get_by_label("Light").check()
-                quiz.locator('[data-question-id="q2"]').get_by_label("CO2").check()
-                quiz.get_by_label("Your answer").fill("So the leaves catch more light.")
-                quiz.get_by_role("button", name="Submit answers").click()
+                quiz = answer_quiz(first)
                 q3 = quiz.locator('[data-question-id="q3"]')
                 expect(q3).to_have_attribute("data-result", result)
                 expect(q3.locator(".verdict")).to_have_text(f"{verdict} · {score} of 5 points")

@@ -6,6 +6,7 @@ the run's choices. Real processes, sockets and PostgreSQL."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import trio
 
@@ -30,6 +31,15 @@ slots:
   course.actions: demo:course
   agent: demo:agent
 """
+
+
+async def settled_session(client: Any, sid: str) -> dict[str, Any]:
+    """A Pro session's metadata once it has succeeded or failed."""
+    with trio.fail_after(60):
+        while (meta := (await client.get(f"/api/agent/sessions/{sid}")).json())["status"] not in (
+                "succeeded", "failed"):
+            await trio.sleep(0.1)
+    return meta
 
 
 async def test_a_chosen_model_answers_its_slot_and_a_disallowed_one_is_refused(db_url, tmp_path):
@@ -104,10 +114,7 @@ async def test_a_pro_session_writes_its_scenes_with_the_choices_of_the_run_that_
                 "prompt": "add an interactive scene about tide pools", "stageId": course})
             assert r.status_code == 202, r.text
             sid = r.json()["id"]
-            with trio.fail_after(60):
-                while (meta := (await client.get(f"/api/agent/sessions/{sid}")).json())["status"] not in (
-                        "succeeded", "failed"):
-                    await trio.sleep(0.1)
+            meta = await settled_session(client, sid)
             assert meta["status"] == "succeeded", meta
             assert [q.body["model"] for q in fake.requests] == ["gpt-large"]
             assert "tide pools" in json.dumps(fake.requests[0].body["messages"]).lower()
@@ -115,9 +122,6 @@ async def test_a_pro_session_writes_its_scenes_with_the_choices_of_the_run_that_
             # A session on a course no run made (its own new course) follows the owner's settings.
             r = await client.post("/api/agent/sessions", json={"prompt": "add an interactive scene about waves"})
             sid = r.json()["id"]
-            with trio.fail_after(60):
-                while (meta := (await client.get(f"/api/agent/sessions/{sid}")).json())["status"] not in (
-                        "succeeded", "failed"):
-                    await trio.sleep(0.1)
+            meta = await settled_session(client, sid)
             assert meta["status"] == "succeeded", meta
             assert len(fake.requests) == 1
