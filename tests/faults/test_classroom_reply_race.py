@@ -110,9 +110,14 @@ async def test_two_writers_of_one_reply_keep_it_once(db_url, tmp_path):
         ports = [free_port(), free_port()]
         with serve_processes(db_url, tmp_path, [(None, ports[0]), (None, ports[1])], conf,
                              envs=[{}, {"DATABASE_URL": second_url}]) as procs:
-            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[0]}", trust_env=False,
-                                         timeout=30) as one, \
-                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[1]}", trust_env=False, timeout=30) as two:
+            # A connection for every request: the test waits out a claim (5 s) between requests, as long as the
+            # server keeps an idle connection (server.keep_alive_s), and a POST sent on a connection the server is
+            # closing at that moment is lost ("Server disconnected without sending a response").
+            fresh = httpx.Limits(max_keepalive_connections=0)
+            async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[0]}", trust_env=False, timeout=30,
+                                         limits=fresh) as one, \
+                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{ports[1]}", trust_env=False, timeout=30,
+                                      limits=fresh) as two:
                 await wait_ready(one, procs, tmp_path)
                 await wait_ready(two, procs, tmp_path)
 
