@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import httpx
 import trio
@@ -125,3 +126,13 @@ def served_anonymous_owner(tmp_path: Path, cookie: str) -> str:
     from openmaic.owners.anonymous import AnonymousOwners
 
     return AnonymousOwners(lambda: instance_key(None, tmp_path)).owner_of(cookie)
+
+
+async def settled_session(client: httpx.AsyncClient, sid: str, timeout: float = 60) -> dict[str, Any]:
+    """A Pro session's metadata (``GET /api/agent/sessions/{sid}``) once it has ended: succeeded, failed or
+    cancelled."""
+    with trio.fail_after(timeout):
+        while (meta := (await client.get(f"/api/agent/sessions/{sid}")).json())["status"] not in (
+                "succeeded", "failed", "cancelled"):
+            await trio.sleep(0.1)
+    return meta

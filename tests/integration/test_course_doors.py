@@ -15,7 +15,7 @@ import trio
 
 from openmaic.courses import format as fmt
 from tests.eventsource import open_sse
-from tests.serving import FAST_CONFIG, ROOT, running_server
+from tests.serving import FAST_CONFIG, ROOT, running_server, settled_session
 
 CONFIG = FAST_CONFIG  # nothing configured: the offline demo answers every slot, media and narration included
 SLOW = FAST_CONFIG + ("providers: {demo: {preset: demo, options: {latencyMs: 40}}}\n"
@@ -142,10 +142,7 @@ async def test_a_saved_document_is_the_course_the_classroom_and_the_pro_session_
             "prompt": "Rename the course to \"Ohm for beginners\"", "stageId": card["id"]})
         assert r.status_code == 202, r.text
         session = r.json()["id"]
-        with trio.fail_after(60):
-            while (await client.get(f"/api/agent/sessions/{session}")).json()["status"] not in (
-                    "succeeded", "failed", "cancelled"):
-                await trio.sleep(0.1)
+        await settled_session(client, session)
         after = (await client.get(f"/api/persistence/documents/{doc_id}")).json()
         assert after["stage"]["name"] == "Ohm for beginners" and fmt.validate_document(after) == []
         assert [s["id"] for s in after["scenes"]] == [s["id"] for s in example["scenes"]]

@@ -6,13 +6,10 @@ the run's choices. Real processes, sockets and PostgreSQL."""
 from __future__ import annotations
 
 import json
-from typing import Any
-
-import trio
 
 from tests.fakes.provider_server import Text, open_fake_provider
 from tests.integration.test_serve_models import OUTLINE, events_until, serving
-from tests.serving import FAST_CONFIG
+from tests.serving import FAST_CONFIG, settled_session
 
 KEY = "sk-choices-0123456789abcdef"
 
@@ -31,15 +28,6 @@ slots:
   course.actions: demo:course
   agent: demo:agent
 """
-
-
-async def settled_session(client: Any, sid: str) -> dict[str, Any]:
-    """A Pro session's metadata once it has succeeded or failed."""
-    with trio.fail_after(60):
-        while (meta := (await client.get(f"/api/agent/sessions/{sid}")).json())["status"] not in (
-                "succeeded", "failed"):
-            await trio.sleep(0.1)
-    return meta
 
 
 async def test_a_chosen_model_answers_its_slot_and_a_disallowed_one_is_refused(db_url, tmp_path):
