@@ -190,6 +190,8 @@ async def test_db_status_and_migrate_through_either_pooler(pg, bouncers, tmp_pat
 
 #: Polls far longer than the test: a client or a worker hears of new work in time only by NOTIFY.
 NOTIFY_ONLY = "runtime: {lease_ttl_s: 3, heartbeat_s: 0.5, claim_poll_s: 60, wake_poll_s: 60}\n"
+NOTIFY_BOUND_S = 15.0
+"""A quarter of those polls."""
 
 
 async def test_serve_through_a_transaction_pooler_runs_a_course_live_with_one_projector_per_projection(
@@ -205,10 +207,10 @@ async def test_serve_through_a_transaction_pooler_runs_a_course_live_with_one_pr
             r = await client.post("/api/generation-runs", json={"requirement": "Fractions", "outlineReview": "auto"})
             assert r.status_code == 202, r.text
             run_id = r.json()["run"]["id"]
-            lags: dict[str, list[float]] = {"sse": [], "ws": []}
+            lags: dict[str, list[tuple[float, str, int]]] = {"sse": [], "ws": []}
 
             def received(client_name: str, event: dict) -> bool:
-                lags[client_name].append(time.time() - event["ts"] / 1000)
+                lags[client_name].append((time.time() - event["ts"] / 1000, event["type"], event["seq"]))
                 return event["type"] == "completed"
 
             async def follow_sse() -> None:
@@ -230,8 +232,13 @@ async def test_serve_through_a_transaction_pooler_runs_a_course_live_with_one_pr
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(follow_sse)
                     nursery.start_soon(follow_ws)
+            # Under the 60 s polls, an event seen sooner came by NOTIFY. The bound leaves room for a process of a
+            # 2-core machine shared with other tests to be descheduled for seconds, as CI's machines are.
             for name, got in lags.items():
-                assert len(got) > 10 and max(got) < 3.0, f"{name}: an event came {max(got):.1f} s after its commit"
+                late = max(got)
+                assert len(got) > 10 and late[0] < NOTIFY_BOUND_S, (
+                    f"{name}: event {late[2]} ({late[1]}) came {late[0]:.1f} s after its transaction began; "
+                    f"the first: {[(round(lag, 2), kind, seq) for lag, kind, seq in got[:8]]}")
             with trio.fail_after(20):  # the library card, by the projector that holds the library's lock
                 while not [c for c in (await client.get("/api/classrooms")).json()["classrooms"]
                            if c["label"] == "ready"]:
