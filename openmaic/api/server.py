@@ -12,6 +12,13 @@ way and cancels the app's nursery, so the recycling is cancelled half-way and th
 timer, for as long as the client likes. :class:`_RecycleShielded` shields that one ``send`` (hypercorn already
 shields the socket write inside it), so the recycling completes. A reverse proxy in front adds its own idle
 timeouts and connection limits (``deploy/nginx``).
+
+**A response sent before its request's body was read says** ``Connection: close``. hypercorn recycles a
+connection only once the request's body has come in whole; otherwise it closes the connection after the response,
+without a word in it. A client then takes the connection for kept alive and sends its next request on it, and
+loses that request when the close arrives ("server disconnected without sending a response"). Errors answered
+before the body is read (a route no path matches, an asset id no route can hold, a refused host) are where this
+happens; the header tells the client to open a new connection instead.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import logging
 import socket
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 import trio
 from hypercorn.config import Config as HyperConfig
@@ -70,9 +78,18 @@ def hypercorn_config(app: QuartTrio, host: str, port: int) -> HyperConfig:
     return config
 
 
+def _declares_body(scope: Scope) -> bool:
+    """Whether the request has a body to come (a non-zero ``Content-Length``, or a ``Transfer-Encoding``)."""
+    for name, value in scope.get("headers", ()):
+        if name == b"transfer-encoding" or (name == b"content-length" and value.strip() not in (b"0", b"")):
+            return True
+    return False
+
+
 class _RecycleShielded:
     """The app, with the last ``send`` of each HTTP response shielded from the app's own cancellation (see the
-    module docstring: without it no idle connection is ever closed)."""
+    module docstring: without it no idle connection is ever closed), and ``Connection: close`` on a response that
+    starts before the request's body has been received whole."""
 
     def __init__(self, app: QuartTrio) -> None:
         self.app = app
@@ -84,7 +101,21 @@ class _RecycleShielded:
             await self.app(scope, receive, send)
             return
 
+        body_pending = _declares_body(scope)
+
+        async def receive_() -> Any:
+            nonlocal body_pending
+            message = await receive()
+            if message["type"] == "http.disconnect" or (
+                    message["type"] == "http.request" and not message.get("more_body", False)):
+                body_pending = False
+            return message
+
         async def send_(message: ASGISendEvent) -> None:
+            if message["type"] == "http.response.start" and body_pending:
+                headers = list(message.get("headers", ()))
+                if not any(name.lower() == b"connection" for name, _ in headers):
+                    message = {**message, "headers": [*headers, (b"connection", b"close")]}  # type: ignore[misc]
             if message["type"] == "http.response.body" and not message.get("more_body", False):
                 # Shielded: hypercorn finishes the response here and recycles or closes the connection; a
                 # cancel from quart-trio's disconnect watcher must not stop it half-way. Nothing in it waits on
@@ -94,7 +125,7 @@ class _RecycleShielded:
             else:
                 await send(message)
 
-        await self.app(scope, receive, send_)
+        await self.app(scope, receive_, send_)
 
 
 async def serve_api(

@@ -52,8 +52,9 @@ async def _request(port: int, *, close: bool = False) -> tuple[trio.SocketStream
     return stream, head
 
 
-async def _closed_within(stream: trio.SocketStream, seconds: float) -> float:
-    """Seconds until the server closed ``stream`` (end of file), failing after ``seconds``."""
+async def _closed_within(stream: trio.SocketStream, seconds: float, *, rest_of_answer: bool = False) -> float:
+    """Seconds until the server closed ``stream`` (end of file), failing after ``seconds``; bytes on the way
+    fail it too, unless they are the ``rest_of_answer`` being read."""
     start = trio.current_time()
     with trio.fail_after(seconds):
         while True:
@@ -63,7 +64,8 @@ async def _closed_within(stream: trio.SocketStream, seconds: float) -> float:
                 break
             if not chunk:
                 break
-            raise AssertionError(f"unexpected bytes on an idle connection: {chunk!r}")
+            if not rest_of_answer:
+                raise AssertionError(f"unexpected bytes on an idle connection: {chunk!r}")
     await stream.aclose()
     return trio.current_time() - start
 
@@ -89,6 +91,35 @@ async def test_connection_close_is_honoured(server):
     stream, head = await _request(server, close=True)
     assert b"connection: close" in head.lower()
     assert await _closed_within(stream, 5) < KEEP_ALIVE_S
+
+
+async def _head(stream: trio.SocketStream) -> bytes:
+    data = b""
+    with trio.fail_after(10):
+        while b"\r\n\r\n" not in data:
+            chunk = await stream.receive_some(65536)
+            assert chunk, data
+            data += chunk
+    return data.partition(b"\r\n\r\n")[0].lower()
+
+
+async def test_an_answer_before_the_body_came_closes_the_connection_and_says_so(server):
+    # The headers of a POST no route takes, with its body still to come: the answer cannot wait for it, and the
+    # connection cannot be reused (the rest of the body would be read as the next request), so it says so.
+    stream = await trio.open_tcp_stream("127.0.0.1", server)
+    await stream.send_all(b"POST /api/no-such-route HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: 100000\r\n\r\n" + b"[" * 100)
+    head = await _head(stream)
+    assert head.startswith(b"http/1.1 404") and b"connection: close" in head, head
+    assert await _closed_within(stream, 5, rest_of_answer=True) < KEEP_ALIVE_S
+    # A body sent whole is read with its request, and the connection is kept for the next one.
+    stream = await trio.open_tcp_stream("127.0.0.1", server)
+    body = b'{"requirement": 1}'
+    await stream.send_all(b"POST /api/generation-runs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                          b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+    head = await _head(stream)
+    assert head.startswith(b"http/1.1 400") and b"connection:" not in head, head
+    await stream.aclose()
 
 
 async def test_a_connection_in_use_is_not_idle(server):
