@@ -140,10 +140,9 @@ async def _check_host() -> Response | None:
     try:
         app_state().hosts.check(_current())
     except HostNotAllowed as exc:
-        # The body of the request is never read, so the connection closes (as for the access gate).
-        response = render(describe(exc))
-        response.headers["Connection"] = "close"
-        return response
+        # Answered without reading the body: if it has not come in whole, the response says Connection: close
+        # (openmaic.api.server), since the connection cannot be reused.
+        return render(describe(exc))
     return None
 
 
@@ -151,11 +150,9 @@ async def _admit() -> Response | None:
     try:
         await app_state().identity.admit(_current())
     except AccessCodeRequired as exc:
-        # OpenMAIC's middleware answers in its apiError envelope whatever route was asked for. The body of the
-        # request is never read, so the connection closes: a kept-alive one would still hold the unread bytes.
-        response = render(describe(exc))
-        response.headers["Connection"] = "close"
-        return response
+        # OpenMAIC's middleware answers in its apiError envelope whatever route was asked for, without reading
+        # the body (see _check_host on the connection).
+        return render(describe(exc))
     return None
 
 

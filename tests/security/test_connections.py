@@ -104,14 +104,17 @@ async def _head(stream: trio.SocketStream) -> bytes:
 
 
 async def test_an_answer_before_the_body_came_closes_the_connection_and_says_so(server):
-    # The headers of a POST no route takes, with its body still to come: the answer cannot wait for it, and the
-    # connection cannot be reused (the rest of the body would be read as the next request), so it says so.
-    stream = await trio.open_tcp_stream("127.0.0.1", server)
-    await stream.send_all(b"POST /api/no-such-route HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-                          b"Content-Length: 100000\r\n\r\n" + b"[" * 100)
-    head = await _head(stream)
-    assert head.startswith(b"http/1.1 404") and b"connection: close" in head, head
-    assert await _closed_within(stream, 5, rest_of_answer=True) < KEEP_ALIVE_S
+    # The headers of a POST no route takes (or from a host this server does not answer for), with its body still
+    # to come: the answer cannot wait for it, and the connection cannot be reused (the rest of the body would be
+    # read as the next request), so it says so.
+    for path, host, status in [(b"/api/no-such-route", b"localhost", b"404"),
+                               (b"/api/generation-runs", b"evil.example", b"421")]:
+        stream = await trio.open_tcp_stream("127.0.0.1", server)
+        await stream.send_all(b"POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+                              b"Content-Length: 100000\r\n\r\n%s" % (path, host, b"[" * 100))
+        head = await _head(stream)
+        assert head.startswith(b"http/1.1 " + status) and b"connection: close" in head, head
+        assert await _closed_within(stream, 5, rest_of_answer=True) < KEEP_ALIVE_S
     # A body sent whole is read with its request, and the connection is kept for the next one.
     stream = await trio.open_tcp_stream("127.0.0.1", server)
     body = b'{"requirement": 1}'
