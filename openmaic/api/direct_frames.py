@@ -30,7 +30,7 @@ the connection's writer, told to by the caller, or hypercorn sending a pong or t
 that rest; until then the lock counts as held, so no direct write jumps ahead of it.
 
 The hypercorn objects are reached through the ASGI ``send`` callable the server gave this connection
-(:data:`SEND_KEY` in its scope; :class:`openmaic.api.server._RecycleShielded` puts it there), so nothing here is
+(:data:`SEND_KEY` in its scope; :class:`openmaic.api.server._HypercornAdapter` puts it there), so nothing here is
 used unless the server is hypercorn as :mod:`openmaic.api.server` runs it.
 """
 

@@ -9,7 +9,7 @@ Run it with ``await nursery.start(serve_api, app, host, port)``; the start value
 message of a response is where hypercorn recycles the connection (it starts the idle timer, or closes it), and it
 does so inside the app's ``send``; quart-trio's receiving task sees the ``http.disconnect`` hypercorn queues on the
 way and cancels the app's nursery, so the recycling is cancelled half-way and the connection stays open with no
-timer, for as long as the client likes. :class:`_RecycleShielded` shields that one ``send`` (hypercorn already
+timer, for as long as the client likes. :class:`_HypercornAdapter` shields that one ``send`` (hypercorn already
 shields the socket write inside it), so the recycling completes. A reverse proxy in front adds its own idle
 timeouts and connection limits (``deploy/nginx``).
 
@@ -86,10 +86,11 @@ def _declares_body(scope: Scope) -> bool:
     return False
 
 
-class _RecycleShielded:
-    """The app, with the last ``send`` of each HTTP response shielded from the app's own cancellation (see the
-    module docstring: without it no idle connection is ever closed), and ``Connection: close`` on a response that
-    starts before the request's body has been received whole."""
+class _HypercornAdapter:
+    """The app as hypercorn serves it: the last ``send`` of each HTTP response shielded from the app's own
+    cancellation (see the module docstring: without it no idle connection is ever closed); ``Connection: close``
+    on a response that starts before the request's body has been received whole; and a WebSocket's ``send`` in
+    its scope, for the direct road of live events."""
 
     def __init__(self, app: QuartTrio) -> None:
         self.app = app
@@ -194,7 +195,7 @@ async def _serve(
 ) -> None:
     try:
         await worker_serve(
-            wrap_app(_RecycleShielded(app), config.wsgi_max_body_size, "asgi"),
+            wrap_app(_HypercornAdapter(app), config.wsgi_max_body_size, "asgi"),
             config,
             sockets=sockets,
             shutdown_trigger=shutdown_trigger,
