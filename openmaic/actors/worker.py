@@ -29,6 +29,9 @@ from openmaic.store.queries import Q
 
 log = logging.getLogger(__name__)
 
+DUE_MARGIN_S = 0.05
+"""How long past a stream's due moment (by the database's clock) the claim loop wakes to claim it."""
+
 
 class Claim(msgspec.Struct, frozen=True):
     stream_id: str
@@ -198,8 +201,24 @@ class Worker:
                         self._start_actor(actors, Actor(self.actor_context, self.kinds[c.kind], c), sent)
                     if len(rows) == sum(max(n, 0) for n in limits) and rows:
                         continue  # took all we could: there may be more, and slots may have freed meanwhile
-                # A hint (a stream became runnable, or one of our actors ended) or the poll backstop.
-                await w.wait(self.settings.claim_poll_s)
+                    wait = await self._until_due(kinds)
+                else:
+                    wait = self.settings.claim_poll_s  # no free slot: an actor that ends pokes us
+                # A hint (a stream became runnable, or one of our actors ended), the next stream due, or the poll.
+                await w.wait(wait)
+
+    async def _until_due(self, kinds: list[str]) -> float:
+        """How long the claim loop may wait: the claim poll, or less when a stream becomes claimable sooner with
+        no hint to say so (a queued stream's ``wake_at``; a lease that expires because its holder stopped renewing
+        it, or gave it up without handing the stream back). Without this, such a stream waited for the next poll
+        after it fell due: a takeover a lease TTL plus a poll after the holder stopped."""
+        poll = self.settings.claim_poll_s
+        try:
+            due = await self.db.fetchval(Q.next_claim_due, kinds)
+        except (errors.DatabaseError, errors.DatabaseUnavailable):
+            return poll  # the claim itself reports database trouble; the poll paces the next try
+        # A little past the moment: the claim compares with the database's clock (lease_expires_at < now()).
+        return poll if due is None else min(poll, due + DUE_MARGIN_S)
 
     def _active(self, kind: str) -> int:
         return sum(1 for a in self.actors.values() if a.kind.name == kind)

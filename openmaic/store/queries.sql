@@ -224,6 +224,18 @@ SELECT id, kind, owner_id, head_seq, head_hash, status, wake_at, attempt, lease_
 SELECT stream_id, kind, attempt, reason, unattended, claimed_seq
   FROM openmaic_claim($1, $2::text[], $3::int[], $4, $5);
 
+-- name: next_claim_due
+-- Seconds from now until the soonest moment a stream of the kinds $1 becomes claimable without a hint saying so: a
+-- queued stream's wake_at, or a running stream's lease expiry (a holder that stopped renewing, or gave the lease up
+-- without handing the stream back, tells nobody). NULL when nothing is due later. The claim loop wakes then rather
+-- than at its poll. Live leases count too: each wakes the loop once per renewal at most, for one claim that finds
+-- the lease renewed.
+SELECT extract(epoch FROM min(due) - now())::float8
+  FROM (SELECT CASE WHEN status = 'queued' THEN wake_at ELSE lease_expires_at END AS due
+          FROM streams
+         WHERE kind = ANY($1::text[]) AND status IN ('queued', 'running')) AS s
+ WHERE due > now();
+
 -- name: heartbeat
 -- One statement per worker per interval. Fenced by (stream, attempt, worker): a row that no longer matches
 -- was taken over, and its absence from the result tells the worker that lease is lost. Rows are locked in id

@@ -162,6 +162,35 @@ async def test_an_expired_lease_is_taken_over_as_orphaned_and_charged(db_url, lo
         await wait_for(lambda: _eq(ended(log, "s1"), "completed"))
     claim = next(log.decode(e) for e in await log.read_stream("s1") if e.type == "lease.claimed")
     assert (claim.attempt, claim.reason) == (5, "orphaned")
+
+
+#: A claim poll far longer than the tests below: what they see claimed, nothing but the due moment woke a claim for.
+NO_POLL = settings(claim_poll_s=60)
+
+
+async def test_a_lease_given_up_without_a_word_is_taken_over_when_it_expires_not_at_the_next_poll(db_url, log, db):
+    # A holder that stopped renewing (frozen, partitioned, or gave its lease up without handing the stream back)
+    # sends no hint; the lease's expiry is the only sign.
+    await new_stream(log, "s1", steps=1)
+    await db.execute(
+        "UPDATE streams SET status = 'running', attempt = 4, lease_worker = 'gone', "
+        "lease_expires_at = now() + interval '2 seconds' WHERE id = 's1'"
+    )
+    async with open_worker(db_url, NO_POLL):
+        await wait_for(lambda: _eq(ended(log, "s1"), "completed"), timeout=20)
+    claim = next(log.decode(e) for e in await log.read_stream("s1") if e.type == "lease.claimed")
+    assert (claim.attempt, claim.reason) == (5, "orphaned")
+
+
+async def test_a_stream_queued_to_wake_later_is_claimed_when_it_falls_due_not_at_the_next_poll(db_url, log, db):
+    await new_stream(log, "s1", steps=1)
+    due = await db.fetchval("UPDATE streams SET wake_at = now() + interval '2 seconds' WHERE id = 's1' "
+                            "RETURNING wake_at")
+    async with open_worker(db_url, NO_POLL) as worker:
+        await wait_for(lambda: _eq(ended(log, "s1"), "completed"), timeout=20)
+        assert worker.stats.claims == 1
+    claimed = next(e for e in await log.read_stream("s1") if e.type == "lease.claimed")
+    assert claimed.recorded_at >= due  # when it fell due, not before
     assert (await log.stream_row("s1")).unattended_attempts == 0  # the completed step was progress
 
 

@@ -159,6 +159,14 @@ async def test_through_a_session_pooler_the_bounds_hold_on_every_connection_and_
         assert ("openmaic_events", "session") in got
 
 
+def warnings_of(tmp_path: Path) -> str:
+    """The servers' warnings and errors (a lease presumed lost, a listener reconnecting, a step retried): what a
+    late event's cause would have left."""
+    lines = [f"{f.name}: {line[:400]}" for f in sorted(tmp_path.glob("*.stderr"))
+             for line in f.read_text().splitlines() if " WARNING " in line or " ERROR " in line]
+    return "\n".join(lines[-40:])
+
+
 def openmaic(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "openmaic", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=60)
@@ -214,7 +222,8 @@ async def test_serve_through_a_transaction_pooler_runs_a_course_live_with_one_pr
                 return event["type"] == "completed"
 
             async def follow_sse() -> None:
-                async with client.stream("GET", f"/api/generation-runs/{run_id}/events",
+                # No read timeout of its own: the run's bound below says what was late, with the servers' logs.
+                async with client.stream("GET", f"/api/generation-runs/{run_id}/events", timeout=None,
                                          headers={"Accept": "text/event-stream"}) as resp, sse_frames(resp) as frames:
                     async for frame in frames:
                         if frame.id is not None and frame.data and received("sse", json.loads(frame.data)):
@@ -228,17 +237,21 @@ async def test_serve_through_a_transaction_pooler_runs_a_course_live_with_one_pr
                             return
 
             # With the polls at 60 s, the run is claimed, and each client hears of each step, only by NOTIFY.
-            with trio.fail_after(40):
+            with trio.move_on_after(40) as bound:
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(follow_sse)
                     nursery.start_soon(follow_ws)
+            assert not bound.cancelled_caught, (
+                f"the run did not complete within 40 s; last seen: "
+                f"{ {name: [(round(lag, 2), kind, seq) for lag, kind, seq in got[-4:]] for name, got in lags.items()} }"
+                f"\n{warnings_of(tmp_path)}")
             # Under the 60 s polls, an event seen sooner came by NOTIFY. The bound leaves room for a process of a
             # 2-core machine shared with other tests to be descheduled for seconds, as CI's machines are.
             for name, got in lags.items():
                 late = max(got)
                 assert len(got) > 10 and late[0] < NOTIFY_BOUND_S, (
                     f"{name}: event {late[2]} ({late[1]}) came {late[0]:.1f} s after its transaction began; "
-                    f"the first: {[(round(lag, 2), kind, seq) for lag, kind, seq in got[:8]]}")
+                    f"the first: {[(round(lag, 2), kind, seq) for lag, kind, seq in got[:8]]}\n{warnings_of(tmp_path)}")
             with trio.fail_after(20):  # the library card, by the projector that holds the library's lock
                 while not [c for c in (await client.get("/api/classrooms")).json()["classrooms"]
                            if c["label"] == "ready"]:
