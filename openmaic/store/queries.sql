@@ -228,8 +228,8 @@ SELECT stream_id, kind, attempt, reason, unattended, claimed_seq
 -- Seconds from now until the soonest moment a stream of the kinds $1 becomes claimable without a hint saying so: a
 -- queued stream's wake_at, or a running stream's lease expiry (a holder that stopped renewing, or gave the lease up
 -- without handing the stream back, tells nobody). NULL when nothing is due later. The claim loop wakes then rather
--- than at its poll. Live leases count too: each wakes the loop once per renewal at most, for one claim that finds
--- the lease renewed.
+-- than at its poll. Live leases count too, so while streams run the loop also wakes about once per lease TTL less a
+-- heartbeat, for a claim that finds them renewed.
 SELECT extract(epoch FROM min(due) - now())::float8
   FROM (SELECT CASE WHEN status = 'queued' THEN wake_at ELSE lease_expires_at END AS due
           FROM streams
