@@ -201,7 +201,9 @@ class Worker:
                         self._start_actor(actors, Actor(self.actor_context, self.kinds[c.kind], c), sent)
                     if len(rows) == sum(max(n, 0) for n in limits) and rows:
                         continue  # took all we could: there may be more, and slots may have freed meanwhile
-                    wait = await self._until_due(kinds)
+                    # A refused claim is paced by the poll (trouble's promise), not by what falls due: a database
+                    # that answers reads but refuses claims (a standby) would otherwise be asked at every due moment.
+                    wait = self.settings.claim_poll_s if trouble.failures else await self._until_due(kinds)
                 else:
                     wait = self.settings.claim_poll_s  # no free slot: an actor that ends pokes us
                 # A hint (a stream became runnable, or one of our actors ended), the next stream due, or the poll.
@@ -216,7 +218,7 @@ class Worker:
         try:
             due = await self.db.fetchval(Q.next_claim_due, kinds)
         except (errors.DatabaseError, errors.DatabaseUnavailable):
-            return poll  # the claim itself reports database trouble; the poll paces the next try
+            return poll  # the next claim reports the trouble; the poll paces it
         # A little past the moment: the claim compares with the database's clock (lease_expires_at < now()).
         return poll if due is None else min(poll, due + DUE_MARGIN_S)
 
